@@ -1,0 +1,1 @@
+"""The compiler: UOp IR -> rangeify -> simplify -> linearize -> C -> cc + cffi."""

@@ -1,0 +1,101 @@
+"""Scalar types of the IR.
+
+A DType knows everything the stages need: its C spelling for the renderer, its NumPy dtype for the runtime,
+its value range for bounds analysis and constant folding. Two pseudo types exist only inside the compiler:
+`index` (loop counters and address arithmetic, an unbounded integer until the renderer picks a width) and
+`void` (effects: STORE, END, SINK).
+"""
+from __future__ import annotations
+import math
+from dataclasses import dataclass
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class DType:
+  name: str           # NumPy's name: "float32"
+  short: str          # the .uir spelling: "f32"
+  itemsize: int
+  ctype: str
+  kind: str           # "b" bool, "i" signed int, "u" unsigned int, "f" float, "x" index, "v" void
+
+  def __repr__(self) -> str: return f"dtypes.{self.name}"
+  def __reduce__(self): return (_by_name, (self.name,))
+
+  @property
+  def is_float(self) -> bool: return self.kind == "f"
+  @property
+  def is_int(self) -> bool: return self.kind in "iux"
+  @property
+  def is_unsigned(self) -> bool: return self.kind == "u"
+  @property
+  def is_bool(self) -> bool: return self.kind == "b"
+  @property
+  def np(self) -> np.dtype: return np.dtype(self.name)
+
+  @property
+  def min(self) -> int | float:
+    if self.kind == "f": return -math.inf
+    if self.kind in "ub": return 0
+    if self.kind == "x": return -(1 << 63)
+    return -(1 << (8 * self.itemsize - 1))
+
+  @property
+  def max(self) -> int | float:
+    if self.kind == "f": return math.inf
+    if self.kind == "b": return 1
+    if self.kind == "u": return (1 << (8 * self.itemsize)) - 1
+    return (1 << (8 * self.itemsize - 1)) - 1
+
+  def python(self, v):
+    """v as the Python value this dtype holds: integers wrap like C, floats round to the dtype."""
+    if self.kind == "b": return bool(v)
+    if self.kind == "f": return float(np.array(v, dtype=self.np)) if self.itemsize != 8 else float(v)
+    if self.kind == "x": return int(v)
+    if isinstance(v, float) and not math.isfinite(v): return 0
+    bits = 8 * self.itemsize
+    v = int(v) & ((1 << bits) - 1)
+    return v - (1 << bits) if self.kind == "i" and v >= (1 << (bits - 1)) else v
+
+
+class dtypes:
+  bool = DType("bool", "bool", 1, "_Bool", "b")
+  int8 = DType("int8", "i8", 1, "int8_t", "i")
+  uint8 = DType("uint8", "u8", 1, "uint8_t", "u")
+  int16 = DType("int16", "i16", 2, "int16_t", "i")
+  uint16 = DType("uint16", "u16", 2, "uint16_t", "u")
+  int32 = DType("int32", "i32", 4, "int32_t", "i")
+  uint32 = DType("uint32", "u32", 4, "uint32_t", "u")
+  int64 = DType("int64", "i64", 8, "int64_t", "i")
+  uint64 = DType("uint64", "u64", 8, "uint64_t", "u")
+  float32 = DType("float32", "f32", 4, "float", "f")
+  float64 = DType("float64", "f64", 8, "double", "f")
+  index = DType("index", "index", 8, "int64_t", "x")
+  void = DType("void", "void", 0, "void", "v")
+  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64)
+
+  @staticmethod
+  def min(d: DType): return d.min
+  @staticmethod
+  def max(d: DType): return d.max
+
+  @staticmethod
+  def from_numpy(d) -> DType:
+    """The DType of a NumPy dtype; TypeError for kinds the compiler has no C type for."""
+    d = np.dtype(d)
+    for t in dtypes.all:
+      if t.name == d.name: return t
+    raise TypeError(f"minitensor does not support dtype {d} (supported: {', '.join(t.name for t in dtypes.all)})")
+
+
+_BY_NAME = {d.name: d for d in (*dtypes.all, dtypes.index, dtypes.void)}
+_BY_SHORT = {d.short: d for d in (*dtypes.all, dtypes.index, dtypes.void)}
+
+
+def _by_name(name: str) -> DType: return _BY_NAME[name]
+
+
+def from_short(s: str) -> DType:
+  """The DType spelled `s` in .uir text ("f32", "i64", "bool", "index")."""
+  if s in _BY_SHORT: return _BY_SHORT[s]
+  raise KeyError(s)

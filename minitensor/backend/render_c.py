@@ -1,0 +1,191 @@
+"""render_c: a linearized loop program -> one C99 function.
+
+Names follow the seed: loop counters `ridxN`, buffers `dataN` (N = slot), accumulators `accN`, loaded values
+`valN`, shared or hoisted arithmetic `aluN`. An ALU node gets a variable when it is used more than once or
+from a deeper loop than its own; otherwise it is inlined into its user. Semantics that C leaves undefined or
+rounds differently from NumPy go through the fixed PRELUDE: floor division and modulo (also by zero), shifts
+past the width, integer powers, NaN-propagating max/min. Truncating `/` and `%` are emitted directly only
+where bounds prove both operands non-negative. Index arithmetic is `int` unless a bound passes 2^31-1, then
+`int64_t` for the whole kernel. The compiler must be called with -fwrapv (integers wrap as in NumPy).
+"""
+from __future__ import annotations
+import math
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.uop import UOp, Ops, AxisType
+from minitensor.backend.symbolic import bounds
+from minitensor.backend.linearize import linearize, Stmt
+
+PRELUDE = r"""#include <math.h>
+#include <stdint.h>
+#define MT_INT(T, S) \
+static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - a); T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
+static inline T floormod_##S(T a, T b) { if (b == 0 || b == -1) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
+static inline T shl_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b); } \
+static inline T shr_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (a >> b); } \
+static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; } \
+static inline T max_##S(T a, T b) { return a > b ? a : b; } \
+static inline T min_##S(T a, T b) { return a < b ? a : b; }
+#define MT_UINT(T, S) \
+static inline T floordiv_##S(T a, T b) { return b == 0 ? 0 : a / b; } \
+static inline T floormod_##S(T a, T b) { return b == 0 ? 0 : a % b; } \
+static inline T shl_##S(T a, T b) { return b >= 8 * sizeof(T) ? 0 : (T)(a << b); } \
+static inline T shr_##S(T a, T b) { return b >= 8 * sizeof(T) ? 0 : (T)(a >> b); } \
+static inline T ipow_##S(T a, T b) { T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; } \
+static inline T max_##S(T a, T b) { return a > b ? a : b; } \
+static inline T min_##S(T a, T b) { return a < b ? a : b; }
+#define MT_FLOAT(T, S, F) \
+static inline T max_##S(T a, T b) { return (a >= b || a != a) ? a : b; } \
+static inline T min_##S(T a, T b) { return (a <= b || a != a) ? a : b; } \
+static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; if (m) { if (isless(b, 0) != isless(m, 0)) m += b; } else m = copysign##F(0, b); return m; } \
+static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, b), d = (a - m) / b, f; \
+  if (m && isless(b, 0) != isless(m, 0)) d -= 1; if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else f = copysign##F(0, a / b); return f; }
+MT_INT(int32_t, i32) MT_INT(int64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
+MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
+"""
+
+_SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
+           "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64", "bool": "i32"}
+_MATH = {Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.EXPM1: "expm1", Ops.LOG: "log", Ops.LOG2: "log2", Ops.LOG10: "log10",
+         Ops.LOG1P: "log1p", Ops.SQRT: "sqrt", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan", Ops.ASIN: "asin",
+         Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.TANH: "tanh", Ops.ERF: "erf",
+         Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.RINT: "rint", Ops.ABS: "fabs", Ops.POW: "pow",
+         Ops.ATAN2: "atan2"}
+_INFIX = {Ops.ADD: "+", Ops.MUL: "*", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.CMPLT: "<",
+          Ops.CMPLE: "<=", Ops.CMPEQ: "==", Ops.CMPNE: "!="}
+_HELPER = {Ops.FLOORDIV: "floordiv", Ops.FLOORMOD: "floormod", Ops.MAX: "max", Ops.MIN: "min", Ops.SHL: "shl",
+           Ops.SHR: "shr", Ops.POW: "ipow"}
+
+
+def _literal(v, d: DType, itype: str) -> str:
+  if d.is_float:
+    if math.isnan(v): return "NAN"
+    if math.isinf(v): return "INFINITY" if v > 0 else "-INFINITY"
+    return repr(v) + ("f" if d is dtypes.float32 else "")
+  if d.is_bool: return "1" if v else "0"
+  if d is dtypes.index: d = dtypes.int64 if itype == "int64_t" else dtypes.int32
+  if d.kind == "i" and v == d.min: return f"({v + 1}{'LL' if d.itemsize == 8 else ''}-1)"
+  return f"{v}{'ULL' if d is dtypes.uint64 else 'LL' if d.itemsize == 8 else 'u' if d is dtypes.uint32 else ''}"
+
+
+def index_type(sink: UOp) -> str:
+  """int, unless some index value or loop bound can pass 2^31-1: then int64_t."""
+  for u in sink.toposort():
+    if u.dtype is dtypes.index:
+      lo, hi = bounds(u)
+      if lo < -(2**31) or hi > 2**31 - 1: return "int64_t"
+    if u.op is Ops.BUFFER and u.arg.shape[0] > 2**31 - 1: return "int64_t"
+  return "int"
+
+
+class _Renderer:
+  def __init__(self, sink: UOp, name: str):
+    self.sink, self.name = sink, name
+    self.prog = linearize(sink)
+    self.itype = index_type(sink)
+    self.r: dict[UOp, str] = {}
+    self.n = 0
+    self.lines: list[str] = []
+    depth, self.depth, self.uses, self.deep_use = 0, {}, {}, set()
+    for s in self.prog:
+      if s.kind == "open": depth += 1
+      elif s.kind == "close": depth -= 1
+      else:
+        self.depth[s.u] = depth
+        for x in s.u.src:
+          self.uses[x] = self.uses.get(x, 0) + 1
+          if self.depth.get(x, 0) < depth: self.deep_use.add(x)
+
+  def ctype(self, d: DType) -> str: return self.itype if d is dtypes.index else d.ctype
+  def var(self, prefix: str) -> str:
+    self.n += 1
+    return f"{prefix}{self.n}"
+
+  def expr(self, u: UOp) -> str:
+    if u.op is Ops.CONST: return _literal(u.arg, u.dtype, self.itype)
+    return self.r[u]
+
+  def lvalue(self, idx: UOp) -> str:
+    base = idx.src[0]
+    while base.op is Ops.AFTER: base = base.src[0]
+    i = idx.src[1]
+    if base.op is Ops.ALLOC and base.arg.shape[0] == 1: return f"acc{base.arg.slot}"
+    return f"{self.r_base(base)}[{self.expr(i)}]"
+
+  def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
+
+  def alu(self, u: UOp) -> str:
+    op, d = u.op, u.src[-1].dtype
+    a = [self.expr(s) for s in u.src]
+    if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
+    if op is Ops.CAST: return f"(({self.ctype(u.dtype)})({a[0]}))"
+    if d.is_float and op in _MATH: return f"{_MATH[op]}{'f' if d is dtypes.float32 else ''}({', '.join(a)})"
+    if op is Ops.ABS: return f"({a[0]}<0?-{a[0]}:{a[0]})"
+    if op in (Ops.FLOORDIV, Ops.FLOORMOD) and d.is_int and bounds(u.src[0])[0] >= 0 and bounds(u.src[1])[0] > 0:
+      out = f"({a[0]}{'/' if op is Ops.FLOORDIV else '%'}{a[1]})"
+    elif op in _HELPER:
+      suffix = _SUFFIX.get(d.name) or ("i64" if self.itype == "int64_t" else "i32")
+      out = f"{_HELPER[op]}_{suffix}({a[0]}, {a[1]})"
+    elif op in _INFIX: out = f"({a[0]}{_INFIX[op]}{a[1]})"
+    else: raise NotImplementedError(f"render_c: {op} on {d.name}")
+    # small integer types promote to int in C; wrap every result back so intermediate overflow matches NumPy
+    if u.dtype.is_int and u.dtype.itemsize < 4 and u.dtype is not dtypes.index: out = f"(({u.dtype.ctype}){out})"
+    return out
+
+  def declare(self, a: UOp, ind: str) -> None:
+    if a not in self.r:
+      self.r[a] = f"acc{a.arg.slot}"
+      n = a.arg.shape[0]
+      self.lines.append(f"{ind}{self.ctype(a.dtype)} acc{a.arg.slot}{f'[{n}]' if n != 1 else ''};")
+
+  def stmt(self, u: UOp, ind: str) -> None:
+    op = u.op
+    if op is Ops.INDEX: return
+    if op is Ops.AFTER and u.src[0].op is Ops.ALLOC:
+      self.declare(u.src[0], ind)
+      self.r[u] = self.r[u.src[0]]
+      return
+    if op is Ops.AFTER: self.r[u] = self.r.get(u.src[0], ""); return
+    if op is Ops.LOAD:
+      v = self.var("val")
+      self.lines.append(f"{ind}{self.ctype(u.dtype)} {v} = {self.lvalue(u.src[0])};")
+      self.r[u] = v
+    elif op is Ops.STORE: self.lines.append(f"{ind}{self.lvalue(u.src[0])} = {self.expr(u.src[1])};")
+    else:
+      e = self.alu(u)
+      if self.uses.get(u, 0) > 1 or u in self.deep_use:
+        v = self.var("alu")
+        self.lines.append(f"{ind}{self.ctype(u.dtype)} {v} = {e};")
+        self.r[u] = v
+      else: self.r[u] = e
+
+  def render(self) -> str:
+    bufs = sorted({u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.BUFFER}.items())
+    stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
+    params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
+    scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER}
+    for a in sorted((u for u in self.sink.toposort() if u.op is Ops.ALLOC and u not in scoped), key=lambda a: a.arg.slot):
+      self.declare(a, "  ")
+    depth = 1
+    for s in self.prog:
+      ind = "  " * depth
+      if s.kind == "open":
+        r = s.u
+        if r.arg.kind is AxisType.THREAD: self.lines.append(f"{ind}#pragma omp parallel for schedule(static)")
+        self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {r.arg.size}; ridx{r.arg.idx}++) {{")
+        self.r[r] = f"ridx{r.arg.idx}"
+        depth += 1
+      elif s.kind == "close":
+        depth -= 1
+        self.lines.append("  " * depth + "}")
+      else: self.stmt(s.u, ind)
+    return f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
+
+
+def render_function(sink: UOp, name: str = "kernel") -> str:
+  """The C function of one kernel, without the prelude."""
+  return _Renderer(sink, name).render()
+
+
+def render_c(sink: UOp, name: str = "kernel") -> str:
+  """A complete C99 translation unit: the fixed PRELUDE and the kernel `name`."""
+  return PRELUDE + render_function(sink, name)

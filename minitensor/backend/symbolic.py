@@ -1,0 +1,289 @@
+"""Symbolic simplification and bounds analysis.
+
+simplify(u) rewrites a graph to a fixpoint. Index arithmetic (dtype `index`, unbounded integers with
+Python's floor semantics) is kept in a normal form: a left-nested sum of terms `atom*coef`, atoms ordered by
+the loops they mention, the constant last. On that form:
+
+    constant folding            any ALU op of CONSTs (integers wrap like C, floats round like NumPy)
+    identities                  x*1, x//1, x%1, x/1, and x+0, x*0 on integers (not floats: -0.0, nan)
+    like terms, distribution    i*4 + i -> i*5;  (i*4 + j)*4 -> i*16 + j*4
+    recombination               (x//c)*c + x%c -> x
+    division                    (a*c + b)//c -> a + b//c;  (a*c + b)%c -> b%c;  gcd cancellation
+    nested division             (x//a)//b -> x//(a*b);  (x%(k*c))%c -> x%c
+    bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
+                                comparisons, MAX/MIN and WHERE decided when the bounds decide them
+
+bounds(u) gives (vmin, vmax) of integer and bool nodes from RANGE sizes and constants; results are cached
+on the node, as is simplify's (nodes are immutable, so both are pure functions of the node).
+"""
+from __future__ import annotations
+import math
+import numpy as np
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.uop import UOp, Ops, COMPARE
+
+_SHIFTS = (Ops.SHL, Ops.SHR)
+
+
+# ---------------------------------------------------------------- evaluation of constants
+def exec_alu(op: Ops, dtype: DType, vals: tuple):
+  """The value of op on Python scalars, with the semantics of the rendered C (and so of NumPy); dtype is the
+  operands' dtype. Returns None where folding is not exact in Python (transcendentals)."""
+  if op is Ops.WHERE: return vals[1] if vals[0] else vals[2]
+  if dtype.is_float:
+    a = [np.array(v, dtype=dtype.np)[()] for v in vals]
+    with np.errstate(all="ignore"):
+      f = {Ops.ADD: np.add, Ops.MUL: np.multiply, Ops.FDIV: np.divide, Ops.MAX: np.maximum, Ops.MIN: np.minimum,
+           Ops.FLOORDIV: np.floor_divide, Ops.FLOORMOD: np.remainder, Ops.CMPLT: np.less, Ops.CMPLE: np.less_equal,
+           Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal, Ops.ABS: np.abs, Ops.FLOOR: np.floor, Ops.CEIL: np.ceil,
+           Ops.TRUNC: np.trunc, Ops.RINT: np.rint, Ops.SQRT: np.sqrt}.get(op)
+      if f is None: return None
+      r = f(*a)
+    return bool(r) if op in COMPARE else float(r)
+  a = [int(v) for v in vals]
+  if op in COMPARE: return {Ops.CMPLT: a[0] < a[1], Ops.CMPLE: a[0] <= a[1], Ops.CMPEQ: a[0] == a[1], Ops.CMPNE: a[0] != a[1]}[op]
+  if op is Ops.FLOORDIV: r = 0 if a[1] == 0 else a[0] // a[1]
+  elif op is Ops.FLOORMOD: r = 0 if a[1] == 0 else a[0] % a[1]
+  elif op in _SHIFTS:
+    bits = 8 * dtype.itemsize
+    if not 0 <= a[1] < bits: r = 0 if op is Ops.SHL or a[0] >= 0 else -1
+    else: r = a[0] << a[1] if op is Ops.SHL else a[0] >> a[1]
+  elif op is Ops.POW:
+    if a[1] < 0: r = 1 if a[0] == 1 else (1 if a[1] % 2 == 0 else -1) if a[0] == -1 else 0
+    else: r = pow(a[0], a[1], 1 << 64) if dtype is not dtypes.index else a[0] ** a[1]
+  else:
+    f = {Ops.ADD: lambda x, y: x + y, Ops.MUL: lambda x, y: x * y, Ops.MAX: max, Ops.MIN: min, Ops.ABS: abs,
+         Ops.AND: lambda x, y: x & y, Ops.OR: lambda x, y: x | y, Ops.XOR: lambda x, y: x ^ y}.get(op)
+    if f is None: return None
+    r = f(*a)
+  return dtype.python(r)
+
+
+def _cast_const(v, to: DType):
+  if to.is_float: return float(np.array(v).astype(to.np))
+  if isinstance(v, float):
+    if not math.isfinite(v): return None              # platform-defined in C; leave it to the hardware
+    return to.python(math.trunc(v)) if to is not dtypes.bool else bool(v)
+  return to.python(v)
+
+
+# ---------------------------------------------------------------- bounds
+def bounds(u: UOp) -> tuple:
+  """(vmin, vmax) of u's value; the dtype's range where nothing better is known."""
+  if u._bounds is None:
+    for x in u.toposort():
+      if x._bounds is None: x._bounds = _bounds(x)
+  return u._bounds
+
+
+def _bounds(u: UOp) -> tuple:
+  d, op = u.dtype, u.op
+  full = (d.min, d.max) if d is not dtypes.void else (0, 0)
+  if op is Ops.CONST: return (u.arg, u.arg)
+  if op is Ops.RANGE: return (0, u.arg.size - 1)
+  if op in COMPARE:
+    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+    if u.src[0].dtype.is_float: return (False, True)
+    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
+    if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
+    disjoint = a1 < b0 or b1 < a0
+    same = a0 == a1 == b0 == b1
+    if op is Ops.CMPEQ: return (same, not disjoint)
+    return (disjoint, not same)
+  if op is Ops.WHERE:
+    c, a, b = (s._bounds for s in u.src)
+    if c[0]: return a
+    if not c[1]: return b
+    return (min(a[0], b[0]), max(a[1], b[1]))
+  if op is Ops.CAST:
+    s0, s1 = u.src[0]._bounds
+    if d.is_float or u.src[0].dtype.is_float: return full
+    return (s0, s1) if d.min <= s0 and s1 <= d.max else full
+  if d.is_float or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
+    return full
+  (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+  if op is Ops.ADD: r = (a0 + b0, a1 + b1)
+  elif op is Ops.MUL:
+    ps = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+    r = (min(ps), max(ps))
+  elif op is Ops.MAX: r = (max(a0, b0), max(a1, b1))
+  elif op is Ops.MIN: r = (min(a0, b0), min(a1, b1))
+  elif op in (Ops.AND, Ops.OR):
+    if not d.is_bool: return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
+    r = (a0 and b0, a1 and b1) if op is Ops.AND else (a0 or b0, a1 or b1)
+  elif b0 == b1 and b0 > 0:
+    c = b0
+    if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
+    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
+  elif op is Ops.FLOORDIV and b0 > 0:
+    r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
+  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
+  else: return full
+  return r if d is dtypes.index or (d.min <= r[0] and r[1] <= d.max) else full
+
+
+# ---------------------------------------------------------------- the normal form of index sums
+def _lin(u: UOp) -> tuple[dict[UOp, int], int]:
+  """u as ({atom: coefficient}, constant)."""
+  if u.op is Ops.CONST: return {}, u.arg
+  if u.op is Ops.ADD:
+    (t0, c0), (t1, c1) = _lin(u.src[0]), _lin(u.src[1])
+    for a, k in t1.items(): t0[a] = t0.get(a, 0) + k
+    return t0, c0 + c1
+  if u.op is Ops.MUL and (u.src[1].op is Ops.CONST or u.src[0].op is Ops.CONST):
+    x, k = (u.src[0], u.src[1].arg) if u.src[1].op is Ops.CONST else (u.src[1], u.src[0].arg)
+    t, c = _lin(x)
+    return {a: v * k for a, v in t.items()}, c * k
+  return {u: 1}, 0
+
+
+def _order(u: UOp) -> tuple:
+  rs = u.ranges
+  return (max((r.arg.idx for r in rs), default=-1), 0 if u.op is Ops.RANGE else 1, u.key)
+
+
+def _build(terms: dict[UOp, int], c: int) -> UOp:
+  out = None
+  for a in sorted((a for a, k in terms.items() if k), key=_order):
+    k = terms[a]
+    t = a if k == 1 else UOp(Ops.MUL, (a, UOp.const(k)))
+    out = t if out is None else UOp(Ops.ADD, (out, t))
+  if out is None: return UOp.const(c)
+  return UOp(Ops.ADD, (out, UOp.const(c))) if c else out
+
+
+def _recombine(terms: dict[UOp, int]) -> bool:
+  """(x//c)*(k*c) + (x%c)*k -> x*k, in place. True if anything changed."""
+  for m, k in terms.items():
+    if m.op is Ops.FLOORMOD and m.src[1].op is Ops.CONST and k:
+      x, c = m.src[0], m.src[1].arg
+      dv = UOp(Ops.FLOORDIV, (x, m.src[1]))
+      if terms.get(dv, 0) == k * c:
+        terms[m] = terms[dv] = 0
+        xt, xc = _lin(x)
+        for a, v in xt.items(): terms[a] = terms.get(a, 0) + v * k
+        terms[_CONST_KEY] = terms.get(_CONST_KEY, 0) + xc * k
+        return True
+  return False
+
+
+_CONST_KEY = None  # stands for the constant inside _recombine's term dict
+
+
+def _norm_sum(u: UOp) -> UOp:
+  terms, c = _lin(u)
+  while _recombine(terms): pass
+  c += terms.pop(_CONST_KEY, 0)
+  return _build(terms, c)
+
+
+def _split(terms: dict[UOp, int], c: int, d: int):
+  """x = d*A + B with every coefficient of B in (-d, d) and B's constant in [0, d)."""
+  qa = {a: (k // d if k >= 0 else -((-k) // d)) for a, k in terms.items()}
+  rb = {a: k - d * qa[a] for a, k in terms.items()}
+  return qa, c // d, rb, c % d
+
+
+def _div_mod(u: UOp) -> UOp | None:
+  x, dv = u.src
+  if dv.op is not Ops.CONST or dv.arg <= 0: return None
+  d = dv.arg
+  if d == 1: return x if u.op is Ops.FLOORDIV else UOp.const(0)
+  lo, hi = bounds(x)
+  if lo // d == hi // d: return UOp.const(lo // d) if u.op is Ops.FLOORDIV else x - (lo // d) * d if lo // d else x
+  if u.op is Ops.FLOORDIV and x.op is Ops.FLOORDIV and x.src[1].op is Ops.CONST and x.src[1].arg > 0:
+    return UOp(Ops.FLOORDIV, (x.src[0], UOp.const(x.src[1].arg * d)))
+  if u.op is Ops.FLOORMOD and x.op is Ops.FLOORMOD and x.src[1].op is Ops.CONST and x.src[1].arg % d == 0:
+    return UOp(Ops.FLOORMOD, (x.src[0], dv))
+  terms, c = _lin(x)
+  g = math.gcd(d, c, *terms.values())
+  if g > 1:
+    y = _build({a: k // g for a, k in terms.items()}, c // g)
+    return y // (d // g) if u.op is Ops.FLOORDIV else (y % (d // g)) * g
+  qa, qc, rb, rc = _split(terms, c, d)
+  if u.op is Ops.FLOORDIV:
+    if any(qa.values()) or qc: return _build(qa, qc) + _build(rb, rc) // d
+    return None
+  if any(qa.values()) or rc != c: return _build(rb, rc) % d
+  return None
+
+
+# ---------------------------------------------------------------- rules
+def _rules(u: UOp) -> UOp | None:
+  """One rewrite of u (whose sources are already simplified), or None if no rule applies."""
+  op, src, d = u.op, u.src, u.dtype
+  if op is Ops.CAST and src[0].op is Ops.CONST:
+    v = _cast_const(src[0].arg, d)
+    return None if v is None else UOp.const(v, d)
+  if op not in _FOLDABLE: return None
+  if src and all(s.op is Ops.CONST for s in src):
+    v = exec_alu(op, src[-1].dtype, tuple(s.arg for s in src))
+    if v is not None: return UOp.const(v, d)
+  if op is Ops.WHERE:
+    c0, c1 = bounds(src[0])
+    if c0: return src[1]
+    if not c1: return src[2]
+    if src[1] is src[2]: return src[1]
+    return None
+  if op in COMPARE or op in (Ops.MAX, Ops.MIN):
+    if src[0].dtype.is_float: return None
+    (a0, a1), (b0, b1) = bounds(src[0]), bounds(src[1])
+    if op in COMPARE:
+      lo, hi = bounds(u)
+      if lo == hi: return UOp.const(bool(lo))
+      if src[0] is src[1]: return UOp.const(op in (Ops.CMPLE, Ops.CMPEQ))
+      return None
+    if src[0] is src[1]: return src[0]
+    if op is Ops.MAX: return src[0] if a0 >= b1 else src[1] if b0 >= a1 else None
+    return src[0] if a1 <= b0 else src[1] if b1 <= a0 else None
+  one = lambda s: s.op is Ops.CONST and s.arg == 1
+  zero = lambda s: s.op is Ops.CONST and s.arg == 0
+  if op is Ops.MUL and (one(src[1]) or one(src[0])): return src[0] if one(src[1]) else src[1]
+  if op is Ops.FDIV and one(src[1]): return src[0]
+  if d.is_bool and op in (Ops.AND, Ops.OR):
+    for a, b in (src, src[::-1]):
+      if a.op is Ops.CONST: return b if a.arg == (op is Ops.AND) else a
+    return src[0] if src[0] is src[1] else None
+  if not d.is_int: return None
+  if op is Ops.MUL and (zero(src[0]) or zero(src[1])): return UOp.const(0, d)
+  if d is not dtypes.index:
+    if op is Ops.ADD and (zero(src[0]) or zero(src[1])): return src[1] if zero(src[0]) else src[0]
+    if op in (Ops.FLOORDIV, Ops.FLOORMOD) and one(src[1]): return src[0] if op is Ops.FLOORDIV else UOp.const(0, d)
+    return None
+  if op in (Ops.ADD, Ops.MUL):
+    r = _norm_sum(u)
+    return None if r is u else r
+  if op in (Ops.FLOORDIV, Ops.FLOORMOD): return _div_mod(u)
+  return None
+
+
+_FOLDABLE = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.AND, Ops.OR,
+             Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.ABS, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT, Ops.SQRT} | COMPARE
+
+
+def _done(u: UOp) -> UOp | None:
+  s = u._simp
+  return None if s is None else u if s is True else s
+
+
+def simplify(root: UOp) -> UOp:
+  """root rewritten to a fixpoint of the rules above. Values are unchanged at every point of the loops."""
+  if (r := _done(root)) is not None: return r
+  order: list[UOp] = []
+  seen: set[UOp] = set()
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, post = stack.pop()
+    if post: order.append(u); continue
+    if u in seen or u._simp is not None: continue
+    seen.add(u)
+    stack.append((u, True))
+    stack.extend((s, False) for s in reversed(u.src))
+  for u in order:
+    src = tuple(_done(s) for s in u.src)
+    v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    r = v if (w := _rules(v)) is None else simplify(w)
+    r._simp = True
+    u._simp = True if r is u else r
+    if v._simp is None: v._simp = True if r is v else r
+  return _done(root)

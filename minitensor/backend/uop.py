@@ -1,0 +1,373 @@
+"""The IR: Ops, the hash-consed UOp, and its type checker.
+
+One node type serves both worlds. In the *shape world* (what the frontend records) nodes have shapes and
+movement ops rearrange them; in the *loop world* (what rangeify produces) every value is a scalar inside
+RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTER and END.
+
+    op        src                          arg                      shape / dtype
+    CONST     ()                           python scalar            () / given
+    BUFFER    ()                           ParamArg(slot, dt, (n,)) (n,) flat, global memory
+    ALLOC     ()                           ParamArg(slot, dt, (n,)) (n,) a local accumulator
+    RANGE     ()                           RangeArg(size, idx, kind) () / index
+    INDEX     (x, *i)                      None                     x.shape[len(i):]  (pops leading axes)
+    LOAD      (INDEX,)                     None                     ()
+    STORE     (INDEX, value)               None                     () / void
+    AFTER     (x, *deps)                   None                     x's: x once deps have happened
+    END       (body, *ranges)              None                     closes loops
+    SINK      (*effects)                   None                     the program
+    RESHAPE EXPAND PERMUTE SHRINK (x,)     shape / perm / ((b, e),) movement: index maps, no data moves
+    REDUCE    (x,)                         (op, n)                  pops the last n axes with op
+    STACK     (*xs)                        None                     (len(xs), *xs[0].shape)
+    STAGE     (x,)                         None                     materialization marker
+    CAST      (x,)                         None                     x.shape / given
+
+Nodes are immutable and hash-consed: structurally equal nodes are the same object, so `is` is structural
+equality and a dict keyed on UOps is a CSE table. The cons table holds nodes weakly. For that reason `==`
+keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`, `>=`, `.eq()` and `.ne()`.
+Every malformed node raises UOpError when it is built.
+"""
+from __future__ import annotations
+import math, weakref
+from enum import Enum, auto
+from typing import Any, NamedTuple
+from minitensor.backend.dtype import DType, dtypes
+
+
+class UOpError(ValueError):
+  """A node that breaks a type rule. Raised at construction, with the op and the offending shapes/dtypes."""
+
+
+class Ops(Enum):
+  # loop world
+  CONST = auto(); BUFFER = auto(); ALLOC = auto(); RANGE = auto(); INDEX = auto(); LOAD = auto()
+  STORE = auto(); AFTER = auto(); END = auto(); SINK = auto(); CAST = auto()
+  # unary ALU
+  EXP = auto(); EXP2 = auto(); EXPM1 = auto(); LOG = auto(); LOG2 = auto(); LOG10 = auto(); LOG1P = auto()
+  SQRT = auto(); SIN = auto(); COS = auto(); TAN = auto(); ASIN = auto(); ACOS = auto(); ATAN = auto()
+  SINH = auto(); COSH = auto(); TANH = auto(); ERF = auto(); FLOOR = auto(); CEIL = auto(); TRUNC = auto()
+  RINT = auto(); ABS = auto()
+  # binary ALU
+  ADD = auto(); MUL = auto(); FDIV = auto(); FLOORDIV = auto(); FLOORMOD = auto(); MAX = auto(); MIN = auto()
+  POW = auto(); ATAN2 = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
+  CMPLT = auto(); CMPLE = auto(); CMPEQ = auto(); CMPNE = auto()
+  # ternary
+  WHERE = auto()
+  # shape world
+  RESHAPE = auto(); EXPAND = auto(); PERMUTE = auto(); SHRINK = auto(); REDUCE = auto(); STACK = auto()
+  STAGE = auto()
+
+  def __repr__(self) -> str: return f"Ops.{self.name}"
+
+
+class AxisType(Enum):
+  LOOP = auto(); REDUCE = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto()
+
+
+class ParamArg(NamedTuple):
+  slot: int
+  dtype: DType
+  shape: tuple[int, ...]
+
+
+class RangeArg(NamedTuple):
+  size: int
+  idx: int
+  kind: AxisType = AxisType.LOOP
+
+
+FLOAT_UNARY = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SQRT, Ops.SIN, Ops.COS,
+               Ops.TAN, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH, Ops.ERF, Ops.FLOOR, Ops.CEIL,
+               Ops.TRUNC, Ops.RINT}
+UNARY = FLOAT_UNARY | {Ops.ABS}
+COMPARE = {Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE}
+BINARY = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.ATAN2, Ops.AND,
+          Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR} | COMPARE
+ALU = UNARY | BINARY | {Ops.WHERE, Ops.CAST}
+MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK}
+REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN)
+_FLOAT_ONLY = FLOAT_UNARY | {Ops.FDIV, Ops.ATAN2}
+_INT_ONLY = {Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}      # AND/OR/XOR also take bool
+
+
+def prod(xs) -> int:
+  out = 1
+  for x in xs: out *= x
+  return out
+
+
+def _check(cond: bool, msg: str) -> None:
+  if not cond: raise UOpError(msg)
+
+
+def _shape(s) -> tuple[int, ...]:
+  _check(isinstance(s, tuple) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in s),
+         f"bad shape {s!r}: a tuple of non-negative ints")
+  return s
+
+
+def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tuple[DType, tuple[int, ...]]:
+  """The type rule of every op: (dtype, shape) of a well-formed node, else UOpError."""
+  _check(isinstance(op, Ops), f"not an op: {op!r}")
+  _check(isinstance(src, tuple) and all(isinstance(s, UOp) for s in src), f"{op.name}: sources must be UOps")
+  n = op.name
+  if op is Ops.CONST:
+    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, f"CONST: needs a dtype and no sources")
+    return dtype, ()
+  if op in (Ops.BUFFER, Ops.ALLOC):
+    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, f"{n}: arg must be ParamArg(slot, dtype, (size,))")
+    return arg.dtype, arg.shape
+  if op is Ops.RANGE:
+    _check(not src and isinstance(arg, RangeArg) and arg.size >= 1, f"RANGE: arg must be RangeArg(size >= 1, idx, kind), got {arg!r}")
+    return dtypes.index, ()
+  if op in (Ops.SINK, Ops.END, Ops.STORE, Ops.LOAD, Ops.AFTER): return _infer_effect(op, src)
+  if op is Ops.INDEX:
+    _check(len(src) >= 2, "INDEX: needs a value and at least one index")
+    x, idx = src[0], src[1:]
+    _check(len(idx) <= len(x.shape), f"INDEX: {len(idx)} indices for shape {x.shape}")
+    for i in idx: _check(i.shape == () and i.dtype.is_int, f"INDEX: indices must be integer scalars, got {i.dtype.name} {i.shape}")
+    return x.dtype, x.shape[len(idx):]
+  if op is Ops.CAST:
+    _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void, "CAST: one source and a target dtype")
+    return dtype, src[0].shape
+  if op in ALU:
+    arity = 1 if op in UNARY else 3 if op is Ops.WHERE else 2
+    _check(len(src) == arity, f"{n}: takes {arity} sources, got {len(src)}")
+    vals = src[1:] if op is Ops.WHERE else src
+    for s in src[1:]:
+      _check(s.shape == src[0].shape, f"{n}: shape mismatch {src[0].shape} vs {s.shape} (broadcast with EXPAND)")
+    for s in vals[1:]:
+      _check(s.dtype is vals[0].dtype, f"{n}: dtype mismatch {vals[0].dtype.name} vs {s.dtype.name} (insert a CAST)")
+    d = vals[0].dtype
+    _check(d is not dtypes.void, f"{n}: operand has no value (void)")
+    if op is Ops.WHERE: _check(src[0].dtype is dtypes.bool, f"WHERE: condition must be bool, got {src[0].dtype.name}")
+    if op in _FLOAT_ONLY: _check(d.is_float, f"{n}: needs a float operand, got {d.name}")
+    if op in _INT_ONLY: _check(d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR)), f"{n}: needs an integer operand, got {d.name}")
+    if op in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW): _check(not d.is_bool, f"{n}: not defined for bool")
+    return (dtypes.bool if op in COMPARE else d), src[0].shape
+  return _infer_shape(op, src, arg)
+
+
+def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
+  if op is Ops.SINK: return dtypes.void, ()
+  if op is Ops.END:
+    _check(len(src) >= 1 and all(r.op is Ops.RANGE for r in src[1:]), "END: (body, *ranges)")
+    return dtypes.void, ()
+  if op is Ops.AFTER:
+    _check(len(src) >= 1, "AFTER: needs the value it orders")
+    return src[0].dtype, src[0].shape
+  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (), f"{op.name}: needs an INDEX to a scalar element")
+  base = src[0].src[0]
+  while base.op is Ops.AFTER: base = base.src[0]
+  _check(base.op in (Ops.BUFFER, Ops.ALLOC), f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
+  if op is Ops.LOAD:
+    _check(len(src) == 1, "LOAD: takes one INDEX")
+    return src[0].dtype, ()
+  _check(len(src) == 2, "STORE: (INDEX, value)")
+  _check(src[1].shape == () and src[1].dtype is src[0].dtype,
+         f"STORE: value {src[1].dtype.name} {src[1].shape} into {src[0].dtype.name} element")
+  return dtypes.void, ()
+
+
+def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[int, ...]]:
+  n = op.name
+  if op is Ops.STACK:
+    _check(len(src) >= 1, "STACK: needs at least one source")
+    for s in src[1:]:
+      _check(s.shape == src[0].shape and s.dtype is src[0].dtype,
+             f"STACK: sources differ: {src[0].dtype.name} {src[0].shape} vs {s.dtype.name} {s.shape}")
+    return src[0].dtype, (len(src), *src[0].shape)
+  _check(len(src) == 1, f"{n}: takes one source, got {len(src)}")
+  x = src[0]
+  s = x.shape
+  if op is Ops.STAGE: return x.dtype, s
+  if op is Ops.RESHAPE:
+    _check(isinstance(arg, tuple) and prod(_shape(arg)) == prod(s), f"RESHAPE {s} -> {arg}")
+    return x.dtype, arg
+  if op is Ops.EXPAND:
+    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), f"EXPAND {s} -> {arg}")
+    return x.dtype, arg
+  if op is Ops.PERMUTE:
+    _check(isinstance(arg, tuple) and sorted(arg) == list(range(len(s))), f"PERMUTE {arg} of {s}")
+    return x.dtype, tuple(s[i] for i in arg)
+  if op is Ops.SHRINK:
+    _check(isinstance(arg, tuple) and len(arg) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and 0 <= p[0] <= p[1] <= m
+                                                                 for p, m in zip(arg, s)), f"SHRINK {arg} of {s}")
+    return x.dtype, tuple(e - b for b, e in arg)
+  if op is Ops.REDUCE:
+    _check(isinstance(arg, tuple) and len(arg) == 2 and arg[0] in REDUCE_OPS and isinstance(arg[1], int)
+           and 0 <= arg[1] <= len(s), f"REDUCE {arg} of {s}")
+    _check(not x.dtype.is_bool or arg[0] in (Ops.MAX, Ops.MIN), f"REDUCE {arg[0].name} of bool: cast first")
+    return x.dtype, s[:len(s) - arg[1]]
+  raise UOpError(f"no type rule for {op}")
+
+
+def _argkey(arg):
+  # -0.0 == 0.0 and nan != nan in Python; structurally they are different constants
+  if isinstance(arg, float): return ("f", math.copysign(1.0, arg), repr(arg))
+  return arg
+
+
+_CONS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
+
+
+class UOp:
+  __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "__weakref__")
+  op: Ops
+  src: tuple[UOp, ...]
+  arg: Any
+  dtype: DType
+  shape: tuple[int, ...]
+
+  def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, dtype: DType | None = None):
+    if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
+    key = (op, src, _argkey(arg), dtype if op in _GIVEN_DTYPE else None)
+    if (u := _CONS.get(key)) is not None:
+      if dtype is not None and u.dtype is not dtype: raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
+      return u
+    dt, shape = _infer(op, src, arg, dtype)
+    if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
+    u = object.__new__(cls)
+    u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
+    u._ranges = u._bounds = u._key = u._simp = None
+    _CONS[key] = u
+    return u
+
+  def __reduce__(self): return (UOp, (self.op, self.src, self.arg, self.dtype if self.op in _GIVEN_DTYPE else None))
+  def __repr__(self) -> str:
+    if self.op is Ops.CONST: return f"UOp.const({self.arg!r}, {self.dtype!r})"
+    if self.op is Ops.RANGE: return f"range_({self.arg.size}, {self.arg.idx}, {self.arg.kind})"
+    return f"UOp({self.op}, <{len(self.src)} src>, {self.arg!r}) : {self.dtype.name} {self.shape}"
+  def __bool__(self): raise TypeError("a UOp has no truth value; compare with `is`, or simplify() and read .arg")
+
+  # ---- graph utilities
+  def toposort(self) -> list[UOp]:
+    """Every node reachable from self, each after its sources."""
+    seen: dict[UOp, None] = {}
+    stack: list[tuple[UOp, bool]] = [(self, False)]
+    while stack:
+      u, done = stack.pop()
+      if u in seen: continue
+      if done: seen[u] = None; continue
+      stack.append((u, True))
+      stack.extend((s, False) for s in reversed(u.src) if s not in seen)
+    return list(seen)
+
+  def replace(self, **kw) -> UOp:
+    d = dict(op=self.op, src=self.src, arg=self.arg, dtype=self.dtype if self.op in _GIVEN_DTYPE else None)
+    d.update(kw)
+    return UOp(d["op"], d["src"], d["arg"], d["dtype"])
+
+  def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
+    """self with every node in `mapping` replaced, the rest rebuilt on top of the replacements."""
+    new: dict[UOp, UOp] = {}
+    for u in self.toposort():
+      if u in mapping: new[u] = mapping[u]; continue
+      src = tuple(new[s] for s in u.src)
+      new[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    return new[self]
+
+  @property
+  def ranges(self) -> frozenset[UOp]:
+    """The RANGE nodes this node mentions (syntactically)."""
+    if self._ranges is None:
+      for u in self.toposort():
+        if u._ranges is None:
+          u._ranges = frozenset((u,)) if u.op is Ops.RANGE else frozenset().union(*(s._ranges for s in u.src))
+    return self._ranges
+
+  @property
+  def key(self) -> bytes:
+    """A structural digest, stable across processes: the graph-cache and canonical-order key."""
+    if self._key is None:
+      import hashlib
+      for u in self.toposort():
+        if u._key is None:
+          a = (u.arg.size, u.arg.idx, u.arg.kind.name) if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
+            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op is Ops.REDUCE else _argkey(u.arg)
+          h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
+          for s in u.src: h.update(s._key)
+          u._key = h.digest()
+    return self._key
+
+  @property
+  def vmin(self):
+    from minitensor.backend.symbolic import bounds
+    return bounds(self)[0]
+  @property
+  def vmax(self):
+    from minitensor.backend.symbolic import bounds
+    return bounds(self)[1]
+
+  # ---- builders
+  @staticmethod
+  def const(v, dtype: DType | None = None) -> UOp:
+    if dtype is None: dtype = dtypes.bool if isinstance(v, bool) else dtypes.index if isinstance(v, int) else dtypes.float32
+    return UOp(Ops.CONST, (), v, dtype)
+
+  def const_like(self, v) -> UOp:
+    """A constant of self's dtype and shape (a scalar CONST broadcast with RESHAPE + EXPAND)."""
+    c = UOp.const(v, self.dtype)
+    if not self.shape: return c
+    return c.reshape((1,) * len(self.shape)).expand(self.shape)
+
+  def index(self, *idx: UOp | int) -> UOp: return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
+  def load(self) -> UOp: return UOp(Ops.LOAD, (self,))
+  def store(self, v: UOp | int | float) -> UOp: return UOp(Ops.STORE, (self, v if isinstance(v, UOp) else UOp.const(v, self.dtype)))
+  def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, (self, *deps)) if deps else self
+  def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, (self, *ranges)) if ranges else self
+  def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
+  def stage(self) -> UOp: return UOp(Ops.STAGE, (self,))
+
+  def reshape(self, shape: tuple[int, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.RESHAPE, (self,), tuple(shape))
+  def expand(self, shape: tuple[int, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, (self,), tuple(shape))
+  def permute(self, p: tuple[int, ...]) -> UOp: return self if tuple(p) == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, (self,), tuple(p))
+  def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
+    arg = tuple((int(b), int(e)) for b, e in arg)
+    return self if arg == tuple((0, s) for s in self.shape) else UOp(Ops.SHRINK, (self,), arg)
+  def reduce(self, op: Ops, n: int) -> UOp: return UOp(Ops.REDUCE, (self,), (op, n))
+
+  # ---- ALU
+  def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
+  def alu(self, op: Ops, *src) -> UOp: return UOp(op, (self, *(self._operand(s) for s in src)))
+  def where(self, a, b) -> UOp:
+    a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape else UOp.const(a))
+    return UOp(Ops.WHERE, (self, a, a._operand(b)))
+  def __add__(self, x): return self.alu(Ops.ADD, x)
+  def __radd__(self, x): return self._operand(x).alu(Ops.ADD, self)
+  def __mul__(self, x): return self.alu(Ops.MUL, x)
+  def __rmul__(self, x): return self._operand(x).alu(Ops.MUL, self)
+  def __neg__(self): return self * -1
+  def __sub__(self, x): return self + (-self._operand(x))
+  def __rsub__(self, x): return self._operand(x) + (-self)
+  def __truediv__(self, x): return self.alu(Ops.FDIV, x)
+  def __rtruediv__(self, x): return self._operand(x).alu(Ops.FDIV, self)
+  def __floordiv__(self, x): return self.alu(Ops.FLOORDIV, x)
+  def __rfloordiv__(self, x): return self._operand(x).alu(Ops.FLOORDIV, self)
+  def __mod__(self, x): return self.alu(Ops.FLOORMOD, x)
+  def __rmod__(self, x): return self._operand(x).alu(Ops.FLOORMOD, self)
+  def __and__(self, x): return self.alu(Ops.AND, x)
+  def __or__(self, x): return self.alu(Ops.OR, x)
+  def __xor__(self, x): return self.alu(Ops.XOR, x)
+  def __lshift__(self, x): return self.alu(Ops.SHL, x)
+  def __rshift__(self, x): return self.alu(Ops.SHR, x)
+  def __lt__(self, x): return self.alu(Ops.CMPLT, x)
+  def __le__(self, x): return self.alu(Ops.CMPLE, x)
+  def __gt__(self, x): return self._operand(x).alu(Ops.CMPLT, self)
+  def __ge__(self, x): return self._operand(x).alu(Ops.CMPLE, self)
+  def eq(self, x) -> UOp: return self.alu(Ops.CMPEQ, x)
+  def ne(self, x) -> UOp: return self.alu(Ops.CMPNE, x)
+  def maximum(self, x) -> UOp: return self.alu(Ops.MAX, x)
+  def minimum(self, x) -> UOp: return self.alu(Ops.MIN, x)
+  __hash__ = object.__hash__
+  __eq__ = object.__eq__
+
+
+def range_(size: int, idx: int, kind: AxisType = AxisType.LOOP) -> UOp:
+  return UOp(Ops.RANGE, (), RangeArg(size, idx, kind))
+
+def sink(*srcs: UOp) -> UOp: return UOp(Ops.SINK, tuple(srcs))
+
+def buf(slot: int, size: int, dtype: DType = dtypes.float32) -> UOp:
+  """A flat BUFFER of `size` elements, bound to argument `slot` of the kernel."""
+  return UOp(Ops.BUFFER, (), ParamArg(slot, dtype, (size,)))

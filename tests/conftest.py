@@ -1,0 +1,9 @@
+import os
+from hypothesis import settings, HealthCheck
+
+# `ci`: derandomized and bounded, for the CI time budget; `dev`: ten times the examples, for local runs.
+settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=600, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
