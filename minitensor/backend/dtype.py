@@ -50,7 +50,9 @@ class DType:
   def python(self, v):
     """v as the Python value this dtype holds: integers wrap like C, floats round to the dtype."""
     if self.kind == "b": return bool(v)
-    if self.kind == "f": return float(np.array(v, dtype=self.np)) if self.itemsize != 8 else float(v)
+    if self.kind == "f":
+      if self.itemsize == 8: return float(v)
+      with np.errstate(over="ignore"): return float(np.array(v, dtype=self.np))
     if self.kind == "x": return int(v)
     if isinstance(v, float) and not math.isfinite(v): return 0
     bits = 8 * self.itemsize

@@ -125,6 +125,8 @@ class _Renderer:
     elif op in _HELPER:
       suffix = _SUFFIX.get(d.name) or ("i64" if self.itype == "int64_t" else "i32")
       out = f"{_HELPER[op]}_{suffix}({a[0]}, {a[1]})"
+    elif op is Ops.ADD and u.src[1].op is Ops.CONST and d.min < u.src[1].arg < 0 and not d.is_unsigned:
+      out = f"({a[0]}-{_literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
     elif op in _INFIX: out = f"({a[0]}{_INFIX[op]}{a[1]})"
     else: raise NotImplementedError(f"render_c: {op} on {d.name}")
     # small integer types promote to int in C; wrap every result back so intermediate overflow matches NumPy

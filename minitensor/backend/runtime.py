@@ -69,7 +69,7 @@ class Kernel:
 
 
 _ffi = cffi.FFI()
-_loaded: dict[str, object] = {}
+_loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 
 
@@ -100,24 +100,18 @@ def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
   """Compile (or fetch from the caches) a translation unit; its kernels by name."""
   key = _key(src, flags)
   with _lock:
-    lib = _loaded.get(key)
-    if lib is not None: stats.memory_hits += 1
-    else:
-      path = os.path.join(cache_dir(), key[:2], key + ".so")
-      if os.path.exists(path): stats.disk_hits += 1
-      else: _build(src, path, flags)
-      lib = _loaded[key] = _ffi.dlopen(path)
-  out = {}
-  for name, params in _SIG.findall(src):
-    n = len([p for p in params.split(",") if p.strip()])
-    cdef = f"void {name}({', '.join(['void*'] * n)});"
-    with _lock:
-      try: fn = getattr(lib, name)
-      except AttributeError:
-        _ffi.cdef(cdef, override=True)
-        fn = getattr(lib, name)
-    out[name] = Kernel(name, src, fn, n, lib)
-  return out
+    if (ks := _loaded.get(key)) is not None:
+      stats.memory_hits += 1
+      return ks
+    path = os.path.join(cache_dir(), key[:2], key + ".so")
+    if os.path.exists(path): stats.disk_hits += 1
+    else: _build(src, path, flags)
+    sigs = [(name, len([p for p in params.split(",") if p.strip()])) for name, params in _SIG.findall(src)]
+    ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
+    ffi.cdef("\n".join(f"void {name}({', '.join(['void*'] * n) or 'void'});" for name, n in sigs))
+    lib = ffi.dlopen(path)
+    ks = _loaded[key] = {name: Kernel(name, src, getattr(lib, name), n, lib) for name, n in sigs}
+    return ks
 
 
 def kernel_slots(sink: UOp) -> list[int]:

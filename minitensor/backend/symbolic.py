@@ -152,8 +152,8 @@ def _build(terms: dict[UOp, int], c: int) -> UOp:
   return UOp(Ops.ADD, (out, UOp.const(c))) if c else out
 
 
-def _recombine(terms: dict[UOp, int]) -> bool:
-  """(x//c)*(k*c) + (x%c)*k -> x*k, in place. True if anything changed."""
+def _recombine(terms: dict[UOp, int]) -> int | None:
+  """(x//c)*(k*c) + (x%c)*k -> x*k, in place. The constant that adds to the sum, or None if nothing changed."""
   for m, k in terms.items():
     if m.op is Ops.FLOORMOD and m.src[1].op is Ops.CONST and k:
       x, c = m.src[0], m.src[1].arg
@@ -162,18 +162,13 @@ def _recombine(terms: dict[UOp, int]) -> bool:
         terms[m] = terms[dv] = 0
         xt, xc = _lin(x)
         for a, v in xt.items(): terms[a] = terms.get(a, 0) + v * k
-        terms[_CONST_KEY] = terms.get(_CONST_KEY, 0) + xc * k
-        return True
-  return False
-
-
-_CONST_KEY = None  # stands for the constant inside _recombine's term dict
+        return xc * k
+  return None
 
 
 def _norm_sum(u: UOp) -> UOp:
   terms, c = _lin(u)
-  while _recombine(terms): pass
-  c += terms.pop(_CONST_KEY, 0)
+  while (dc := _recombine(terms)) is not None: c += dc
   return _build(terms, c)
 
 

@@ -19,6 +19,8 @@ RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTE
     REDUCE    (x,)                         (op, n)                  pops the last n axes with op
     STACK     (*xs)                        None                     (len(xs), *xs[0].shape)
     STAGE     (x,)                         None                     materialization marker
+    PAD       (x,)                         (((b, a), ...), value)   guarded padding (composite.py: why primitive)
+    FLIP      (x,)                         axes                     reverses the axes (composite.py: why primitive)
     CAST      (x,)                         None                     x.shape / given
 
 Nodes are immutable and hash-consed: structurally equal nodes are the same object, so `is` is structural
@@ -54,7 +56,7 @@ class Ops(Enum):
   WHERE = auto()
   # shape world
   RESHAPE = auto(); EXPAND = auto(); PERMUTE = auto(); SHRINK = auto(); REDUCE = auto(); STACK = auto()
-  STAGE = auto()
+  STAGE = auto(); PAD = auto(); FLIP = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -83,7 +85,7 @@ COMPARE = {Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE}
 BINARY = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.ATAN2, Ops.AND,
           Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR} | COMPARE
 ALU = UNARY | BINARY | {Ops.WHERE, Ops.CAST}
-MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK}
+MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
 REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN)
 _FLOAT_ONLY = FLOAT_UNARY | {Ops.FDIV, Ops.ATAN2}
 _INT_ONLY = {Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}      # AND/OR/XOR also take bool
@@ -187,12 +189,21 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
     _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), f"EXPAND {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.PERMUTE:
-    _check(isinstance(arg, tuple) and sorted(arg) == list(range(len(s))), f"PERMUTE {arg} of {s}")
+    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))), f"PERMUTE {arg} of {s}")
     return x.dtype, tuple(s[i] for i in arg)
   if op is Ops.SHRINK:
-    _check(isinstance(arg, tuple) and len(arg) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and 0 <= p[0] <= p[1] <= m
+    _check(isinstance(arg, tuple) and len(arg) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and _ints(p) and 0 <= p[0] <= p[1] <= m
                                                                  for p, m in zip(arg, s)), f"SHRINK {arg} of {s}")
     return x.dtype, tuple(e - b for b, e in arg)
+  if op is Ops.PAD:
+    _check(isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[0], tuple) and len(arg[0]) == len(s) and
+           all(isinstance(p, tuple) and len(p) == 2 and _ints(p) and all(v >= 0 for v in p) for p in arg[0]),
+           f"PAD {arg} of {s}")
+    return x.dtype, tuple(b + m + a for (b, a), m in zip(arg[0], s))
+  if op is Ops.FLIP:
+    _check(isinstance(arg, tuple) and _ints(arg) and all(0 <= a < len(s) for a in arg) and len(set(arg)) == len(arg),
+           f"FLIP {arg} of {s}")
+    return x.dtype, s
   if op is Ops.REDUCE:
     _check(isinstance(arg, tuple) and len(arg) == 2 and arg[0] in REDUCE_OPS and isinstance(arg[1], int)
            and 0 <= arg[1] <= len(s), f"REDUCE {arg} of {s}")
@@ -204,7 +215,11 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
 def _argkey(arg):
   # -0.0 == 0.0 and nan != nan in Python; structurally they are different constants
   if isinstance(arg, float): return ("f", math.copysign(1.0, arg), repr(arg))
+  if isinstance(arg, tuple): return tuple(_argkey(a) for a in arg)
   return arg
+
+
+def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
 
 
 _CONS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -319,13 +334,25 @@ class UOp:
   def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
   def stage(self) -> UOp: return UOp(Ops.STAGE, (self,))
 
-  def reshape(self, shape: tuple[int, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.RESHAPE, (self,), tuple(shape))
-  def expand(self, shape: tuple[int, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, (self,), tuple(shape))
-  def permute(self, p: tuple[int, ...]) -> UOp: return self if tuple(p) == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, (self,), tuple(p))
+  def reshape(self, shape: tuple[int, ...]) -> UOp:
+    shape = tuple(int(s) for s in shape)
+    return self if shape == self.shape else UOp(Ops.RESHAPE, (self,), shape)
+  def expand(self, shape: tuple[int, ...]) -> UOp:
+    shape = tuple(int(s) for s in shape)
+    return self if shape == self.shape else UOp(Ops.EXPAND, (self,), shape)
+  def permute(self, p: tuple[int, ...]) -> UOp:
+    p = tuple(int(a) for a in p)
+    return self if p == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, (self,), p)
   def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
     return self if arg == tuple((0, s) for s in self.shape) else UOp(Ops.SHRINK, (self,), arg)
   def reduce(self, op: Ops, n: int) -> UOp: return UOp(Ops.REDUCE, (self,), (op, n))
+  def pad(self, pads: tuple[tuple[int, int], ...], value=0) -> UOp:
+    pads = tuple((int(b), int(a)) for b, a in pads)
+    return self if all(p == (0, 0) for p in pads) else UOp(Ops.PAD, (self,), (pads, self.dtype.python(value)))
+  def flip(self, axes: tuple[int, ...]) -> UOp:
+    axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
+    return UOp(Ops.FLIP, (self,), axes) if axes else self
 
   # ---- ALU
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)

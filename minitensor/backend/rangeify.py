@@ -1,0 +1,234 @@
+"""rangeify: from shapes to loops.
+
+A shaped graph says *what* each element is. Rangeify says *how to compute one element*: give every output
+axis a RANGE, then ask each node "what is your value at index (i0, i1, ...)?" and push the index down:
+
+    CONST     c[idx]                 -> c
+    BUFFER    value[i]               -> LOAD(INDEX(buf, i))
+    ALU       f(a, b)[idx]           -> f(a[idx], b[idx])
+    INDEX     x.index(i)[idx]        -> x[i, *idx]
+    RESHAPE   x.reshape(s)[idx]      -> x[unravel(ravel(idx, s), x.shape)]     (indices simplified at once)
+    EXPAND    x.expand(s)[idx]       -> x[0 on the axes x had as 1]
+    PERMUTE   x.permute(p)[idx]      -> x[inv] where inv[p[k]] = idx[k]
+    SHRINK    x.shrink(b)[idx]       -> x[idx + begin]
+    PAD       x.pad(p, v)[idx]       -> where(valid, x[clamp(idx - before)], v)   (the load never leaves x)
+    FLIP      x.flip(axes)[idx]      -> x[n - 1 - i on the flipped axes]
+    STACK     stack(a, b)[i, *rest]  -> where(i < 1, a[rest], b[rest])
+    REDUCE    reduce(op, n)[idx]     -> new RANGEs, an accumulator, a loop
+    STAGE     stage(x)[idx]          -> x[idx]  (the kernelizer cuts there; lowered alone it is transparent)
+
+After rangeify no op has a shape: everything is a scalar in some loop. lower() wraps it into a program: the
+output loops, the stores into the output buffer, the ENDs, and a final simplify. Opts (chosen by opt.py)
+change only which RANGEs exist and how an output index is built from them, never the rules above.
+"""
+from __future__ import annotations
+import math
+from dataclasses import dataclass, field
+import numpy as np
+from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, sink, range_, buf, prod
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.symbolic import simplify
+
+
+def ravel(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
+  """The row-major flat position of idx in shape (Horner's rule)."""
+  flat = UOp.const(0)
+  for i, s in zip(idx, shape): flat = flat * s + i
+  return flat
+
+
+def unravel(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
+  """The index in shape of flat position `flat`; size-1 axes get CONST 0."""
+  out, stride = [], 1
+  for s in reversed(shape):
+    out.append((flat // stride) % s if s != 1 else UOp.const(0))
+    stride *= s
+  return tuple(reversed(out))
+
+
+def identity(op: Ops, d: DType):
+  """The value a reduction with op starts from."""
+  if op is Ops.ADD: return False if d.is_bool else 0.0 if d.is_float else 0
+  if op is Ops.MUL: return True if d.is_bool else 1.0 if d.is_float else 1
+  if op is Ops.MAX: return -math.inf if d.is_float else d.min
+  return math.inf if d.is_float else d.max
+
+
+@dataclass
+class Opts:
+  """How to map a kernel onto the machine. Chosen by opt.py, applied by lower() and _reduce."""
+  upcast: dict[int, int] = field(default_factory=dict)   # output axis -> unroll factor (register tile)
+  thread: int | None = None                              # output axis run in parallel (OpenMP)
+  unroll: int = 1                                        # unroll factor of the innermost reduce axis
+  tile: dict[int, int] = field(default_factory=dict)     # output axis -> cache block size
+
+
+@dataclass
+class Ctx:
+  next_range: int = 0
+  next_alloc: int = 0
+  memo: dict = field(default_factory=dict)
+  reduce_ranges: dict = field(default_factory=dict)
+  opts: Opts = field(default_factory=Opts)
+
+  def rng(self, size: int, kind: AxisType = AxisType.LOOP) -> UOp:
+    self.next_range += 1
+    return range_(size, self.next_range - 1, kind)
+
+  def alloc(self, d: DType, n: int = 1) -> UOp:
+    self.next_alloc += 1
+    return UOp(Ops.ALLOC, (), ParamArg(self.next_alloc - 1, d, (n,)))
+
+
+def ranges_in(*us: UOp) -> list[UOp]:
+  """The RANGEs the expressions mention, in creation order."""
+  return sorted(frozenset().union(*(u.ranges for u in us)), key=lambda r: r.arg.idx)
+
+
+def rangeify(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
+  """The scalar value of u at index idx."""
+  key = (u, idx)
+  if (r := ctx.memo.get(key)) is not None: return r
+  assert len(idx) == len(u.shape), f"{u.op}: {len(idx)} indices for shape {u.shape}"
+  op = u.op
+  if op is Ops.CONST: r = u
+  elif op is Ops.BUFFER: r = u.index(idx[0]).load()
+  elif op is Ops.STAGE: r = rangeify(u.src[0], idx, ctx)
+  elif op in ALU: r = u.replace(src=tuple(rangeify(s, idx, ctx) for s in u.src))
+  elif op is Ops.INDEX:
+    iv = tuple(simplify(rangeify(i, (), ctx).cast(dtypes.index)) for i in u.src[1:])
+    r = rangeify(u.src[0], iv + idx, ctx)
+  elif op is Ops.STACK:
+    i, rest = idx[0], idx[1:]
+    r = rangeify(u.src[-1], rest, ctx)
+    for k in range(len(u.src) - 2, -1, -1):
+      r = (i < k + 1).where(rangeify(u.src[k], rest, ctx), r)
+  elif op is Ops.RESHAPE:
+    # simplify now: ((i*N + j)//N) % N mentions j but *is* i, and _reduce places loops by what idx mentions
+    r = rangeify(u.src[0], tuple(simplify(i) for i in unravel(ravel(idx, u.shape), u.src[0].shape)), ctx)
+  elif op is Ops.EXPAND:
+    r = rangeify(u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, u.src[0].shape, u.shape)), ctx)
+  elif op is Ops.PERMUTE:
+    inv: list[UOp] = [UOp.const(0)] * len(idx)
+    for k, p in enumerate(u.arg): inv[p] = idx[k]
+    r = rangeify(u.src[0], tuple(inv), ctx)
+  elif op is Ops.SHRINK: r = rangeify(u.src[0], tuple(i + b if b else i for i, (b, _) in zip(idx, u.arg)), ctx)
+  elif op is Ops.PAD: r = _pad(u, idx, ctx)
+  elif op is Ops.FLIP:
+    r = rangeify(u.src[0], tuple(simplify((n - 1) - i) if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape))), ctx)
+  elif op is Ops.REDUCE: r = _reduce(u, idx, ctx)
+  else: raise NotImplementedError(f"rangeify: {op}")
+  ctx.memo[key] = r
+  return r
+
+
+def _pad(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
+  valid: UOp | None = None
+  inner = []
+  for i, (b, a), n in zip(idx, u.arg[0], u.src[0].shape):
+    if b == a == 0: inner.append(i); continue
+    j = simplify(i - b)
+    ok = simplify((j >= 0) & (j < n)) if n else UOp.const(False)
+    valid = ok if valid is None else valid & ok
+    inner.append(simplify(j.maximum(0).minimum(max(n - 1, 0))))
+  if any(n == 0 for n in u.src[0].shape): return UOp.const(u.arg[1], u.dtype)
+  v = rangeify(u.src[0], tuple(inner), ctx)
+  return v if valid is None else simplify(valid).where(v, UOp.const(u.arg[1], u.dtype))
+
+
+def _axis_parts(ctx: Ctx, size: int, factor: int, kind: AxisType) -> tuple[UOp, int]:
+  """An axis of `size` as (outer RANGE or CONST 0, unroll factor): index = outer * factor + c."""
+  if factor > 1 and size % factor == 0:
+    return (ctx.rng(size // factor, kind) if size > factor else UOp.const(0)), factor
+  return (ctx.rng(size, kind) if size > 1 else UOp.const(0)), 1
+
+
+def _combos(parts: list[tuple[UOp, int]]) -> list[tuple[UOp, ...]]:
+  """Every index tuple obtained by fixing the unrolled part of each axis to a constant."""
+  out: list[tuple[UOp, ...]] = [()]
+  for b, f in parts:
+    known0 = b.op is Ops.CONST and b.arg == 0
+    out = [c + (UOp.const(k) if known0 else (b * f + k if f > 1 else b),) for c in out for k in range(f)]
+  return out
+
+
+def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
+  rop, n = u.arg
+  x = u.src[0]
+  rshape = x.shape[len(x.shape) - n:]
+  if prod(rshape) == 0: return UOp.const(identity(rop, u.dtype), u.dtype)
+  # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
+  rkey = (u, frozenset(ranges_in(*idx)))
+  if (parts := ctx.reduce_ranges.get(rkey)) is None:
+    parts = [_axis_parts(ctx, s, ctx.opts.unroll if k == n - 1 else 1, AxisType.REDUCE) for k, s in enumerate(rshape)]
+    ctx.reduce_ranges[rkey] = parts
+  real = [r for r, _ in parts if r.op is Ops.RANGE]
+  vals = [rangeify(x, idx + c, ctx) for c in _combos(parts)]
+  while len(vals) > 1:                                    # unrolled reduce axis: a balanced tree
+    vals = [UOp(rop, (vals[i], vals[i + 1])) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+  if not real: return vals[0]
+  acc = ctx.alloc(u.dtype)
+  # the accumulator lives inside the loops the output index uses...
+  acc0 = acc.after(*ranges_in(*idx))
+  init = acc0.index(0).store(UOp.const(identity(rop, u.dtype), u.dtype))
+  # ...is re-read every iteration of the reduce loops...
+  accl = acc0.after(init, *real)
+  upd = accl.index(0).store(_combine(rop, accl.index(0).load(), vals[0]))
+  # ...and is read once more after the loops end
+  return acc0.after(upd.end(*real)).index(0).load()
+
+
+def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
+  if a.dtype.is_bool and op in (Ops.ADD, Ops.MUL): return UOp(Ops.OR if op is Ops.ADD else Ops.AND, (a, b))
+  return UOp(op, (a, b))
+
+
+def merge_ends(root: UOp) -> UOp:
+  """Unrolled copies each END the same shared loop. Merge them into one END over a SINK."""
+  while True:
+    groups: dict[tuple, list[UOp]] = {}
+    for u in root.toposort():
+      if u.op is Ops.END: groups.setdefault(u.src[1:], []).append(u)
+    dup = next((g for g in groups.values() if len(g) > 1), None)
+    if dup is None: return root
+    merged = UOp(Ops.END, (UOp(Ops.SINK, tuple(e.src[0] for e in dup)), *dup[0].src[1:]))
+    root = root.substitute({e: merged for e in dup})
+
+
+def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
+  """Lower one shaped value into a SINK that stores it, element by element, into BUFFER `out`."""
+  ctx = ctx or Ctx()
+  o = ctx.opts
+  # the THREAD axis gets the lowest range index, so it is the outermost loop
+  order = ([o.thread] if o.thread is not None else []) + [k for k in range(len(root.shape)) if k != o.thread]
+  kind = lambda k: AxisType.THREAD if k == o.thread else AxisType.LOOP
+  tiled = {k: t for k, t in o.tile.items() if 1 < t < root.shape[k] and root.shape[k] % t == 0 and t % o.upcast.get(k, 1) == 0}
+  # tiled axes: every block loop first (outer), then the loops inside a block, so a block of outputs reuses
+  # the same rows of each operand while they are in cache
+  outer = {k: ctx.rng(root.shape[k] // tiled[k], kind(k)) for k in order if k in tiled}
+  parts: dict[int, tuple[UOp, int]] = {}
+  for k in order:
+    f = o.upcast.get(k, 1)
+    if k in tiled:
+      inner = tiled[k] // f
+      parts[k] = (outer[k] * inner + ctx.rng(inner) if inner > 1 else outer[k], f)
+    else: parts[k] = _axis_parts(ctx, root.shape[k], f, kind(k))
+  plist = [parts[k] for k in range(len(root.shape))]
+  stores = []
+  for idx in _combos(plist):
+    val = rangeify(root, idx, ctx)
+    stores.append(out.index(ravel(idx, root.shape) if root.shape else UOp.const(0)).store(val))
+  loops = ranges_in(*(b for b, _ in plist))
+  body = stores[0] if len(stores) == 1 else UOp(Ops.SINK, tuple(stores))
+  return simplify(merge_ends(sink(body.end(*loops))))
+
+
+def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) -> np.ndarray:
+  """Lower a shaped graph whose BUFFERs are slots 0..len(inputs)-1, run it, return the result."""
+  from minitensor.backend.runtime import run_c
+  n = prod(root.shape)
+  res = np.zeros(max(n, 1), root.dtype.np)
+  if n:
+    out = buf(len(inputs), n, root.dtype)
+    run_c(lower(root, out, Ctx(opts=opts or Opts())), {**{i: np.ascontiguousarray(a) for i, a in enumerate(inputs)}, len(inputs): res})
+  return res[:n].reshape(root.shape)
