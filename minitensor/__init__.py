@@ -1,2 +1,13 @@
-"""minitensor: a NumPy-like lazy tensor library that compiles every result with its own small compiler."""
+"""minitensor: a NumPy-like lazy tensor library that compiles every result with its own small compiler.
+
+    import minitensor as mt
+    x = mt.asarray(np.random.rand(4, 8).astype(np.float32))
+    e = mt.exp(x - x.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)      # nothing has run yet
+    np.asarray(p)                              # lowered, compiled, run: one fused kernel
+"""
 __version__ = "0.1.0"
+
+from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, clip, round,
+                               expand_dims, matmul, dot, tensordot, broadcast_shapes)
+from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named functions)

@@ -70,11 +70,12 @@ class dtypes:
   uint32 = DType("uint32", "u32", 4, "uint32_t", "u")
   int64 = DType("int64", "i64", 8, "int64_t", "i")
   uint64 = DType("uint64", "u64", 8, "uint64_t", "u")
+  float16 = DType("float16", "f16", 2, "_Float16", "f")
   float32 = DType("float32", "f32", 4, "float", "f")
   float64 = DType("float64", "f64", 8, "double", "f")
   index = DType("index", "index", 8, "int64_t", "x")
   void = DType("void", "void", 0, "void", "v")
-  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64)
+  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64)
 
   @staticmethod
   def min(d: DType): return d.min

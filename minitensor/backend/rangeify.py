@@ -6,7 +6,8 @@ axis a RANGE, then ask each node "what is your value at index (i0, i1, ...)?" an
     CONST     c[idx]                 -> c
     BUFFER    value[i]               -> LOAD(INDEX(buf, i))
     ALU       f(a, b)[idx]           -> f(a[idx], b[idx])
-    INDEX     x.index(i)[idx]        -> x[i, *idx]
+    INDEX     x.index(i)[j, *idx]    -> x[clamp(i[j]), *idx]   (j: the axes of i; data indices are clamped
+                                                                 into x, so a gather never reads outside it)
     RESHAPE   x.reshape(s)[idx]      -> x[unravel(ravel(idx, s), x.shape)]     (indices simplified at once)
     EXPAND    x.expand(s)[idx]       -> x[0 on the axes x had as 1]
     PERMUTE   x.permute(p)[idx]      -> x[inv] where inv[p[k]] = idx[k]
@@ -96,8 +97,9 @@ def rangeify(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   elif op is Ops.STAGE: r = rangeify(u.src[0], idx, ctx)
   elif op in ALU: r = u.replace(src=tuple(rangeify(s, idx, ctx) for s in u.src))
   elif op is Ops.INDEX:
-    iv = tuple(simplify(rangeify(i, (), ctx).cast(dtypes.index)) for i in u.src[1:])
-    r = rangeify(u.src[0], iv + idx, ctx)
+    k = len(u.src[1].shape)
+    iv = tuple(_clamp(rangeify(i, idx[:k], ctx), n) for i, n in zip(u.src[1:], u.src[0].shape))
+    r = rangeify(u.src[0], iv + idx[k:], ctx)
   elif op is Ops.STACK:
     i, rest = idx[0], idx[1:]
     r = rangeify(u.src[-1], rest, ctx)
@@ -120,6 +122,15 @@ def rangeify(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   else: raise NotImplementedError(f"rangeify: {op}")
   ctx.memo[key] = r
   return r
+
+
+def _clamp(i: UOp, n: int) -> UOp:
+  """A data value used as an index, clamped into [0, n) (in its own dtype, so no bits are lost) and cast."""
+  lo, hi = i.vmin, i.vmax
+  if not (0 <= lo and hi < n):
+    if i.dtype.is_bool: i = i.cast(dtypes.int32)
+    i = (i if i.dtype.is_unsigned else i.maximum(i.const_like(0))).minimum(i.const_like(min(n - 1, i.dtype.max)))
+  return simplify(i.cast(dtypes.index))
 
 
 def _pad(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:

@@ -34,8 +34,8 @@ static inline T ipow_##S(T a, T b) { T r = 1; while (b) { if (b & 1) r *= a; a *
 static inline T max_##S(T a, T b) { return a > b ? a : b; } \
 static inline T min_##S(T a, T b) { return a < b ? a : b; }
 #define MT_FLOAT(T, S, F) \
-static inline T max_##S(T a, T b) { return (a >= b || a != a) ? a : b; } \
-static inline T min_##S(T a, T b) { return (a <= b || a != a) ? a : b; } \
+static inline T max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
+static inline T min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
 static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; if (m) { if (isless(b, 0) != isless(m, 0)) m += b; } else m = copysign##F(0, b); return m; } \
 static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, b), d = (a - m) / b, f; \
   if (m && isless(b, 0) != isless(m, 0)) d -= 1; if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else f = copysign##F(0, a / b); return f; }
@@ -44,7 +44,7 @@ MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
 """
 
 _SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
-           "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64", "bool": "i32"}
+           "uint32": "u32", "uint64": "u64", "float16": "f32", "float32": "f32", "float64": "f64", "bool": "i32"}
 _MATH = {Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.EXPM1: "expm1", Ops.LOG: "log", Ops.LOG2: "log2", Ops.LOG10: "log10",
          Ops.LOG1P: "log1p", Ops.SQRT: "sqrt", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan", Ops.ASIN: "asin",
          Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.TANH: "tanh", Ops.ERF: "erf",
@@ -60,6 +60,7 @@ def _literal(v, d: DType, itype: str) -> str:
   if d.is_float:
     if math.isnan(v): return "NAN"
     if math.isinf(v): return "INFINITY" if v > 0 else "-INFINITY"
+    if d is dtypes.float16: return f"((_Float16){v!r}f)"
     return repr(v) + ("f" if d is dtypes.float32 else "")
   if d.is_bool: return "1" if v else "0"
   if d is dtypes.index: d = dtypes.int64 if itype == "int64_t" else dtypes.int32
@@ -118,7 +119,9 @@ class _Renderer:
     a = [self.expr(s) for s in u.src]
     if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
     if op is Ops.CAST: return f"(({self.ctype(u.dtype)})({a[0]}))"
-    if d.is_float and op in _MATH: return f"{_MATH[op]}{'f' if d is dtypes.float32 else ''}({', '.join(a)})"
+    if d.is_float and op in _MATH:
+      out = f"{_MATH[op]}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
+      return f"((_Float16){out})" if d is dtypes.float16 else out
     if op is Ops.ABS: return f"({a[0]}<0?-{a[0]}:{a[0]})"
     if op in (Ops.FLOORDIV, Ops.FLOORMOD) and d.is_int and bounds(u.src[0])[0] >= 0 and bounds(u.src[1])[0] > 0:
       out = f"({a[0]}{'/' if op is Ops.FLOORDIV else '%'}{a[1]})"
@@ -129,8 +132,9 @@ class _Renderer:
       out = f"({a[0]}-{_literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
     elif op in _INFIX: out = f"({a[0]}{_INFIX[op]}{a[1]})"
     else: raise NotImplementedError(f"render_c: {op} on {d.name}")
-    # small integer types promote to int in C; wrap every result back so intermediate overflow matches NumPy
-    if u.dtype.is_int and u.dtype.itemsize < 4 and u.dtype is not dtypes.index: out = f"(({u.dtype.ctype}){out})"
+    # small types promote to int / float in C; round every result back so intermediates match NumPy
+    if (u.dtype.is_int or u.dtype is dtypes.float16) and u.dtype.itemsize < 4 and u.dtype is not dtypes.index:
+      out = f"(({u.dtype.ctype}){out})"
     return out
 
   def declare(self, a: UOp, ind: str) -> None:
@@ -143,8 +147,8 @@ class _Renderer:
     op = u.op
     if op is Ops.INDEX: return
     if op is Ops.AFTER and u.src[0].op is Ops.ALLOC:
-      self.declare(u.src[0], ind)
-      self.r[u] = self.r[u.src[0]]
+      if all(d.op is Ops.RANGE for d in u.src[1:]): self.declare(u.src[0], ind)
+      self.r[u] = f"acc{u.src[0].arg.slot}"
       return
     if op is Ops.AFTER: self.r[u] = self.r.get(u.src[0], ""); return
     if op is Ops.LOAD:
@@ -164,7 +168,8 @@ class _Renderer:
     bufs = sorted({u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.BUFFER}.items())
     stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
     params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
-    scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER}
+    # an accumulator is declared where its scope (an AFTER on RANGEs only) is; otherwise at the top
+    scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
     for a in sorted((u for u in self.sink.toposort() if u.op is Ops.ALLOC and u not in scoped), key=lambda a: a.arg.slot):
       self.declare(a, "  ")
     depth = 1

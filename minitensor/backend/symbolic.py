@@ -117,7 +117,7 @@ def _bounds(u: UOp) -> tuple:
     else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
   elif op is Ops.FLOORDIV and b0 > 0:
     r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
-  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
+  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b0 - 1)
   else: return full
   return r if d is dtypes.index or (d.min <= r[0] and r[1] <= d.max) else full
 

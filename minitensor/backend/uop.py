@@ -9,7 +9,8 @@ RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTE
     BUFFER    ()                           ParamArg(slot, dt, (n,)) (n,) flat, global memory
     ALLOC     ()                           ParamArg(slot, dt, (n,)) (n,) a local accumulator
     RANGE     ()                           RangeArg(size, idx, kind) () / index
-    INDEX     (x, *i)                      None                     x.shape[len(i):]  (pops leading axes)
+    INDEX     (x, *i)                      None                     i.shape + x.shape[len(i):]: pops leading
+                                                                    axes (a gather when the i have a shape)
     LOAD      (INDEX,)                     None                     ()
     STORE     (INDEX, value)               None                     () / void
     AFTER     (x, *deps)                   None                     x's: x once deps have happened
@@ -126,8 +127,10 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
     _check(len(src) >= 2, "INDEX: needs a value and at least one index")
     x, idx = src[0], src[1:]
     _check(len(idx) <= len(x.shape), f"INDEX: {len(idx)} indices for shape {x.shape}")
-    for i in idx: _check(i.shape == () and i.dtype.is_int, f"INDEX: indices must be integer scalars, got {i.dtype.name} {i.shape}")
-    return x.dtype, x.shape[len(idx):]
+    for i in idx:
+      _check(i.dtype.is_int, f"INDEX: indices must be integers, got {i.dtype.name}")
+      _check(i.shape == idx[0].shape, f"INDEX: index shapes differ: {idx[0].shape} vs {i.shape}")
+    return x.dtype, idx[0].shape + x.shape[len(idx):]
   if op is Ops.CAST:
     _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void, "CAST: one source and a target dtype")
     return dtype, src[0].shape

@@ -1,0 +1,116 @@
+"""realize: shaped graphs over realized buffers -> ndarrays.
+
+The frontend's realized data are BUFFER leaves whose slot is a process-unique buffer id (`buffer_of`).
+realize(outputs) renumbers those leaves 0..n-1 in graph order: the renumbered graph, being hash-consed, is
+itself the key of the compiled-schedule cache (structure, shapes, dtypes; not data). A hit runs the compiled
+kernels on the new buffers without kernelizing, lowering, rendering or compiling anything.
+
+Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
+compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
+"""
+from __future__ import annotations
+import itertools, threading, weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+import numpy as np
+from minitensor.backend.uop import UOp, Ops, ParamArg, prod
+from minitensor.backend.dtype import dtypes
+from minitensor.backend.kernelize import schedule, Schedule
+from minitensor.backend.render_c import PRELUDE, render_function
+from minitensor.backend.runtime import compile_c, Kernel, stats
+
+_ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
+_arrays: dict[int, np.ndarray] = {}
+_lock = threading.RLock()
+
+
+def buffer_of(a: np.ndarray) -> UOp:
+  """A fresh BUFFER leaf holding the C-contiguous ndarray `a` (kept alive as long as the leaf is)."""
+  a = np.ascontiguousarray(a)
+  d = dtypes.from_numpy(a.dtype)
+  with _lock: bid = next(_ids)
+  u = UOp(Ops.BUFFER, (), ParamArg(bid, d, (a.size,)))
+  _arrays[bid] = a
+  weakref.finalize(u, _arrays.pop, bid, None)
+  return u
+
+
+def array_of(u: UOp) -> np.ndarray:
+  """The ndarray behind a realized BUFFER leaf."""
+  return _arrays[u.arg.slot]
+
+
+@dataclass
+class Compiled:
+  """A schedule with its kernels compiled: run it on a list of input arrays."""
+  sched: Schedule
+  fns: list[tuple[Kernel, tuple[int, ...]]]
+
+  def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    s = self.sched
+    bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
+    for k, slots in self.fns: k.fn(*[_ptr(bufs[i]) for i in slots])
+    return [bufs[o] for o in s.outputs]
+
+
+def _ptr(a: np.ndarray):
+  from minitensor.backend.runtime import _ffi
+  return _ffi.from_buffer(a, require_writable=False)
+
+
+VIEW_COPY_LIMIT = 1 << 16      # larger non-contiguous views are copied by a compiled kernel (faster than NumPy)
+_cache: OrderedDict = OrderedDict()
+CACHE_SIZE = 4096
+
+
+def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
+  """Kernelize, lower, render and compile (all kernels in one translation unit)."""
+  sched = schedule(list(outputs), n_inputs)
+  if not sched.kernels: return Compiled(sched, [])
+  src = PRELUDE + "\n".join(render_function(k.sink, k.name) for k in sched.kernels)
+  lib = compile_c(src)
+  return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels])
+
+
+def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
+  """The outputs with realized leaves renumbered 0..n-1 in graph order, and the arrays of those leaves."""
+  leaves: dict[UOp, UOp] = {}
+  arrays: list[np.ndarray] = []
+  for u in UOp(Ops.SINK, tuple(outputs)).toposort():
+    if u.op is Ops.BUFFER and u not in leaves:
+      leaves[u] = UOp(Ops.BUFFER, (), ParamArg(len(arrays), u.arg.dtype, u.arg.shape))
+      arrays.append(_arrays[u.arg.slot])
+  return tuple(o.substitute(leaves) for o in outputs), arrays
+
+
+def realize(outputs: list[UOp]) -> list[np.ndarray]:
+  """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
+  views = [_numpy_view(o) for o in outputs]
+  if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
+    return [np.ascontiguousarray(v) for v in views]
+  norm, arrays = normalize(outputs)
+  with _lock:
+    prog = _cache.get(norm)
+    if prog is None:
+      stats.graph_misses += 1
+      prog = _cache[norm] = compile_schedule(norm, len(arrays))
+      if len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
+    else:
+      stats.graph_hits += 1
+      _cache.move_to_end(norm)
+  res = prog(arrays)
+  return [r.reshape(o.shape) for r, o in zip(res, outputs)]
+
+
+def _numpy_view(u: UOp) -> np.ndarray | None:
+  """u as a NumPy view when u only moves the data of one realized buffer (or of a constant); else None."""
+  if u.op is Ops.BUFFER: return _arrays.get(u.arg.slot)
+  if u.op is Ops.CONST: return np.array(u.arg, dtype=u.dtype.np)
+  if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP): return None
+  x = _numpy_view(u.src[0])
+  if x is None: return None
+  if u.op is Ops.RESHAPE: return x.reshape(u.arg)
+  if u.op is Ops.EXPAND: return np.broadcast_to(x, u.arg)
+  if u.op is Ops.PERMUTE: return x.transpose(u.arg)
+  if u.op is Ops.FLIP: return np.flip(x, u.arg)
+  return x[tuple(slice(b, e) for b, e in u.arg)]

@@ -1,0 +1,30 @@
+"""NumPy-named module functions: the ufunc table as functions, reductions, and movement."""
+from __future__ import annotations
+import numpy as np
+from minitensor import ufuncs as U
+from minitensor.tensor import Tensor, asarray
+
+
+def _ufunc(f: np.ufunc):
+  def fn(*args):
+    return U.apply(f, *args)
+  fn.__name__ = fn.__qualname__ = f.__name__
+  fn.__doc__ = f"""Elementwise ``numpy.{f.__name__}`` as a lazy Tensor (NumPy's dtypes and broadcasting).
+
+  Parameters
+  ----------
+  *args : Tensor, array_like or Python scalar ({f.nin} operand{'s' if f.nin > 1 else ''})
+
+  Returns
+  -------
+  Tensor
+  """
+  return fn
+
+
+for _f in U.TABLE: globals()[_f.__name__] = _ufunc(_f)
+divide = globals()["divide"]
+abs = globals()["absolute"]
+pow = globals()["power"]
+mod = globals()["remainder"]
+__all__ = [f.__name__ for f in U.TABLE] + ["abs", "pow", "mod"]

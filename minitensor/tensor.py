@@ -1,0 +1,495 @@
+"""The lazy Tensor: NumPy semantics in the shape world.
+
+A Tensor is a handle on a UOp graph. Operations validate their arguments (NumPy's exception types, the op
+and the shapes in the message), promote dtypes as NumPy 2 does, and record UOps; nothing runs until a value
+is asked for (`.numpy()`, `np.asarray(t)`, `float(t)`, `repr(t)`). Then the graph is realized by the backend
+and the Tensor keeps the result: its graph becomes a load of that buffer, so later graphs reuse it.
+
+Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad are index maps. Realized data
+is always C-contiguous.
+"""
+from __future__ import annotations
+import math, operator
+from typing import Any, Iterable, Sequence
+import numpy as np
+from numpy.exceptions import AxisError
+from minitensor.backend.uop import UOp, Ops, prod
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.realize import buffer_of, array_of, realize as _realize
+from minitensor import ufuncs as U
+
+_PY_SCALARS = (bool, int, float)
+
+
+def _dtype(d) -> DType:
+  """A DType from anything NumPy accepts as a dtype; TypeError for unsupported kinds."""
+  if isinstance(d, DType): return d
+  try: nd = np.dtype(d)
+  except TypeError as e: raise TypeError(f"data type {d!r} not understood") from e
+  return dtypes.from_numpy(nd)
+
+
+def _scalar_uop(v, d: DType, op: str = "operation") -> UOp:
+  """A weak Python scalar as a CONST of d; OverflowError for an integer that d cannot hold (as NumPy 2)."""
+  if d.is_int and not isinstance(v, float) and not (d.min <= int(v) <= d.max):
+    raise OverflowError(f"{op}: Python integer {v} out of bounds for {d.name}")
+  return UOp.const(v, d)
+
+
+def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
+  """NumPy's broadcast of shapes; ValueError naming the op and the shapes when they don't broadcast."""
+  n = max((len(s) for s in shapes), default=0)
+  out = []
+  for k in range(n):
+    sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
+    if len(sizes) > 1:
+      raise ValueError(f"{op}: operands could not be broadcast together with shapes {' '.join(str(tuple(s)) for s in shapes)}")
+    out.append(sizes.pop() if sizes else 1)
+  return tuple(out)
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
+  """axis (None, int or sequence, negative allowed) as sorted non-negative ints; AxisError when out of range."""
+  if axis is None: return tuple(range(ndim))
+  axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+  out = []
+  for a in axes:
+    try: a = operator.index(a)
+    except TypeError: raise TypeError(f"{op}: axis must be an integer or a tuple of integers, got {a!r}") from None
+    if not -ndim <= a < ndim: raise AxisError(a, ndim, f"{op}")
+    out.append(a % ndim)
+  if len(set(out)) != len(out): raise ValueError(f"{op}: duplicate value in 'axis': {axis}")
+  return tuple(sorted(out))
+
+
+def _acc_dtype(kind: str, d: DType) -> DType:
+  """NumPy's result dtype of sum/prod/mean over d."""
+  nd = d.np
+  if kind in ("sum", "prod"): return dtypes.from_numpy((np.sum if kind == "sum" else np.prod)(np.zeros(1, nd)).dtype)
+  return dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
+
+
+_WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64}
+
+
+class Tensor:
+  """A lazy n-dimensional array with NumPy's API; values are computed by minitensor's compiler on demand."""
+  __slots__ = ("uop", "__weakref__")
+  __array_priority__ = 100.0
+
+  def __init__(self, data: Any = None, dtype=None):
+    if isinstance(data, UOp): self.uop = data
+    else: self.uop = asarray(data, dtype=dtype).uop
+
+  # ------------------------------------------------------------------ attributes
+  @property
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  @property
+  def dtype(self) -> np.dtype: return self.uop.dtype.np
+  @property
+  def ndim(self) -> int: return len(self.uop.shape)
+  @property
+  def size(self) -> int: return prod(self.uop.shape)
+  @property
+  def itemsize(self) -> int: return self.uop.dtype.itemsize
+  @property
+  def nbytes(self) -> int: return self.size * self.itemsize
+  @property
+  def device(self) -> str: return "cpu"
+  @property
+  def T(self) -> Tensor: return self.transpose()
+  @property
+  def mT(self) -> Tensor:
+    if self.ndim < 2: raise ValueError(f"matrix transpose needs at least 2 dimensions, got shape {self.shape}")
+    return self.swapaxes(-1, -2)
+
+  # ------------------------------------------------------------------ realization
+  def realize(self) -> Tensor:
+    """Compute the value now (if not yet computed) and keep it; returns self."""
+    realize(self)
+    return self
+
+  def _realized(self) -> np.ndarray | None:
+    u = self.uop
+    if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: u = u.src[0]
+    return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER else None
+
+  def numpy(self) -> np.ndarray:
+    """The value as an ndarray (a fresh, writable copy)."""
+    return np.array(self._value(), copy=True)
+
+  def _value(self) -> np.ndarray:
+    if (a := self._realized()) is None: a = realize(self)[0]
+    return a
+
+  def __array__(self, dtype=None, copy=None) -> np.ndarray:
+    a = self._value()
+    if dtype is not None and np.dtype(dtype) != a.dtype: return a.astype(dtype)
+    return np.array(a, copy=True) if copy else a
+
+  def tolist(self): return self._value().tolist()
+  def item(self, *args):
+    if not args and self.size != 1: raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
+    return self._value().item(*args)
+  def __float__(self) -> float: return float(self._scalar("float"))
+  def __int__(self) -> int: return int(self._scalar("int"))
+  def __complex__(self) -> complex: return complex(self._scalar("complex"))
+  def __bool__(self) -> bool:
+    if self.size != 1: raise ValueError(f"The truth value of a Tensor with more than one element is ambiguous (shape {self.shape}); use .any() or .all()")
+    return bool(self._value().reshape(()))
+  def __index__(self) -> int:
+    if not (self.uop.dtype.is_int or self.uop.dtype.is_bool) or self.ndim != 0:
+      raise TypeError(f"only integer scalar tensors can be converted to an index, got {self.dtype} {self.shape}")
+    return int(self._value())
+  def _scalar(self, what: str):
+    if self.size != 1: raise TypeError(f"only size-1 tensors can be converted to Python {what}, got shape {self.shape}")
+    return self._value().reshape(()).item()
+  def __len__(self) -> int:
+    if self.ndim == 0: raise TypeError("len() of unsized object")
+    return self.shape[0]
+  def __iter__(self):
+    if self.ndim == 0: raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+  def __repr__(self) -> str:
+    body = np.array2string(self._value(), separator=", ", prefix="Tensor(")
+    return f"Tensor({body}, dtype={self.dtype})"
+  def __str__(self) -> str: return str(self._value())
+  def __hash__(self): return id(self)
+  def __copy__(self) -> Tensor: return Tensor(self.uop)
+  def __deepcopy__(self, memo) -> Tensor: return Tensor(self.uop)
+  def __reduce__(self): return (asarray, (self.numpy(),))
+
+  # ------------------------------------------------------------------ elementwise
+  def __add__(self, x): return U.apply(np.add, self, x)
+  def __radd__(self, x): return U.apply(np.add, x, self)
+  def __sub__(self, x): return U.apply(np.subtract, self, x)
+  def __rsub__(self, x): return U.apply(np.subtract, x, self)
+  def __mul__(self, x): return U.apply(np.multiply, self, x)
+  def __rmul__(self, x): return U.apply(np.multiply, x, self)
+  def __truediv__(self, x): return U.apply(np.true_divide, self, x)
+  def __rtruediv__(self, x): return U.apply(np.true_divide, x, self)
+  def __floordiv__(self, x): return U.apply(np.floor_divide, self, x)
+  def __rfloordiv__(self, x): return U.apply(np.floor_divide, x, self)
+  def __mod__(self, x): return U.apply(np.remainder, self, x)
+  def __rmod__(self, x): return U.apply(np.remainder, x, self)
+  def __divmod__(self, x): return self // x, self % x
+  def __rdivmod__(self, x): return x // self, x % self
+  def __pow__(self, x): return _power(self, x)
+  def __rpow__(self, x): return _power(x, self)
+  def __matmul__(self, x): return matmul(self, x)
+  def __rmatmul__(self, x): return matmul(x, self)
+  def __and__(self, x): return U.apply(np.bitwise_and, self, x)
+  def __rand__(self, x): return U.apply(np.bitwise_and, x, self)
+  def __or__(self, x): return U.apply(np.bitwise_or, self, x)
+  def __ror__(self, x): return U.apply(np.bitwise_or, x, self)
+  def __xor__(self, x): return U.apply(np.bitwise_xor, self, x)
+  def __rxor__(self, x): return U.apply(np.bitwise_xor, x, self)
+  def __lshift__(self, x): return U.apply(np.left_shift, self, x)
+  def __rlshift__(self, x): return U.apply(np.left_shift, x, self)
+  def __rshift__(self, x): return U.apply(np.right_shift, self, x)
+  def __rrshift__(self, x): return U.apply(np.right_shift, x, self)
+  def __neg__(self): return U.apply(np.negative, self)
+  def __pos__(self): return U.apply(np.positive, self)
+  def __abs__(self): return U.apply(np.absolute, self)
+  def __invert__(self): return U.apply(np.invert, self)
+  def __lt__(self, x): return U.apply(np.less, self, x)
+  def __le__(self, x): return U.apply(np.less_equal, self, x)
+  def __gt__(self, x): return U.apply(np.greater, self, x)
+  def __ge__(self, x): return U.apply(np.greater_equal, self, x)
+  def __eq__(self, x): return U.apply(np.equal, self, x)  # type: ignore[override]
+  def __ne__(self, x): return U.apply(np.not_equal, self, x)  # type: ignore[override]
+
+  def astype(self, dtype, copy: bool = True) -> Tensor:
+    """The values converted to dtype (C conversion rules, as NumPy's astype)."""
+    return Tensor(self.uop.cast(_dtype(dtype)))
+
+  def clip(self, min=None, max=None) -> Tensor: return clip(self, min, max)
+  def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
+  def conj(self) -> Tensor: return self
+
+  # ------------------------------------------------------------------ reductions
+  def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
+    axes = normalize_axes(axis, self.ndim, name)
+    u = self.uop.cast(acc) if acc is not None else self.uop
+    if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
+      raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
+    keep = [k for k in range(self.ndim) if k not in axes]
+    r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
+    if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
+    return Tensor(r)
+
+  def sum(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    """Sum over axis (NumPy's accumulation dtype: int64 for smaller ints, float32 summed in float64)."""
+    out = _dtype(dtype) if dtype is not None else _acc_dtype("sum", self.uop.dtype)
+    acc = _WIDER.get(out, out)
+    return Tensor(self._reduce(Ops.ADD, axis, keepdims, "sum", acc).uop.cast(out))
+
+  def prod(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    out = _dtype(dtype) if dtype is not None else _acc_dtype("prod", self.uop.dtype)
+    return Tensor(self._reduce(Ops.MUL, axis, keepdims, "prod", _WIDER.get(out, out)).uop.cast(out))
+
+  def max(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce(Ops.MAX, axis, keepdims, "maximum")
+  def min(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce(Ops.MIN, axis, keepdims, "minimum")
+
+  def _count(self, axis) -> int: return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, "mean"))
+
+  def mean(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
+    acc = _WIDER.get(out, out)
+    s = self._reduce(Ops.ADD, axis, keepdims, "mean", acc).uop
+    return Tensor((s / s.const_like(float(self._count(axis)))).cast(out) if self._count(axis) else (s * math.nan).cast(out))
+
+  def var(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
+    """Variance: mean of squared deviations from the mean, divided by N - ddof."""
+    if correction is not None: ddof = correction
+    out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
+    acc = _WIDER.get(out, out)
+    x = Tensor(self.uop.cast(acc))
+    d = x - x.mean(axis, keepdims=True)
+    s = (d * d)._reduce(Ops.ADD, axis, keepdims, "var").uop
+    return Tensor((s / s.const_like(float(self._count(axis) - ddof))).cast(out))
+
+  def std(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
+    v = self.var(axis, dtype, ddof, keepdims, correction=correction)
+    return Tensor(UOp(Ops.SQRT, (v.uop,)))
+
+  def any(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else _full_bool(self, axis, keepdims, False)
+  def all(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else _full_bool(self, axis, keepdims, True)
+
+  def argmax(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MAX)
+  def argmin(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MIN)
+
+  # ------------------------------------------------------------------ movement
+  def reshape(self, *shape, order: str = "C") -> Tensor:
+    """The same elements in row-major order, viewed with another shape (one -1 is inferred)."""
+    if order != "C": raise NotImplementedError("reshape: only order='C' is supported")
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
+    try: shape = tuple(operator.index(s) for s in shape)
+    except TypeError: raise TypeError(f"reshape: shape must be integers, got {shape!r}") from None
+    if shape.count(-1) > 1: raise ValueError("reshape: can only specify one unknown dimension")
+    if any(s < -1 for s in shape): raise ValueError(f"reshape: negative dimensions not allowed: {shape}")
+    if -1 in shape:
+      known = prod(s for s in shape if s != -1)
+      if known == 0 or self.size % known: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+      shape = tuple(self.size // known if s == -1 else s for s in shape)
+    if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+    return Tensor(self.uop.reshape(shape))
+
+  def transpose(self, *axes) -> Tensor:
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or (len(axes) == 1 and axes[0] is None): axes = axes[0]
+    if not axes: axes = tuple(range(self.ndim))[::-1]
+    if len(axes) != self.ndim: raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
+    ax = [operator.index(a) for a in axes]
+    for a in ax:
+      if not -self.ndim <= a < self.ndim: raise AxisError(a, self.ndim, "transpose")
+    ax = [a % self.ndim for a in ax]
+    if len(set(ax)) != len(ax): raise ValueError(f"transpose: repeated axis in {tuple(axes)}")
+    return Tensor(self.uop.permute(tuple(ax)))
+
+  def permute_dims(self, axes) -> Tensor: return self.transpose(axes)
+  def swapaxes(self, a: int, b: int) -> Tensor:
+    a, b = (normalize_axes(x, self.ndim, "swapaxes")[0] for x in (a, b))
+    p = list(range(self.ndim)); p[a], p[b] = p[b], p[a]
+    return Tensor(self.uop.permute(tuple(p)))
+
+  def flatten(self) -> Tensor: return self.reshape(-1)
+  def ravel(self) -> Tensor: return self.reshape(-1)
+
+  def squeeze(self, axis=None) -> Tensor:
+    axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim, "squeeze")
+    for a in axes:
+      if self.shape[a] != 1: raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one (axis {a} of shape {self.shape})")
+    return Tensor(self.uop.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes)))
+
+  def expand_dims(self, axis) -> Tensor: return expand_dims(self, axis)
+
+  def broadcast_to(self, shape) -> Tensor:
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
+    if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
+      raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
+    return Tensor(U._broadcast(self.uop, shape))
+
+  def flip(self, axis=None) -> Tensor:
+    axes = normalize_axes(axis, self.ndim, "flip")
+    return Tensor(self.uop.flip(axes))
+
+  # ------------------------------------------------------------------ indexing and linear algebra
+  def __getitem__(self, idx) -> Tensor:
+    from minitensor.indexing import getitem
+    return getitem(self, idx)
+
+  def __setitem__(self, idx, value) -> None:
+    from minitensor.indexing import setitem
+    self.uop = setitem(self, idx, value).uop
+
+  def dot(self, other) -> Tensor: return dot(self, other)
+
+  # ------------------------------------------------------------------ NumPy protocols
+  def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    from minitensor.interop import array_ufunc
+    return array_ufunc(ufunc, method, inputs, kwargs)
+
+  def __array_function__(self, func, types, args, kwargs):
+    from minitensor.interop import array_function
+    return array_function(func, types, args, kwargs)
+
+  def __array_namespace__(self, *, api_version: str | None = None):
+    import minitensor
+    return minitensor
+
+
+# ---------------------------------------------------------------------- helpers of the methods above
+def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
+  axes = normalize_axes(axis, t.ndim, "any/all")
+  shape = tuple(1 if k in axes else s for k, s in enumerate(t.shape)) if keepdims else tuple(s for k, s in enumerate(t.shape) if k not in axes)
+  return full(shape, v, dtype=bool)
+
+
+def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
+  """argmax/argmin: the first index where the extreme (or the first NaN) is."""
+  name = "argmax" if op is Ops.MAX else "argmin"
+  if axis is None:
+    r = _arg(t.reshape(-1), 0, False, op)
+    return r.reshape((1,) * t.ndim) if keepdims else r
+  (ax,) = normalize_axes(axis, t.ndim, name)
+  if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
+  m = t._reduce(op, ax, True, name)
+  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.is_float else (t == m)
+  n = t.shape[ax]
+  iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
+  return where(hit, iota, n).min(axis=ax, keepdims=keepdims)
+
+
+def _power(a, b) -> Tensor:
+  if isinstance(b, int) and not isinstance(b, bool) and b < 0 and isinstance(a, Tensor) and a.uop.dtype.is_int:
+    raise ValueError("Integers to negative integer powers are not allowed.")
+  return U.apply(np.power, a, b)
+
+
+# ---------------------------------------------------------------------- creation
+def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
+  """A Tensor of obj (ndarray, nested sequence, Python or NumPy scalar, Tensor). An ndarray that is
+  C-contiguous, native-endian and of a supported dtype is used without a copy (unless copy=True)."""
+  if isinstance(obj, Tensor):
+    return obj if dtype is None or _dtype(dtype).np == obj.dtype else obj.astype(dtype)
+  if isinstance(obj, (str, bytes)) or obj is None:
+    raise TypeError(f"asarray: cannot make a Tensor from {type(obj).__name__} {obj!r}")
+  if isinstance(obj, np.ndarray): a = obj
+  else:
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"): a = np.asarray(obj)
+    else:
+      try: a = np.array(obj)
+      except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
+  if a.dtype.kind in "OUSVcMm":
+    raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
+  want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
+  if a.dtype != want.np or not a.flags.c_contiguous or copy: a = np.array(a, dtype=want.np, order="C", copy=True)
+  return Tensor(buffer_of(a).reshape(a.shape))
+
+
+array = asarray
+
+
+def full(shape, fill_value, dtype=None) -> Tensor:
+  shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
+  if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
+  if isinstance(fill_value, Tensor): return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
+  d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
+  c = UOp.const(fill_value, d)
+  return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
+
+
+def zeros(shape, dtype=float) -> Tensor: return full(shape, 0, dtype)
+def ones(shape, dtype=float) -> Tensor: return full(shape, 1, dtype)
+def empty(shape, dtype=float) -> Tensor: return full(shape, 0, dtype)
+
+
+# ---------------------------------------------------------------------- functions with NumPy names
+def realize(*tensors: Tensor) -> list[np.ndarray]:
+  """Compute several tensors together (shared work is done once); each keeps its result."""
+  todo = [t for t in tensors if t._realized() is None]
+  if todo:
+    for t, a in zip(todo, _realize([t.uop for t in todo])):
+      t.uop = buffer_of(a).reshape(t.shape)
+  return [t._realized() for t in tensors]
+
+
+def where(cond, x, y) -> Tensor:
+  """x where cond is true, else y (broadcast together; x and y promoted as NumPy does)."""
+  c = asarray(cond) if not isinstance(cond, Tensor) else cond
+  if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
+  xs = [v if isinstance(v, (Tensor,) + _PY_SCALARS) else asarray(v) for v in (x, y)]
+  d = dtypes.from_numpy(np.result_type(*(v.dtype if isinstance(v, Tensor) else v for v in xs)))
+  shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
+  a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else _scalar_uop(v, d, "where"), shape) for v in xs)
+  return Tensor(U._broadcast(c.uop, shape).where(a, b))
+
+
+def clip(a, a_min=None, a_max=None) -> Tensor:
+  a = asarray(a)
+  if a_min is not None: a = U.apply(np.maximum, a, a_min)
+  if a_max is not None: a = U.apply(np.minimum, a, a_max)
+  return a
+
+
+def round(a, decimals: int = 0) -> Tensor:
+  a = asarray(a)
+  if not a.uop.dtype.is_float: return a
+  if decimals == 0: return U.apply(np.rint, a)
+  f = 10.0 ** decimals
+  return U.apply(np.rint, a * f) / f
+
+
+def expand_dims(a, axis) -> Tensor:
+  a = asarray(a)
+  axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+  n = a.ndim + len(axes)
+  axes = normalize_axes(axes, n, "expand_dims")
+  it = iter(a.shape)
+  return a.reshape(tuple(1 if k in axes else next(it) for k in range(n)))
+
+
+def matmul(a, b) -> Tensor:
+  """a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast."""
+  a, b = asarray(a), asarray(b)
+  if a.ndim == 0 or b.ndim == 0: raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
+  a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
+  b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
+  (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
+  if k != k2: raise ValueError(f"matmul: mismatch in core dimension: {a.shape} @ {b.shape} ({k} != {k2})")
+  batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+  acc = dtypes.from_numpy(np.result_type(a.dtype, b.dtype))
+  au = U._broadcast(a2.uop.cast(acc), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
+  bu = U._broadcast(b2.uop.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
+  bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
+  prodt = au & bu if acc.is_bool else au * bu
+  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
+  shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+  return r.reshape(shape)
+
+
+def dot(a, b) -> Tensor:
+  a, b = asarray(a), asarray(b)
+  if a.ndim == 0 or b.ndim == 0: return a * b
+  if b.ndim <= 2: return matmul(a, b)
+  return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2]))
+
+
+def tensordot(a, b, axes=2) -> Tensor:
+  a, b = asarray(a), asarray(b)
+  if isinstance(axes, int):
+    if axes < 0: raise ValueError("tensordot: axes must be non-negative")
+    ax_a, ax_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
+  else:
+    ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+  for x, t in [(x, a) for x in ax_a] + [(x, b) for x in ax_b]:
+    if not -t.ndim <= x < t.ndim: raise AxisError(x, t.ndim, "tensordot")
+  ax_a, ax_b = [x % a.ndim for x in ax_a], [x % b.ndim for x in ax_b]
+  if len(ax_a) != len(ax_b) or any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
+    raise ValueError(f"tensordot: shape-mismatch for sum: {a.shape} axes {ax_a} vs {b.shape} axes {ax_b}")
+  free_a = [k for k in range(a.ndim) if k not in ax_a]
+  free_b = [k for k in range(b.ndim) if k not in ax_b]
+  ka = prod(a.shape[i] for i in ax_a)
+  am = a.transpose(free_a + ax_a).reshape(prod(a.shape[i] for i in free_a), ka)
+  bm = b.transpose(ax_b + free_b).reshape(ka, prod(b.shape[i] for i in free_b))
+  return matmul(am, bm).reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b))

@@ -1,0 +1,113 @@
+"""Elementwise functions with NumPy's names, types and broadcasting, as UOp builders.
+
+Every elementwise function is keyed by the NumPy ufunc it mirrors. `apply(ufunc, *operands)` asks NumPy
+itself which loop it would pick (`ufunc.resolve_dtypes`, with Python scalars passed as weak types, so
+int8 + 1 stays int8 and float32 * 2.0 stays float32, as NEP 50 says), broadcasts the operands, casts them to
+the loop's input dtypes, builds the UOps with the table below and casts to the loop's output dtype.
+The same table serves Tensor methods and operators, `minitensor.exp(...)`, and `np.exp(tensor)` through
+`__array_ufunc__`.
+"""
+from __future__ import annotations
+import math
+from typing import Callable
+import numpy as np
+from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.dtype import DType, dtypes
+
+_PY_SCALARS = (bool, int, float)
+
+
+def _lit(x: UOp, v) -> UOp: return x.const_like(v)
+def _false_like(x: UOp) -> UOp: return x.cast(dtypes.bool).const_like(False)
+def _isnan(x: UOp) -> UOp: return x.ne(x) if x.dtype.is_float else _false_like(x)
+def _isinf(x: UOp) -> UOp: return UOp(Ops.ABS, (x,)).eq(_lit(x, math.inf)) if x.dtype.is_float else _false_like(x)
+def _bool(x: UOp) -> UOp: return x.cast(dtypes.bool)
+
+
+def _sign(x: UOp) -> UOp:
+  if x.dtype.is_bool: return x
+  pos, neg = _lit(x, 1), _lit(x, -1) if not x.dtype.is_unsigned else _lit(x, 0)
+  z = _lit(x, 0)
+  inner = x.eq(z).where(z, x) if x.dtype.is_float else z
+  return (x > 0).where(pos, (x < 0).where(neg, inner))
+
+
+def _reciprocal(x: UOp) -> UOp:
+  if x.dtype.is_float: return _lit(x, 1) / x
+  one = _lit(x, 1)
+  return x.eq(one).where(one, x.eq(_lit(x, -1)).where(_lit(x, -1), _lit(x, 0))) if not x.dtype.is_unsigned else x.eq(one).where(one, _lit(x, 0))
+
+
+def _add(a: UOp, b: UOp) -> UOp: return a | b if a.dtype.is_bool else a + b
+def _mul(a: UOp, b: UOp) -> UOp: return a & b if a.dtype.is_bool else a * b
+def _round_like(op: Ops) -> Callable[[UOp], UOp]: return lambda x: UOp(op, (x,)) if x.dtype.is_float else x
+def _abs(x: UOp) -> UOp: return x if x.dtype.is_bool or x.dtype.is_unsigned else UOp(Ops.ABS, (x,))
+def _unary(op: Ops) -> Callable[[UOp], UOp]: return lambda x: UOp(op, (x,))
+def _binary(op: Ops) -> Callable[[UOp, UOp], UOp]: return lambda a, b: UOp(op, (a, b))
+
+
+def _invert(x: UOp) -> UOp: return x ^ (True if x.dtype.is_bool else -1)
+
+
+TABLE: dict[np.ufunc, Callable[..., UOp]] = {
+  np.add: _add, np.subtract: lambda a, b: a - b, np.multiply: _mul, np.true_divide: lambda a, b: a / b,
+  np.floor_divide: _binary(Ops.FLOORDIV), np.remainder: _binary(Ops.FLOORMOD), np.power: _binary(Ops.POW),
+  np.maximum: _binary(Ops.MAX), np.minimum: _binary(Ops.MIN), np.arctan2: _binary(Ops.ATAN2),
+  np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
+  np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
+  np.less: lambda a, b: a < b, np.less_equal: lambda a, b: a <= b, np.greater: lambda a, b: a > b,
+  np.greater_equal: lambda a, b: a >= b, np.equal: lambda a, b: a.eq(b), np.not_equal: lambda a, b: a.ne(b),
+  np.logical_and: lambda a, b: _bool(a) & _bool(b), np.logical_or: lambda a, b: _bool(a) | _bool(b),
+  np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
+  np.bitwise_and: lambda a, b: a & b, np.bitwise_or: lambda a, b: a | b, np.bitwise_xor: lambda a, b: a ^ b,
+  np.invert: _invert, np.left_shift: lambda a, b: a << b, np.right_shift: lambda a, b: a >> b,
+  np.negative: lambda x: -x, np.positive: lambda x: x, np.absolute: _abs, np.sign: _sign,
+  np.square: lambda x: _mul(x, x), np.reciprocal: _reciprocal, np.sqrt: _unary(Ops.SQRT),
+  np.exp: _unary(Ops.EXP), np.exp2: _unary(Ops.EXP2), np.expm1: _unary(Ops.EXPM1), np.log: _unary(Ops.LOG),
+  np.log2: _unary(Ops.LOG2), np.log10: _unary(Ops.LOG10), np.log1p: _unary(Ops.LOG1P), np.sin: _unary(Ops.SIN),
+  np.cos: _unary(Ops.COS), np.tan: _unary(Ops.TAN), np.arcsin: _unary(Ops.ASIN), np.arccos: _unary(Ops.ACOS),
+  np.arctan: _unary(Ops.ATAN), np.sinh: _unary(Ops.SINH), np.cosh: _unary(Ops.COSH), np.tanh: _unary(Ops.TANH),
+  np.floor: _round_like(Ops.FLOOR), np.ceil: _round_like(Ops.CEIL), np.trunc: _round_like(Ops.TRUNC),
+  np.rint: _round_like(Ops.RINT), np.isnan: _isnan, np.isinf: _isinf,
+  np.isfinite: lambda x: (_isnan(x) | _isinf(x)) ^ True,
+}
+
+
+def _np_dtype_of(x):
+  """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
+  from minitensor.tensor import Tensor
+  if isinstance(x, Tensor): return x.dtype
+  if isinstance(x, _PY_SCALARS): return type(x)
+  return np.asarray(x).dtype
+
+
+def resolve(ufunc: np.ufunc, operands: tuple) -> tuple[np.dtype, ...]:
+  """NumPy's loop dtypes (inputs..., output) for these operands; TypeError as NumPy raises it."""
+  try: return ufunc.resolve_dtypes(tuple(_np_dtype_of(x) for x in operands) + (None,) * ufunc.nout)
+  except TypeError as e:
+    names = ", ".join(str(_np_dtype_of(x)) if not isinstance(x, type) else x.__name__ for x in operands)
+    raise TypeError(f"{ufunc.__name__}: not supported for {names}") from e
+
+
+def apply(ufunc: np.ufunc, *operands):
+  """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules and broadcasting."""
+  from minitensor.tensor import Tensor, asarray, broadcast_shapes, _scalar_uop
+  if ufunc not in TABLE: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
+  if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
+  dts = resolve(ufunc, operands)
+  ins, out_dt = dts[:ufunc.nin], dts[-1]
+  tensors = [x if isinstance(x, (Tensor,) + _PY_SCALARS) else asarray(x) for x in operands]
+  shape = broadcast_shapes(*(t.shape for t in tensors if isinstance(t, Tensor)), op=ufunc.__name__)
+  uops = []
+  for t, d in zip(tensors, ins):
+    dt = dtypes.from_numpy(d)
+    u = t.uop.cast(dt) if isinstance(t, Tensor) else _scalar_uop(t, dt, ufunc.__name__)
+    uops.append(_broadcast(u, shape))
+  r = TABLE[ufunc](*uops)
+  return Tensor(r.cast(dtypes.from_numpy(out_dt)))
+
+
+def _broadcast(u: UOp, shape: tuple[int, ...]) -> UOp:
+  if u.shape == shape: return u
+  u = u.reshape((1,) * (len(shape) - len(u.shape)) + u.shape)
+  return u.expand(shape)
