@@ -17,13 +17,15 @@ Everything else fuses: elementwise chains, a reduce with its producers and consu
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
 schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer
-slots, plus the intermediate buffers to allocate; `iterations` counts the loop iterations of a lowered
-kernel (the work accounting the tests and `explain` use).
+slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
+linearize) counts the loop iterations of a lowered kernel: the work accounting tests and `explain` use.
 """
 from __future__ import annotations
 from dataclasses import dataclass
 from minitensor.backend.uop import UOp, Ops, ParamArg, buf, prod
 from minitensor.backend.rangeify import Ctx, Opts, lower
+from minitensor.backend.linearize import iterations
+from minitensor.backend.opt import choose_opts
 
 
 @dataclass(frozen=True)
@@ -45,18 +47,6 @@ class Schedule:
   outputs: tuple[int, ...]                    # the schedule buffer of each output
 
 
-def iterations(sink: UOp) -> int:
-  """Total loop iterations of a lowered program: sum over loops of size * iterations of the loops around it."""
-  from minitensor.backend.linearize import linearize
-  total, stack = 0, [1]
-  for s in linearize(sink):
-    if s.kind == "open":
-      stack.append(stack[-1] * s.u.arg.size)
-      total += stack[-1]
-    elif s.kind == "close": stack.pop()
-  return total
-
-
 def _inline_cost(ctx: Ctx, out_ranges: list[UOp]) -> dict[UOp, int]:
   """Per REDUCE, the iterations its inline accumulators cost (see the module docstring)."""
   around: dict[UOp, frozenset] = {r: frozenset(out_ranges[:k]) for k, r in enumerate(out_ranges)}
@@ -72,10 +62,10 @@ def _inline_cost(ctx: Ctx, out_ranges: list[UOp]) -> dict[UOp, int]:
   return cost
 
 
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, opts: Opts | None) -> tuple[UOp, Ctx]:
+def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx]:
   body = root.src[0] if root.op is Ops.STAGE else root
   body = body.substitute({k: v for k, v in staged_bufs.items() if k is not root})
-  ctx = Ctx(opts=opts or Opts())
+  ctx = Ctx(opts=choose_opts(body) if optimize else Opts())
   return lower(body, out, ctx), ctx
 
 
@@ -86,7 +76,7 @@ def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
   return sink.substitute(mapping), tuple(b.arg.slot for b in bufs)
 
 
-def schedule(outputs: list[UOp], n_inputs: int, opts_for=None) -> Schedule:
+def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedule:
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1."""
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   reach: dict[UOp, set[int]] = {}
@@ -104,7 +94,7 @@ def schedule(outputs: list[UOp], n_inputs: int, opts_for=None) -> Schedule:
     for u in order:
       if prod(u.shape) == 0: continue
       out = buf(slot[u], prod(u.shape), u.dtype)
-      sink, ctx = _lower_kernel(u, bufs, out, opts_for(u) if opts_for else None)
+      sink, ctx = _lower_kernel(u, bufs, out, optimize)
       loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind.name != "REDUCE"), key=lambda r: r.arg.idx)
       for r, c in _inline_cost(ctx, loops).items():
         if r not in bufs and c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]):

@@ -140,3 +140,14 @@ def linearize(sink: UOp) -> list[Stmt]:
     if done != len(items): raise LinearizeError("cyclic dependencies between statements")
   emit(None)
   return [s for s in out if s.kind != "node" or s.u.op not in _NOT_STMT]
+
+
+def iterations(sink: UOp) -> int:
+  """Total loop iterations of a lowered program: sum over loops of size * iterations of the loops around it."""
+  total, stack = 0, [1]
+  for s in linearize(sink):
+    if s.kind == "open":
+      stack.append(stack[-1] * s.u.arg.size)
+      total += stack[-1]
+    elif s.kind == "close": stack.pop()
+  return total

@@ -167,17 +167,21 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   rop, n = u.arg
   x = u.src[0]
   rshape = x.shape[len(x.shape) - n:]
+  if n == 0: return rangeify(x, idx, ctx)
   if prod(rshape) == 0: return UOp.const(identity(rop, u.dtype), u.dtype)
   # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
   rkey = (u, frozenset(ranges_in(*idx)))
   if (parts := ctx.reduce_ranges.get(rkey)) is None:
-    parts = [_axis_parts(ctx, s, ctx.opts.unroll if k == n - 1 else 1, AxisType.REDUCE) for k, s in enumerate(rshape)]
+    lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
+    parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
+    # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
+    parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes) if lanes > 1 else _axis_parts(ctx, rshape[-1], 1, AxisType.REDUCE)]
+    if lanes > 1: parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
     ctx.reduce_ranges[rkey] = parts
+  if parts[-1][1] == 0: return _reduce_lanes(u, idx, parts, ctx)
   real = [r for r, _ in parts if r.op is Ops.RANGE]
   vals = [rangeify(x, idx + c, ctx) for c in _combos(parts)]
-  while len(vals) > 1:                                    # unrolled reduce axis: a balanced tree
-    vals = [UOp(rop, (vals[i], vals[i + 1])) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
-  if not real: return vals[0]
+  if not real: return _tree(rop, vals)
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))
@@ -187,6 +191,31 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   upd = accl.index(0).store(_combine(rop, accl.index(0).load(), vals[0]))
   # ...and is read once more after the loops end
   return acc0.after(upd.end(*real)).index(0).load()
+
+
+def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
+  """A reduce whose innermost axis runs as `lanes` independent accumulators acc[lane] in a VECTOR loop
+  (rendered `#pragma omp simd`), combined by a fixed balanced tree after the loops."""
+  rop = u.arg[0]
+  (outer, lanes), (lane, _) = parts[-2], parts[-1]
+  real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE] + [outer, lane]
+  ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
+  v = rangeify(u.src[0], idx + ridx, ctx)
+  acc = ctx.alloc(u.dtype, lanes)
+  acc0 = acc.after(*ranges_in(*idx))
+  li = ctx.rng(lanes, AxisType.VECTOR)
+  init = acc0.index(li).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(li)
+  accl = acc0.after(init, *real)
+  upd = accl.index(lane).store(_combine(rop, accl.index(lane).load(), v))
+  done = acc0.after(upd.end(*real))
+  return _tree(rop, [done.index(k).load() for k in range(lanes)])
+
+
+def _tree(rop: Ops, vals: list[UOp]) -> UOp:
+  """vals combined with rop as a balanced tree (a fixed order: results do not depend on scheduling)."""
+  while len(vals) > 1:
+    vals = [_combine(rop, vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+  return vals[0]
 
 
 def _combine(op: Ops, a: UOp, b: UOp) -> UOp:

@@ -38,9 +38,18 @@ static inline T max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
 static inline T min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
 static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; if (m) { if (isless(b, 0) != isless(m, 0)) m += b; } else m = copysign##F(0, b); return m; } \
 static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, b), d = (a - m) / b, f; \
-  if (m && isless(b, 0) != isless(m, 0)) d -= 1; if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else f = copysign##F(0, a / b); return f; }
+  if (m && isless(b, 0) != isless(m, 0)) { d -= 1; } \
+  if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else { f = copysign##F(0, a / b); } return f; }
 MT_INT(int32_t, i32) MT_INT(int64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
 MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+/* glibc's vector math library (libmvec): loops calling these vectorize; same special values as libm */
+#define MT_SIMD(fn) __attribute__((simd("notinbranch"))) float fn##f(float); __attribute__((simd("notinbranch"))) double fn(double);
+#define MT_SIMD2(fn) __attribute__((simd("notinbranch"))) float fn##f(float, float); __attribute__((simd("notinbranch"))) double fn(double, double);
+MT_SIMD(exp) MT_SIMD(log) MT_SIMD(sin) MT_SIMD(cos) MT_SIMD(tan) MT_SIMD(exp2) MT_SIMD(expm1) MT_SIMD(log2)
+MT_SIMD(log10) MT_SIMD(log1p) MT_SIMD(asin) MT_SIMD(acos) MT_SIMD(atan) MT_SIMD(sinh) MT_SIMD(cosh) MT_SIMD(tanh)
+MT_SIMD(erf) MT_SIMD2(atan2) MT_SIMD2(pow)
+#endif
 """
 
 _SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
@@ -178,6 +187,7 @@ class _Renderer:
       if s.kind == "open":
         r = s.u
         if r.arg.kind is AxisType.THREAD: self.lines.append(f"{ind}#pragma omp parallel for schedule(static)")
+        if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {r.arg.size}; ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"
         depth += 1

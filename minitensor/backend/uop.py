@@ -63,7 +63,7 @@ class Ops(Enum):
 
 
 class AxisType(Enum):
-  LOOP = auto(); REDUCE = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto()
+  LOOP = auto(); REDUCE = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); VECTOR = auto()
 
 
 class ParamArg(NamedTuple):

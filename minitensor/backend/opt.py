@@ -1,0 +1,88 @@
+"""opt: choose the Opts of a kernel from its shape and its access strides.
+
+What to compute is fixed by the graph; Opts only decide how the ranges are built (the seed's Halide split).
+The choice reads one default lowering of the kernel: for every LOAD, the stride of its address along each
+loop (the address evaluated at loop = 1 minus at loop = 0, others at 0), then:
+
+    unroll   the innermost reduce axis is split into LANES accumulators when the loads walk it with stride 1:
+             independent chains the C compiler keeps in one vector register (sums, max, dot products)
+    upcast   otherwise the innermost output axis gets LANES accumulators when loads walk it with stride 1
+             (column sums, GEMM: a row of B times a broadcast element of A); a second, outer output axis
+             is upcast by 8 for a GEMM-like kernel, so each loaded B vector feeds 8 rows (a register tile)
+    tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
+             transpose) is blocked 32 x 32, so both sides stay in cache
+    thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
+             least THREAD_WORK loop iterations
+
+Factors must divide the axis; otherwise the axis is left as it is (correct, only slower).
+"""
+from __future__ import annotations
+from minitensor.backend.uop import UOp, Ops, AxisType, prod
+from minitensor.backend.rangeify import Opts, Ctx, lower
+from minitensor.backend.linearize import iterations
+
+THREAD_WORK = 1 << 17
+TILE = 32
+
+
+def _lanes(itemsize: int) -> int: return max(64 // max(itemsize, 1), 1)       # one 512-bit vector
+
+
+def _divisor(n: int, want: int) -> int:
+  f = want
+  while f > 1 and n % f: f //= 2
+  return f
+
+
+def _stride(addr: UOp, r: UOp) -> int | None:
+  """How far addr moves when r goes from 0 to 1 (all other loops at 0); None if it does not simplify."""
+  from minitensor.backend.symbolic import simplify
+  zero = {x: UOp.const(0) for x in addr.ranges}
+  a0 = simplify(addr.substitute(zero))
+  a1 = simplify(addr.substitute({**zero, r: UOp.const(1)}))
+  return a1.arg - a0.arg if a0.op is Ops.CONST and a1.op is Ops.CONST else None
+
+
+def choose_opts(root: UOp) -> Opts:
+  """The Opts for the kernel computing shaped `root` (see the module docstring for the rules)."""
+  from minitensor.backend.uop import buf
+  shape = root.shape
+  if not shape or prod(shape) == 0: return Opts()
+  ctx = Ctx()
+  sink = lower(root, buf(0, prod(shape), root.dtype), ctx)
+  out_rng = {u.arg.idx: u for u in sink.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.LOOP}
+  axis_of = {}
+  k = 0
+  for ax, s in enumerate(shape):                        # lower() numbers the output ranges in axis order
+    if s > 1: axis_of[out_rng[k]] = ax; k += 1
+  loads = [u.src[0] for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.BUFFER]
+  def unit(r: UOp) -> int:
+    return sum(1 for i in loads if _stride(i.src[1], r) in (1, -1))
+  def large(r: UOp) -> int:
+    return sum(1 for i in loads if (s := _stride(i.src[1], r)) is not None and abs(s) > 1)
+  itemsize = max((i.dtype.itemsize for i in loads), default=root.dtype.itemsize)
+  lanes = _lanes(itemsize)
+  opts = Opts()
+  inner = max((r for r in axis_of), key=lambda r: r.arg.idx, default=None)
+  reduce_inner = [parts[-1][0] for parts in ctx.reduce_ranges.values() if parts and parts[-1][0].op is Ops.RANGE]
+  work = iterations(sink)
+  if reduce_inner:
+    rr = reduce_inner[0]
+    gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1 for i in loads)
+    if unit(rr) and not gemm_like:
+      opts.unroll = _divisor(rr.arg.size, lanes)
+    elif inner is not None and unit(inner):
+      ax = axis_of[inner]
+      opts.upcast[ax] = _divisor(shape[ax], lanes)
+      rows = [r for r in axis_of if r is not inner and large(r)]
+      if rows and any(unit(rr) for rr in reduce_inner):                     # GEMM-like: an 8-row register tile
+        ax2 = axis_of[max(rows, key=lambda r: r.arg.idx)]
+        if (f := _divisor(shape[ax2], 8)) > 1: opts.upcast[ax2] = f
+  elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
+    other = [r for r in axis_of if r is not inner and unit(r)]
+    if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0:
+      opts.tile = {axis_of[inner]: TILE, axis_of[other[0]]: TILE}
+  if work >= THREAD_WORK:
+    first = min(axis_of, key=lambda r: r.arg.idx, default=None)
+    if first is not None and shape[axis_of[first]] // opts.upcast.get(axis_of[first], 1) >= 2: opts.thread = axis_of[first]
+  return opts
