@@ -81,11 +81,18 @@ def _np_dtype_of(x):
   return np.asarray(x).dtype
 
 
+_RESOLVED: dict = {}
+
+
 def resolve(ufunc: np.ufunc, operands: tuple) -> tuple[np.dtype, ...]:
   """NumPy's loop dtypes (inputs..., output) for these operands; TypeError as NumPy raises it."""
-  try: return ufunc.resolve_dtypes(tuple(_np_dtype_of(x) for x in operands) + (None,) * ufunc.nout)
+  key = (ufunc, *(_np_dtype_of(x) for x in operands))
+  if (r := _RESOLVED.get(key)) is not None: return r
+  try:
+    r = _RESOLVED[key] = ufunc.resolve_dtypes(key[1:] + (None,) * ufunc.nout)
+    return r
   except TypeError as e:
-    names = ", ".join(str(_np_dtype_of(x)) if not isinstance(x, type) else x.__name__ for x in operands)
+    names = ", ".join(getattr(d, "__name__", str(d)) for d in key[1:])
     raise TypeError(f"{ufunc.__name__}: not supported for {names}") from e
 
 

@@ -85,14 +85,17 @@ class dtypes:
   @staticmethod
   def from_numpy(d) -> DType:
     """The DType of a NumPy dtype; TypeError for kinds the compiler has no C type for."""
-    d = np.dtype(d)
-    for t in dtypes.all:
-      if t.name == d.name: return t
-    raise TypeError(f"minitensor does not support dtype {d} (supported: {', '.join(t.name for t in dtypes.all)})")
+    if (t := _FROM_NP.get(d)) is not None: return t
+    nd = np.dtype(d)
+    if nd.isnative and (t := _BY_NAME.get(nd.name)) is not None and t.kind not in "xv":
+      _FROM_NP[d] = t
+      return t
+    raise TypeError(f"minitensor does not support dtype {nd} (supported: {', '.join(t.name for t in dtypes.all)})")
 
 
 _BY_NAME = {d.name: d for d in (*dtypes.all, dtypes.index, dtypes.void)}
 _BY_SHORT = {d.short: d for d in (*dtypes.all, dtypes.index, dtypes.void)}
+_FROM_NP: dict = {}
 
 
 def _by_name(name: str) -> DType: return _BY_NAME[name]

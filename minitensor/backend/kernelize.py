@@ -11,7 +11,10 @@ The cost model is the loop-iteration count. For a REDUCE u lowered inline,
     staged(u)   = prod(u.shape) * prod(reduce axes)          (computed once into a buffer, then loaded)
 
 and u is materialized (cut into a kernel of its own) when inline(u) > staged(u): some element is computed
-more than once. A REDUCE reached from two outputs of one realize is materialized too (shared work is done
+more than once. The same count, for an elementwise value containing transcendental functions, is the number
+of times it is evaluated (the loops around each place rangeify put it); above RECOMPUTE_LIMIT times its
+element count it is materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column
+of V). A REDUCE reached from two outputs of one realize is materialized too (shared work is done
 once), an output used by another output is loaded from its buffer, and STAGE marks a cut explicitly.
 Everything else fuses: elementwise chains, a reduce with its producers and consumers, softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
@@ -22,7 +25,7 @@ linearize) counts the loop iterations of a lowered kernel: the work accounting t
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from minitensor.backend.uop import UOp, Ops, ParamArg, buf, prod
+from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, buf, prod
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.linearize import iterations
 from minitensor.backend.opt import choose_opts
@@ -47,8 +50,14 @@ class Schedule:
   outputs: tuple[int, ...]                    # the schedule buffer of each output
 
 
-def _inline_cost(ctx: Ctx, out_ranges: list[UOp]) -> dict[UOp, int]:
-  """Per REDUCE, the iterations its inline accumulators cost (see the module docstring)."""
+_EXPENSIVE = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SIN, Ops.COS, Ops.TAN,
+              Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH, Ops.ERF, Ops.POW, Ops.ATAN2}
+RECOMPUTE_LIMIT = 4      # an elementwise value with transcendentals may be computed this many times per element
+
+
+def _evaluations(ctx: Ctx, out_ranges: list[UOp]):
+  """Per REDUCE the iterations its inline accumulators cost, and a function giving the loops around a set of
+  ranges (a loop lives inside the loops of the index that created it)."""
   around: dict[UOp, frozenset] = {r: frozenset(out_ranges[:k]) for k, r in enumerate(out_ranges)}
   def closure(rs: frozenset) -> frozenset:
     return rs.union(*(around.get(r, frozenset()) for r in rs))
@@ -57,9 +66,38 @@ def _inline_cost(ctx: Ctx, out_ranges: list[UOp]) -> dict[UOp, int]:
     enclosing = closure(rs)
     for r, _ in parts:
       if r.op is Ops.RANGE: around[r] = enclosing
-    rsize = prod(s for s in u.src[0].shape[len(u.src[0].shape) - u.arg[1]:])
+    rsize = prod(u.src[0].shape[len(u.shape):])
     cost[u] = cost.get(u, 0) + prod(r.arg.size for r in enclosing) * rsize
-  return cost
+  return cost, closure
+
+
+def _open(v: UOp, live: dict[UOp, frozenset]) -> frozenset:
+  """The loops v is inside: the RANGEs it mentions that no END on the way has closed."""
+  for u in v.toposort():
+    if u not in live:
+      o = frozenset((u,)) if u.op is Ops.RANGE else frozenset().union(*(live[s] for s in u.src))
+      live[u] = o - frozenset(u.src[1:]) if u.op is Ops.END else o
+  return live[v]
+
+
+def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp], staged: dict) -> UOp | None:
+  """The node to materialize next in this kernel, or None: a REDUCE whose inline accumulators cost more than
+  computing it once, else the outermost elementwise value with transcendentals that is computed more than
+  RECOMPUTE_LIMIT times per element."""
+  cost, closure = _evaluations(ctx, out_ranges)
+  for r, c in cost.items():
+    if r not in staged and c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]): return r
+  evals: dict[UOp, int] = {}
+  live: dict[UOp, frozenset] = {}
+  for (u, _), v in ctx.memo.items():
+    if u.op in _EXPENSIVE or (u.op in ALU and u.shape): evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
+  heavy: set[UOp] = set()
+  best = None
+  for u in root.toposort():
+    if u in staged or u.op is Ops.REDUCE: continue
+    if u.op in _EXPENSIVE or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
+    if u in heavy and u is not root and evals.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
+  return best
 
 
 def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx]:
@@ -95,12 +133,9 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
       if prod(u.shape) == 0: continue
       out = buf(slot[u], prod(u.shape), u.dtype)
       sink, ctx = _lower_kernel(u, bufs, out, optimize)
-      loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind.name != "REDUCE"), key=lambda r: r.arg.idx)
-      for r, c in _inline_cost(ctx, loops).items():
-        if r not in bufs and c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]):
-          new = r
-          break
-      if new is not None: break
+      loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
+                     key=lambda r: r.arg.idx)
+      if (new := _recomputed(u.src[0] if u.op is Ops.STAGE else u, ctx, loops, bufs)) is not None: break
       local, slots = _localize(sink)
       kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u]))
     if new is None: break

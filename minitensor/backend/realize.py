@@ -20,24 +20,20 @@ from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.runtime import compile_c, Kernel, stats
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
-_arrays: dict[int, np.ndarray] = {}
 _lock = threading.RLock()
 
 
 def buffer_of(a: np.ndarray) -> UOp:
-  """A fresh BUFFER leaf holding the C-contiguous ndarray `a` (kept alive as long as the leaf is)."""
+  """A fresh BUFFER leaf holding the C-contiguous ndarray `a` (the leaf keeps it alive)."""
   a = np.ascontiguousarray(a)
-  d = dtypes.from_numpy(a.dtype)
-  with _lock: bid = next(_ids)
-  u = UOp(Ops.BUFFER, (), ParamArg(bid, d, (a.size,)))
-  _arrays[bid] = a
-  weakref.finalize(u, _arrays.pop, bid, None)
+  u = UOp(Ops.BUFFER, (), ParamArg(next(_ids), dtypes.from_numpy(a.dtype), (a.size,)))
+  u.data = a
   return u
 
 
 def array_of(u: UOp) -> np.ndarray:
   """The ndarray behind a realized BUFFER leaf."""
-  return _arrays[u.arg.slot]
+  return u.data
 
 
 @dataclass
@@ -72,15 +68,18 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels])
 
 
+_normalized: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
   """The outputs with realized leaves renumbered 0..n-1 in graph order, and the arrays of those leaves."""
-  leaves: dict[UOp, UOp] = {}
-  arrays: list[np.ndarray] = []
-  for u in UOp(Ops.SINK, tuple(outputs)).toposort():
-    if u.op is Ops.BUFFER and u not in leaves:
-      leaves[u] = UOp(Ops.BUFFER, (), ParamArg(len(arrays), u.arg.dtype, u.arg.shape))
-      arrays.append(_arrays[u.arg.slot])
-  return tuple(o.substitute(leaves) for o in outputs), arrays
+  root = outputs[0] if len(outputs) == 1 else UOp(Ops.SINK, tuple(outputs))
+  if (hit := _normalized.get(root)) is None:
+    leaves: dict[UOp, UOp] = {}
+    for u in root.toposort():
+      if u.op is Ops.BUFFER and u not in leaves: leaves[u] = UOp(Ops.BUFFER, (), ParamArg(len(leaves), u.arg.dtype, u.arg.shape))
+    hit = _normalized[root] = (tuple(o.substitute(leaves) for o in outputs), tuple(leaves))
+  return hit[0], [b.data for b in hit[1]]
 
 
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
@@ -104,7 +103,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
 
 def _numpy_view(u: UOp) -> np.ndarray | None:
   """u as a NumPy view when u only moves the data of one realized buffer (or of a constant); else None."""
-  if u.op is Ops.BUFFER: return _arrays.get(u.arg.slot)
+  if u.op is Ops.BUFFER: return u.data
   if u.op is Ops.CONST: return np.array(u.arg, dtype=u.dtype.np)
   if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP): return None
   x = _numpy_view(u.src[0])

@@ -114,7 +114,7 @@ def _bounds(u: UOp) -> tuple:
   elif b0 == b1 and b0 > 0:
     c = b0
     if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
-    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
+    else: r = (a0 % c, a1 % c)
   elif op is Ops.FLOORDIV and b0 > 0:
     r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
   elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
@@ -226,7 +226,7 @@ def _rules(u: UOp) -> UOp | None:
     if op in COMPARE:
       lo, hi = bounds(u)
       if lo == hi: return UOp.const(bool(lo))
-      if src[0] is src[1]: return UOp.const(op in (Ops.CMPLT, Ops.CMPEQ))
+      if src[0] is src[1]: return UOp.const(op in (Ops.CMPLE, Ops.CMPEQ))
       return None
     if src[0] is src[1]: return src[0]
     if op is Ops.MAX: return src[0] if a0 >= b1 else src[1] if b0 >= a1 else None

@@ -230,12 +230,13 @@ _GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
 
 
 class UOp:
-  __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "__weakref__")
+  __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "data", "__weakref__")
   op: Ops
   src: tuple[UOp, ...]
   arg: Any
   dtype: DType
   shape: tuple[int, ...]
+  data: Any            # a realized BUFFER's ndarray (set by the runtime; None everywhere else)
 
   def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, dtype: DType | None = None):
     if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
@@ -247,7 +248,7 @@ class UOp:
     if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
     u = object.__new__(cls)
     u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
-    u._ranges = u._bounds = u._key = u._simp = None
+    u._ranges = u._bounds = u._key = u._simp = u.data = None
     _CONS[key] = u
     return u
 
