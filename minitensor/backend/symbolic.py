@@ -114,7 +114,7 @@ def _bounds(u: UOp) -> tuple:
   elif b0 == b1 and b0 > 0:
     c = b0
     if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
-    else: r = (a0 % c, a1 % c)
+    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
   elif op is Ops.FLOORDIV and b0 > 0:
     r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
   elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
