@@ -1,26 +1,30 @@
 """runtime: C source -> shared object -> a callable on NumPy buffers.
 
-    compile_c(src)   cc -shared -> <cache>/<hash>.so, loaded with cffi.FFI().dlopen; cached in memory by
-                     the hash of (source, compiler, flags, minitensor version) and on disk under the same name
-    run_c(prog, bufs)   renders (if given a SINK), compiles, and calls the kernel on {slot: ndarray}
+    compile_c(src)      the kernels of a translation unit, compiled by the system C compiler into a shared
+                        object and loaded with cffi.FFI().dlopen; cached in memory and on disk
+    run_c(prog, bufs)   renders (if given a SINK), compiles, and calls one kernel on {slot: ndarray}
 
-The disk cache lives in $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor.
-An entry is written to a temporary file in the same directory and renamed into place, so readers see either
-nothing or a complete file; concurrent processes compiling the same kernel both succeed.
+The disk cache: $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
+`v<version>/<key[:2]>/<key>.so` and `<key>.sha256`. The key hashes the source, the compiler's identity (path
+and `--version`), the flags and minitensor's version. Entries are written to a temporary file and renamed
+into place, the checksum last, so concurrent processes compiling the same kernel all succeed and an entry
+is used only when its checksum matches: a truncated or corrupted file is rebuilt, never loaded. A directory
+that cannot be written falls back to a temporary one (one warning). The size is bounded by
+$MINITENSOR_CACHE_BYTES (default 1 GiB): the least recently used entries are evicted. MINITENSOR_NOCACHE=1
+keeps compiled objects in a temporary directory for this process only.
 """
 from __future__ import annotations
-import hashlib, os, re, shutil, subprocess, tempfile, threading
+import hashlib, os, re, shutil, subprocess, tempfile, threading, time, warnings
 from dataclasses import dataclass, field
 import numpy as np
 import cffi
 from minitensor.backend.uop import UOp, Ops
-from minitensor.backend.dtype import dtypes
 
 VERSION = "0.1.0"
 
 
 class CompileError(RuntimeError):
-  """The C compiler rejected a kernel: carries its message and where the source was saved."""
+  """The C compiler rejected a kernel, or there is none: carries its message and where the source was saved."""
   def __init__(self, msg: str, source_path: str | None = None):
     super().__init__(msg + (f"\n(source saved at {source_path})" if source_path else ""))
     self.source_path = source_path
@@ -28,7 +32,7 @@ class CompileError(RuntimeError):
 
 @dataclass
 class Stats:
-  """Counters for tests and inspection: compiler invocations, memory and disk cache hits."""
+  """Counters for tests and inspection: compiler invocations, memory and disk cache hits, graph cache."""
   compiles: int = 0
   memory_hits: int = 0
   disk_hits: int = 0
@@ -41,21 +45,52 @@ class Stats:
 
 stats = Stats()
 _lock = threading.RLock()
-
-
-def compiler() -> str:
-  return os.environ.get("MINITENSOR_CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
-
-
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-fopenmp", "-std=gnu99")
 
 
+def compiler() -> str:
+  """The C compiler: $MINITENSOR_CC, else cc, else gcc."""
+  return os.environ.get("MINITENSOR_CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
+
+
+_identity: dict[str, str] = {}
+
+
+def _compiler_identity(cc: str) -> str:
+  if cc not in _identity:
+    try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[:1]
+    except (OSError, subprocess.SubprocessError): out = []
+    _identity[cc] = f"{shutil.which(cc) or cc} {out[0] if out else ''}"
+  return _identity[cc]
+
+
+def _no_compiler(cc: str) -> CompileError:
+  return CompileError(f"no C compiler: {cc!r} was not found. minitensor compiles its kernels with the system C "
+                      f"compiler: install gcc or clang (e.g. `apt-get install gcc`), or set MINITENSOR_CC to one.")
+
+
+_fallback: list[str] = []
+
+
 def cache_dir() -> str:
+  """This version's cache directory, created if needed; a temporary one if it cannot be written."""
+  if os.environ.get("MINITENSOR_NOCACHE") == "1": return _temp_dir()
   d = os.environ.get("MINITENSOR_CACHE_DIR")
   if not d:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     d = os.path.join(base, "minitensor")
-  return os.path.join(d, f"v{VERSION}")
+  d = os.path.join(d, f"v{VERSION}")
+  try:
+    os.makedirs(d, exist_ok=True)
+    if os.access(d, os.W_OK | os.X_OK): return d
+  except OSError: pass
+  if not _fallback: warnings.warn(f"minitensor: cache directory {d} is not writable; using a temporary directory", RuntimeWarning, stacklevel=3)
+  return _temp_dir()
+
+
+def _temp_dir() -> str:
+  if not _fallback: _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
+  return _fallback[0]
 
 
 @dataclass
@@ -75,25 +110,74 @@ _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 
 def _key(src: str, flags: tuple) -> str:
   h = hashlib.sha256()
-  for part in (VERSION, compiler(), " ".join(flags), src): h.update(part.encode()); h.update(b"\0")
+  cc = compiler()
+  for part in (VERSION, _compiler_identity(cc), " ".join(flags), src): h.update(part.encode()); h.update(b"\0")
   return h.hexdigest()[:32]
 
 
+def _digest(path: str) -> str | None:
+  try:
+    with open(path, "rb") as f: return hashlib.sha256(f.read()).hexdigest()
+  except OSError: return None
+
+
+def _valid(so: str) -> bool:
+  """The entry exists and its checksum matches (so it is complete and unaltered)."""
+  try:
+    with open(so[:-3] + ".sha256") as f: want = f.read().strip()
+  except OSError: return False
+  return want != "" and _digest(so) == want
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+  with os.fdopen(fd, "wb") as f: f.write(data)
+  os.replace(tmp, path)
+
+
 def _build(src: str, so_path: str, flags: tuple) -> None:
-  os.makedirs(os.path.dirname(so_path), exist_ok=True)
-  fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=os.path.dirname(so_path))
+  d = os.path.dirname(so_path)
+  os.makedirs(d, exist_ok=True)
+  fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=d, prefix=".tmp-")
   with os.fdopen(fd, "w") as f: f.write(src)
   tmp_so = tmp_c[:-2] + ".so"
-  try:
-    p = subprocess.run([compiler(), *flags, "-o", tmp_so, tmp_c, "-lm"], capture_output=True, text=True)
-  except FileNotFoundError:
+  cc = compiler()
+  t = time.perf_counter()
+  try: p = subprocess.run([cc, *flags, "-o", tmp_so, tmp_c, "-lm"], capture_output=True, text=True)
+  except OSError:
     os.unlink(tmp_c)
-    raise CompileError(f"no C compiler: {compiler()!r} was not found. Install gcc or clang, or point MINITENSOR_CC at one.")
+    raise _no_compiler(cc) from None
   stats.compiles += 1
+  stats.compile_seconds += time.perf_counter() - t
   if p.returncode != 0:
-    raise CompileError(f"{compiler()} failed:\n{p.stderr.strip()}", tmp_c)
-  os.replace(tmp_so, so_path)
+    kept = os.path.join(d, os.path.basename(so_path)[:-3] + ".failed.c")
+    os.replace(tmp_c, kept)
+    raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
   os.unlink(tmp_c)
+  digest = _digest(tmp_so)
+  os.replace(tmp_so, so_path)
+  _atomic_write(so_path[:-3] + ".sha256", (digest or "").encode())
+  _evict(os.path.dirname(d))
+
+
+def _evict(root: str) -> None:
+  """Delete least recently used entries while the cache is larger than $MINITENSOR_CACHE_BYTES."""
+  limit = int(os.environ.get("MINITENSOR_CACHE_BYTES", str(1 << 30)))
+  entries = []
+  for dp, _, files in os.walk(root):
+    for f in files:
+      if f.endswith(".so"):
+        p = os.path.join(dp, f)
+        try: st = os.stat(p)
+        except OSError: continue
+        entries.append((st.st_mtime, st.st_size, p))
+  total = sum(e[1] for e in entries)
+  for _, size, p in sorted(entries):
+    if total <= limit: break
+    for q in (p, p[:-3] + ".sha256"):
+      try: os.unlink(q)
+      except OSError: pass
+    total -= size
 
 
 def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
@@ -104,23 +188,25 @@ def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
       stats.memory_hits += 1
       return ks
     path = os.path.join(cache_dir(), key[:2], key + ".so")
-    if os.path.exists(path): stats.disk_hits += 1
+    if _valid(path):
+      stats.disk_hits += 1
+      try: os.utime(path)                       # recently used: last to be evicted
+      except OSError: pass
     else: _build(src, path, flags)
     sigs = [(name, len([p for p in params.split(",") if p.strip()])) for name, params in _SIG.findall(src)]
     ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
     ffi.cdef("\n".join(f"void {name}({', '.join(['void*'] * n) or 'void'});" for name, n in sigs))
-    lib = ffi.dlopen(path)
+    try: lib = ffi.dlopen(path)
+    except OSError:                             # damaged after the check (or by another process): rebuild once
+      _build(src, path, flags)
+      lib = ffi.dlopen(path)
     ks = _loaded[key] = {name: Kernel(name, src, getattr(lib, name), n, lib) for name, n in sigs}
     return ks
 
 
-def kernel_slots(sink: UOp) -> list[int]:
-  return sorted({u.arg.slot for u in sink.toposort() if u.op is Ops.BUFFER})
-
-
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:
   """Run k on contiguous ndarrays (one per parameter, in slot order)."""
-  k.fn(*[_ffi.cast("void*", a.ctypes.data) for a in arrays])
+  k.fn(*[_ffi.from_buffer(a, require_writable=False) for a in arrays])
 
 
 def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:
@@ -128,18 +214,17 @@ def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel")
   Buffers must be C-contiguous, of the BUFFER's dtype and at least its size; they are used in place."""
   from minitensor.backend.render_c import render_c
   if isinstance(prog, UOp):
-    bufs = {u.arg.slot: u for u in prog.toposort() if u.op is Ops.BUFFER}
+    nodes = prog.toposort()
+    bufs = {u.arg.slot: u for u in nodes if u.op is Ops.BUFFER}
+    written = {u.src[0].src[0].arg.slot for u in nodes if u.op is Ops.STORE and u.src[0].src[0].op is Ops.BUFFER}
     for s, b in bufs.items():
       if s not in buffers: raise ValueError(f"run_c: no array for buffer slot {s}")
       a = buffers[s]
       if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or a.dtype != b.dtype.np or a.size < b.arg.shape[0]:
         raise ValueError(f"run_c: slot {s} needs a contiguous {b.dtype.name} array of {b.arg.shape[0]} elements, "
                          f"got {getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
-      if s in {u.src[0].src[0].arg.slot for u in prog.toposort() if u.op is Ops.STORE and u.src[0].src[0].op is Ops.BUFFER} \
-         and not a.flags.writeable: raise ValueError(f"run_c: slot {s} is written but the array is read-only")
+      if s in written and not a.flags.writeable: raise ValueError(f"run_c: slot {s} is written but the array is read-only")
     slots = sorted(bufs)
     prog = render_c(prog, name)
-  else:
-    slots = sorted(buffers)
-  k = compile_c(prog)[name]
-  call(k, [buffers[s] for s in slots])
+  else: slots = sorted(buffers)
+  call(compile_c(prog)[name], [buffers[s] for s in slots])
