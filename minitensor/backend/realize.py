@@ -9,7 +9,7 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, threading, weakref
+import itertools, logging, os, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -17,7 +17,9 @@ from minitensor.backend.uop import UOp, Ops, ParamArg, prod
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend.runtime import compile_c, Kernel, stats
+from minitensor.backend.runtime import compile_c, Kernel, stats, _ffi
+
+_from_buffer = _ffi.from_buffer
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
 _lock = threading.RLock()
@@ -36,22 +38,39 @@ def array_of(u: UOp) -> np.ndarray:
   return u.data
 
 
+DEBUG = int(os.environ.get("MINITENSOR_DEBUG", "0") or 0)
+log = logging.getLogger("minitensor")
+if DEBUG and not log.handlers:
+  log.addHandler(logging.StreamHandler())
+  log.setLevel(logging.DEBUG)
+
+
 @dataclass
 class Compiled:
   """A schedule with its kernels compiled: run it on a list of input arrays."""
   sched: Schedule
   fns: list[tuple[Kernel, tuple[int, ...]]]
+  compile_seconds: float = 0.0
+  runs: int = 0
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     s = self.sched
     bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
-    for k, slots in self.fns: k.fn(*[_ptr(bufs[i]) for i in slots])
+    if DEBUG: self._logged(bufs)
+    else:
+      for k, slots in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots])
+    self.runs += 1
     return [bufs[o] for o in s.outputs]
 
-
-def _ptr(a: np.ndarray):
-  from minitensor.backend.runtime import _ffi
-  return _ffi.from_buffer(a, require_writable=False)
+  def _logged(self, bufs: list[np.ndarray]) -> None:
+    origin = f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit"
+    for (k, slots), spec in zip(self.fns, self.sched.kernels):
+      t = time.perf_counter()
+      k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots])
+      dt = time.perf_counter() - t
+      nbytes = sum(bufs[i].nbytes for i in slots)
+      log.debug(f"{k.name:4s} {str(spec.ast.shape):18s} {spec.ast.dtype.name:8s} {dt * 1e6:9.1f} us "
+                f"{nbytes / max(dt, 1e-9) / 1e9:7.2f} GB/s  {origin}")
 
 
 VIEW_COPY_LIMIT = 1 << 16      # larger non-contiguous views are copied by a compiled kernel (faster than NumPy)
@@ -61,11 +80,13 @@ CACHE_SIZE = 4096
 
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit)."""
+  t = time.perf_counter()
   sched = schedule(list(outputs), n_inputs)
   if not sched.kernels: return Compiled(sched, [])
   src = PRELUDE + "\n".join(render_function(k.sink, k.name) for k in sched.kernels)
+  if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   lib = compile_c(src)
-  return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels])
+  return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels], time.perf_counter() - t)
 
 
 _normalized: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

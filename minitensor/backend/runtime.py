@@ -45,6 +45,9 @@ class Stats:
 
 stats = Stats()
 _lock = threading.RLock()
+# threads of a parallel kernel sleep instead of spinning between regions: on a loaded machine spinning
+# threads steal the core the others need (set OMP_WAIT_POLICY yourself to override)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-fopenmp", "-std=gnu99")
 
 
