@@ -53,14 +53,25 @@ class Compiled:
   compile_seconds: float = 0.0
   runs: int = 0
 
+  checked: bool = False
+
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     s = self.sched
     bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
     if DEBUG: self._logged(bufs)
+    elif self.checked: self._checked(bufs)
     else:
       for k, slots in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots])
     self.runs += 1
     return [bufs[o] for o in s.outputs]
+
+  def _checked(self, bufs: list[np.ndarray]) -> None:
+    err = np.zeros(3, np.int64)
+    for (k, slots), spec in zip(self.fns, self.sched.kernels):
+      k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots], _from_buffer(err))
+      if err[0]:
+        what = f"buffer data{err[1]} (schedule buffer {slots[err[1]]}, size {bufs[slots[err[1]]].size})" if err[1] >= 0 else f"accumulator acc{-1 - err[1]}"
+        raise IndexError(f"checked mode: kernel {k.name} computing {spec.ast.shape} {spec.ast.dtype.name} accessed index {err[2]} of {what}")
 
   def _logged(self, bufs: list[np.ndarray]) -> None:
     origin = f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit"
@@ -81,12 +92,13 @@ CACHE_SIZE = 4096
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit)."""
   t = time.perf_counter()
+  checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule(list(outputs), n_inputs)
   if not sched.kernels: return Compiled(sched, [])
-  src = PRELUDE + "\n".join(render_function(k.sink, k.name) for k in sched.kernels)
+  src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked) for k in sched.kernels)
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   lib = compile_c(src)
-  return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels], time.perf_counter() - t)
+  return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels], time.perf_counter() - t, checked=checked)
 
 
 _normalized: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -109,15 +121,16 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     return [np.ascontiguousarray(v) for v in views]
   norm, arrays = normalize(outputs)
+  key = (norm, os.environ.get("MINITENSOR_CHECK") == "1")
   with _lock:
-    prog = _cache.get(norm)
+    prog = _cache.get(key)
     if prog is None:
       stats.graph_misses += 1
-      prog = _cache[norm] = compile_schedule(norm, len(arrays))
+      prog = _cache[key] = compile_schedule(norm, len(arrays))
       if len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
     else:
       stats.graph_hits += 1
-      _cache.move_to_end(norm)
+      _cache.move_to_end(key)
   res = prog(arrays)
   return [r.reshape(o.shape) for r, o in zip(res, outputs)]
 

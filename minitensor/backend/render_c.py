@@ -7,6 +7,7 @@ rounds differently from NumPy go through the fixed PRELUDE: floor division and m
 past the width, integer powers, NaN-propagating max/min. Truncating `/` and `%` are emitted directly only
 where bounds prove both operands non-negative. Index arithmetic is `int` unless a bound passes 2^31-1, then
 `int64_t` for the whole kernel. The compiler must be called with -fwrapv (integers wrap as in NumPy).
+In checked mode (MINITENSOR_CHECK=1) every load and store is guarded by its buffer's size.
 """
 from __future__ import annotations
 import math
@@ -42,6 +43,8 @@ static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, 
   if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else { f = copysign##F(0, a / b); } return f; }
 MT_INT(int32_t, i32) MT_INT(int64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
 MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
+/* checked mode: record the first out-of-bounds access (which buffer, which index) instead of making it */
+static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i) { if (!err[0]) { err[0] = 1; err[1] = slot; err[2] = i; } return 0; }
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 /* glibc's vector math library (libmvec): loops calling these vectorize; same special values as libm */
 #define MT_SIMD(fn) __attribute__((simd("notinbranch"))) float fn##f(float); __attribute__((simd("notinbranch"))) double fn(double);
@@ -88,8 +91,8 @@ def index_type(sink: UOp) -> str:
 
 
 class _Renderer:
-  def __init__(self, sink: UOp, name: str):
-    self.sink, self.name = sink, name
+  def __init__(self, sink: UOp, name: str, checked: bool = False):
+    self.sink, self.name, self.checked = sink, name, checked
     self.prog = linearize(sink)
     self.itype = index_type(sink)
     self.r: dict[UOp, str] = {}
@@ -120,6 +123,16 @@ class _Renderer:
     i = idx.src[1]
     if base.op is Ops.ALLOC and base.arg.shape[0] == 1: return f"acc{base.arg.slot}"
     return f"{self.r_base(base)}[{self.expr(i)}]"
+
+  def guard(self, idx: UOp) -> tuple[str, str] | None:
+    """Checked mode: (in-bounds condition, failure call) for an access the bounds do not prove safe."""
+    base = idx.src[0]
+    while base.op is Ops.AFTER: base = base.src[0]
+    n, i = base.arg.shape[0], idx.src[1]
+    if not self.checked or (base.op is Ops.ALLOC and n == 1): return None
+    slot = base.arg.slot if base.op is Ops.BUFFER else -1 - base.arg.slot
+    e = self.expr(i)
+    return f"((uint64_t)({e}) < {n}ULL)", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
 
   def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
 
@@ -160,11 +173,16 @@ class _Renderer:
       self.r[u] = f"acc{u.src[0].arg.slot}"
       return
     if op is Ops.AFTER: self.r[u] = self.r.get(u.src[0], ""); return
+    g = self.guard(u.src[0]) if op in (Ops.LOAD, Ops.STORE) else None
     if op is Ops.LOAD:
       v = self.var("val")
-      self.lines.append(f"{ind}{self.ctype(u.dtype)} {v} = {self.lvalue(u.src[0])};")
+      t = self.ctype(u.dtype)
+      val = f"({g[0]} ? {self.lvalue(u.src[0])} : ({t})({g[1]}))" if g else self.lvalue(u.src[0])
+      self.lines.append(f"{ind}{t} {v} = {val};")
       self.r[u] = v
-    elif op is Ops.STORE: self.lines.append(f"{ind}{self.lvalue(u.src[0])} = {self.expr(u.src[1])};")
+    elif op is Ops.STORE:
+      st = f"{self.lvalue(u.src[0])} = {self.expr(u.src[1])};"
+      self.lines.append(f"{ind}if ({g[0]}) {st} else {g[1]};" if g else f"{ind}{st}")
     else:
       e = self.alu(u)
       if self.uses.get(u, 0) > 1 or u in self.deep_use:
@@ -177,6 +195,7 @@ class _Renderer:
     bufs = sorted({u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.BUFFER}.items())
     stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
     params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
+    if self.checked: params.append("int64_t* restrict mt_err")
     # an accumulator is declared where its scope (an AFTER on RANGEs only) is; otherwise at the top
     scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
     for a in sorted((u for u in self.sink.toposort() if u.op is Ops.ALLOC and u not in scoped), key=lambda a: a.arg.slot):
@@ -198,11 +217,12 @@ class _Renderer:
     return f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
 
-def render_function(sink: UOp, name: str = "kernel") -> str:
-  """The C function of one kernel, without the prelude."""
-  return _Renderer(sink, name).render()
+def render_function(sink: UOp, name: str = "kernel", checked: bool = False) -> str:
+  """The C function of one kernel, without the prelude. checked: every load and store tests its index
+  against its buffer's size and reports a violation through a last `int64_t* mt_err` argument instead."""
+  return _Renderer(sink, name, checked).render()
 
 
-def render_c(sink: UOp, name: str = "kernel") -> str:
+def render_c(sink: UOp, name: str = "kernel", checked: bool = False) -> str:
   """A complete C99 translation unit: the fixed PRELUDE and the kernel `name`."""
-  return PRELUDE + render_function(sink, name)
+  return PRELUDE + render_function(sink, name, checked)
