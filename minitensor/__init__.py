@@ -11,3 +11,12 @@ __version__ = "0.1.0"
 from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, clip, round,
                                expand_dims, matmul, dot, tensordot, broadcast_shapes)
 from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named functions)
+from minitensor.creation import *  # noqa: F401,F403
+from minitensor.manipulation import *  # noqa: F401,F403
+from minitensor import random  # noqa: F401
+from minitensor import nn  # noqa: F401
+from minitensor.inspect import explain, to_dot  # noqa: F401
+from minitensor.extra import *  # noqa: F401,F403
+from minitensor.sorting import *  # noqa: F401,F403
+from minitensor.einsum import einsum  # noqa: F401
+from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)

@@ -114,7 +114,9 @@ def _conv(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups: int, nd
   sp = tuple(s + a + b for s, (a, b) in zip(x.shape[2:], pads))
   if any(s < d * (k - 1) + 1 for s, d, k in zip(sp, dl, ks)): raise ValueError(f"{name}: kernel {ks} larger than padded input {sp}")
   dt = np.result_type(x.dtype, w.dtype)
-  u = x.astype(dt).uop.pad(((0, 0), (0, 0)) + pads)
+  u = x.astype(dt).uop
+  # padded input materialized once (STAGE): the convolution's inner loops then load without bounds guards
+  if any(p != (0, 0) for p in pads): u = u.pad(((0, 0), (0, 0)) + pads).stage()
   for a in range(nd): u = _windows(u, 2 + 2 * a, ks[a], st[a], dl[a])             # (N, C, k0, o0, k1, o1, ...)
   outs = u.shape[3::2]
   g = groups

@@ -174,8 +174,8 @@ class Tensor:
   def __rmod__(self, x): return U.apply(np.remainder, x, self)
   def __divmod__(self, x): return self // x, self % x
   def __rdivmod__(self, x): return x // self, x % self
-  def __pow__(self, x): return _power(self, x)
-  def __rpow__(self, x): return _power(x, self)
+  def __pow__(self, x): return U.apply(np.power, self, x)
+  def __rpow__(self, x): return U.apply(np.power, x, self)
   def __matmul__(self, x): return matmul(self, x)
   def __rmatmul__(self, x): return matmul(x, self)
   def __and__(self, x): return U.apply(np.bitwise_and, self, x)
@@ -324,6 +324,11 @@ class Tensor:
 
   def dot(self, other) -> Tensor: return dot(self, other)
 
+  def explain(self):
+    """The schedule that realizing this Tensor runs (minitensor.explain)."""
+    from minitensor.inspect import explain
+    return explain(self)
+
   # ------------------------------------------------------------------ NumPy protocols
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
     from minitensor.interop import array_ufunc
@@ -358,12 +363,6 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   n = t.shape[ax]
   iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
   return where(hit, iota, n).min(axis=ax, keepdims=keepdims)
-
-
-def _power(a, b) -> Tensor:
-  if isinstance(b, int) and not isinstance(b, bool) and b < 0 and isinstance(a, Tensor) and a.uop.dtype.is_int:
-    raise ValueError("Integers to negative integer powers are not allowed.")
-  return U.apply(np.power, a, b)
 
 
 # ---------------------------------------------------------------------- creation
@@ -418,7 +417,7 @@ def where(cond, x, y) -> Tensor:
   """x where cond is true, else y (broadcast together; x and y promoted as NumPy does)."""
   c = asarray(cond) if not isinstance(cond, Tensor) else cond
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
-  xs = [v if isinstance(v, (Tensor,) + _PY_SCALARS) else asarray(v) for v in (x, y)]
+  xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]
   d = dtypes.from_numpy(np.result_type(*(v.dtype if isinstance(v, Tensor) else v for v in xs)))
   shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
   a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else _scalar_uop(v, d, "where"), shape) for v in xs)

@@ -49,14 +49,24 @@ def _binary(op: Ops) -> Callable[[UOp, UOp], UOp]: return lambda a, b: UOp(op, (
 def _invert(x: UOp) -> UOp: return x ^ (True if x.dtype.is_bool else -1)
 
 
+def _compare(op: Callable[[UOp, UOp], UOp], np_op: np.ufunc) -> Callable[[UOp, UOp], UOp]:
+  """A comparison; NumPy 2 also compares int64 with uint64 exactly (a negative signed value is below all)."""
+  def f(a: UOp, b: UOp) -> UOp:
+    if a.dtype is b.dtype: return op(a, b)
+    neg, known = (a, bool(np_op(-1, 0))) if not a.dtype.is_unsigned else (b, bool(np_op(0, -1)))
+    return (neg < 0).where(known, op(a.cast(dtypes.uint64), b.cast(dtypes.uint64)))
+  return f
+
+
 TABLE: dict[np.ufunc, Callable[..., UOp]] = {
   np.add: _add, np.subtract: lambda a, b: a - b, np.multiply: _mul, np.true_divide: lambda a, b: a / b,
   np.floor_divide: _binary(Ops.FLOORDIV), np.remainder: _binary(Ops.FLOORMOD), np.power: _binary(Ops.POW),
   np.maximum: _binary(Ops.MAX), np.minimum: _binary(Ops.MIN), np.arctan2: _binary(Ops.ATAN2),
   np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
   np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
-  np.less: lambda a, b: a < b, np.less_equal: lambda a, b: a <= b, np.greater: lambda a, b: a > b,
-  np.greater_equal: lambda a, b: a >= b, np.equal: lambda a, b: a.eq(b), np.not_equal: lambda a, b: a.ne(b),
+  np.less: _compare(lambda a, b: a < b, np.less), np.less_equal: _compare(lambda a, b: a <= b, np.less_equal),
+  np.greater: _compare(lambda a, b: a > b, np.greater), np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
+  np.equal: _compare(lambda a, b: a.eq(b), np.equal), np.not_equal: _compare(lambda a, b: a.ne(b), np.not_equal),
   np.logical_and: lambda a, b: _bool(a) & _bool(b), np.logical_or: lambda a, b: _bool(a) | _bool(b),
   np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
   np.bitwise_and: lambda a, b: a & b, np.bitwise_or: lambda a, b: a | b, np.bitwise_xor: lambda a, b: a ^ b,
@@ -73,11 +83,20 @@ TABLE: dict[np.ufunc, Callable[..., UOp]] = {
 }
 
 
+_COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
+
+
+def is_weak(x) -> bool:
+  """A Python bool, int or float (not a NumPy scalar, though np.float64 subclasses float): typed by the other operands."""
+  return type(x) in _PY_SCALARS
+
+
 def _np_dtype_of(x):
   """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
   from minitensor.tensor import Tensor
   if isinstance(x, Tensor): return x.dtype
-  if isinstance(x, _PY_SCALARS): return type(x)
+  if type(x) is bool: return np.dtype(bool)   # resolve_dtypes takes no weak bool; bool is the lowest kind anyway
+  if is_weak(x): return type(x)
   return np.asarray(x).dtype
 
 
@@ -103,8 +122,11 @@ def apply(ufunc: np.ufunc, *operands):
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
   dts = resolve(ufunc, operands)
   ins, out_dt = dts[:ufunc.nin], dts[-1]
-  tensors = [x if isinstance(x, (Tensor,) + _PY_SCALARS) else asarray(x) for x in operands]
+  if ufunc is np.power and ins[1].kind in "iu" and type(operands[1]) is int and operands[1] < 0:
+    raise ValueError("Integers to negative integer powers are not allowed.")
+  tensors = [x if isinstance(x, Tensor) or is_weak(x) else asarray(x) for x in operands]
   shape = broadcast_shapes(*(t.shape for t in tensors if isinstance(t, Tensor)), op=ufunc.__name__)
+  if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))
   uops = []
   for t, d in zip(tensors, ins):
     dt = dtypes.from_numpy(d)
@@ -112,6 +134,14 @@ def apply(ufunc: np.ufunc, *operands):
     uops.append(_broadcast(u, shape))
   r = TABLE[ufunc](*uops)
   return Tensor(r.cast(dtypes.from_numpy(out_dt)))
+
+
+def _out_of_range(ufunc: np.ufunc, operands: list, ins: tuple[np.dtype, ...]) -> UOp | None:
+  """NumPy 2 compares an integer array with a Python int its dtype cannot hold as if the int were infinite."""
+  for k, (x, d) in enumerate(zip(operands, ins)):
+    if type(x) is int and d.kind in "iu" and not np.iinfo(d).min <= x <= np.iinfo(d).max:
+      return UOp.const(bool(ufunc(*[(1 if x > 0 else -1) if j == k else 0 for j in range(2)])), dtypes.bool)
+  return None
 
 
 def _broadcast(u: UOp, shape: tuple[int, ...]) -> UOp:

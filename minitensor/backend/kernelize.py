@@ -127,7 +127,8 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
   while True:
     order = [u for u in nodes if u in set(staged)]
     slot = {u: n_inputs + k for k, u in enumerate(order)}
-    bufs = {u: buf(slot[u], max(prod(u.shape), 1), u.dtype).reshape(u.shape) for u in order}
+    # a value with no elements is never read: it stands as a broadcast constant, not as a buffer
+    bufs = {u: buf(slot[u], prod(u.shape), u.dtype).reshape(u.shape) if prod(u.shape) else u.const_like(0) for u in order}
     kernels, new = [], None
     for u in order:
       if prod(u.shape) == 0: continue
@@ -141,4 +142,4 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
     if new is None: break
     staged.append(new)
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
-  return Schedule(tuple(kernels), n_inputs, tuple((max(prod(u.shape), 1), u.dtype) for u in order), outs)
+  return Schedule(tuple(kernels), n_inputs, tuple((prod(u.shape), u.dtype) for u in order), outs)

@@ -2,13 +2,15 @@
 
 What to compute is fixed by the graph; Opts only decide how the ranges are built (the seed's Halide split).
 The choice reads one default lowering of the kernel: for every LOAD, the stride of its address along each
-loop (the address evaluated at loop = 1 minus at loop = 0, others at 0), then:
+loop (the address when that loop steps by one in the middle of its range, all others at their middle), then:
 
     unroll   the innermost reduce axis is split into LANES accumulators when the loads walk it with stride 1:
              independent chains the C compiler keeps in one vector register (sums, max, dot products)
-    upcast   otherwise the innermost output axis gets LANES accumulators when loads walk it with stride 1
-             (column sums, GEMM: a row of B times a broadcast element of A); a second, outer output axis
-             is upcast by 8 for a GEMM-like kernel, so each loaded B vector feeds 8 rows (a register tile)
+    vector   otherwise the innermost output axis runs in LANES-wide `omp simd` loop around the reduce loops
+             when loads walk it with stride 1 (column sums, GEMM: a row of B times a broadcast element of A,
+             convolution along a row): the compiler vectorizes the outer loop, one accumulator per lane
+    upcast   an outer output axis that one load walks while another broadcasts it is unrolled by 8 inside
+             that loop, so each loaded vector feeds 8 rows (a register tile)
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
              transpose) is blocked 32 x 32, so both sides stay in cache
     thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
@@ -35,11 +37,13 @@ def _divisor(n: int, want: int) -> int:
 
 
 def _stride(addr: UOp, r: UOp) -> int | None:
-  """How far addr moves when r goes from 0 to 1 (all other loops at 0); None if it does not simplify."""
+  """How far addr moves when r steps by one in the middle of its range (all loops at their middle, away from
+  the clamps of padding); None if the address depends on loaded data."""
   from minitensor.backend.symbolic import simplify
-  zero = {x: UOp.const(0) for x in addr.ranges}
-  a0 = simplify(addr.substitute(zero))
-  a1 = simplify(addr.substitute({**zero, r: UOp.const(1)}))
+  if r not in addr.ranges: return 0
+  mid = {x: UOp.const((x.arg.size - 1) // 2) for x in addr.ranges}
+  a0 = simplify(addr.substitute(mid))
+  a1 = simplify(addr.substitute({**mid, r: UOp.const((r.arg.size - 1) // 2 + 1)}))
   return a1.arg - a0.arg if a0.op is Ops.CONST and a1.op is Ops.CONST else None
 
 
@@ -69,20 +73,20 @@ def choose_opts(root: UOp) -> Opts:
   if reduce_inner:
     rr = reduce_inner[0]
     gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1 for i in loads)
-    if unit(rr) and not gemm_like:
-      opts.unroll = _divisor(rr.arg.size, lanes)
-    elif inner is not None and unit(inner):
-      ax = axis_of[inner]
-      opts.upcast[ax] = _divisor(shape[ax], lanes)
-      rows = [r for r in axis_of if r is not inner and large(r)]
-      if rows and any(unit(rr) for rr in reduce_inner):                     # GEMM-like: an 8-row register tile
-        ax2 = axis_of[max(rows, key=lambda r: r.arg.idx)]
-        if (f := _divisor(shape[ax2], 8)) > 1: opts.upcast[ax2] = f
+    reduce_lanes = _divisor(rr.arg.size, lanes) if unit(rr) else 1
+    if reduce_lanes > 1 and not gemm_like: opts.unroll = reduce_lanes
+    elif inner is not None and unit(inner) and (f := _divisor(shape[axis_of[inner]], lanes)) > 1:
+      opts.vector[axis_of[inner]] = f
+      # a register tile: rows that one load broadcasts (stride 0) while another walks them
+      rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
+      if rows and (f := _divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], 8)) > 1:
+        opts.upcast[axis_of[max(rows, key=lambda r: r.arg.idx)]] = f
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0:
       opts.tile = {axis_of[inner]: TILE, axis_of[other[0]]: TILE}
   if work >= THREAD_WORK:
     first = min(axis_of, key=lambda r: r.arg.idx, default=None)
-    if first is not None and shape[axis_of[first]] // opts.upcast.get(axis_of[first], 1) >= 2: opts.thread = axis_of[first]
+    if first is not None and shape[axis_of[first]] // (opts.upcast.get(axis_of[first], 1) * opts.vector.get(axis_of[first], 1)) >= 2:
+      opts.thread = axis_of[first]
   return opts

@@ -60,8 +60,9 @@ class Opts:
   """How to map a kernel onto the machine. Chosen by opt.py, applied by lower() and _reduce."""
   upcast: dict[int, int] = field(default_factory=dict)   # output axis -> unroll factor (register tile)
   thread: int | None = None                              # output axis run in parallel (OpenMP)
-  unroll: int = 1                                        # unroll factor of the innermost reduce axis
+  unroll: int = 1                                        # vector lanes of the innermost reduce axis
   tile: dict[int, int] = field(default_factory=dict)     # output axis -> cache block size
+  vector: dict[int, int] = field(default_factory=dict)   # output axis -> lanes of an innermost `omp simd` loop
 
 
 @dataclass
@@ -171,7 +172,14 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   if prod(rshape) == 0: return UOp.const(identity(rop, u.dtype), u.dtype)
   # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
   rkey = (u, frozenset(ranges_in(*idx)))
-  if (parts := ctx.reduce_ranges.get(rkey)) is None:
+  parts = ctx.reduce_ranges.get(rkey)
+  if (vec := [r for r in rkey[1] if r.arg.kind is AxisType.VECTOR]) and prod(rshape) > 1:
+    if parts is None:
+      parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape]
+      parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
+      ctx.reduce_ranges[rkey] = parts
+    return _reduce_vector(u, idx, vec[0], parts, ctx)
+  if parts is None:
     lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
     # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
@@ -211,6 +219,23 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
 
 
+def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx) -> UOp:
+  """A reduce read inside an output VECTOR loop `lane`: the reduce loops move outside the lanes. acc[lane]
+  lives around them; its update runs in a fresh innermost VECTOR loop, so loads along the lane stay contiguous
+  (the compiler vectorizes an inner loop; it cannot vectorize a lane loop around a loop nest)."""
+  rop = u.arg[0]
+  (upd_lane, _), (init_lane, _) = parts[-2], parts[-1]
+  real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE]
+  inner = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx) + tuple(r for r, _ in parts[:-2])
+  v = rangeify(u.src[0], inner, ctx)
+  acc = ctx.alloc(u.dtype, lane.arg.size)
+  acc0 = acc.after(*[r for r in ranges_in(*idx) if r is not lane])
+  init = acc0.index(init_lane).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(init_lane)
+  accl = acc0.after(init, *real, upd_lane)
+  upd = accl.index(upd_lane).store(_combine(rop, accl.index(upd_lane).load(), v))
+  return acc0.after(upd.end(*real, upd_lane)).index(lane).load()
+
+
 def _tree(rop: Ops, vals: list[UOp]) -> UOp:
   """vals combined with rop as a balanced tree (a fixed order: results do not depend on scheduling)."""
   while len(vals) > 1:
@@ -247,12 +272,16 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   # the same rows of each operand while they are in cache
   outer = {k: ctx.rng(root.shape[k] // tiled[k], kind(k)) for k in order if k in tiled}
   parts: dict[int, tuple[UOp, int]] = {}
+  vec = {k: v for k, v in o.vector.items() if 1 < v <= root.shape[k] and root.shape[k] % v == 0 and k not in tiled and k not in o.upcast}
   for k in order:
     f = o.upcast.get(k, 1)
     if k in tiled:
       inner = tiled[k] // f
       parts[k] = (outer[k] * inner + ctx.rng(inner) if inner > 1 else outer[k], f)
+    elif k in vec: parts[k] = (ctx.rng(root.shape[k] // vec[k], kind(k)) if root.shape[k] > vec[k] else UOp.const(0), 1)
     else: parts[k] = _axis_parts(ctx, root.shape[k], f, kind(k))
+  # vector lanes: the innermost output loops, run as `#pragma omp simd` (the reduce loops nest inside them)
+  for k, v in vec.items(): parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
   plist = [parts[k] for k in range(len(root.shape))]
   stores = []
   for idx in _combos(plist):

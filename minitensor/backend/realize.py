@@ -139,9 +139,10 @@ def _numpy_view(u: UOp) -> np.ndarray | None:
   """u as a NumPy view when u only moves the data of one realized buffer (or of a constant); else None."""
   if u.op is Ops.BUFFER: return u.data
   if u.op is Ops.CONST: return np.array(u.arg, dtype=u.dtype.np)
-  if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP): return None
+  if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP, Ops.PAD): return None
   x = _numpy_view(u.src[0])
   if x is None: return None
+  if u.op is Ops.PAD: return np.pad(x, u.arg[0], constant_values=u.arg[1]) if x.size <= VIEW_COPY_LIMIT else None
   if u.op is Ops.RESHAPE: return x.reshape(u.arg)
   if u.op is Ops.EXPAND: return np.broadcast_to(x, u.arg)
   if u.op is Ops.PERMUTE: return x.transpose(u.arg)

@@ -6,7 +6,8 @@ from a deeper loop than its own; otherwise it is inlined into its user. Semantic
 rounds differently from NumPy go through the fixed PRELUDE: floor division and modulo (also by zero), shifts
 past the width, integer powers, NaN-propagating max/min. Truncating `/` and `%` are emitted directly only
 where bounds prove both operands non-negative. Index arithmetic is `int` unless a bound passes 2^31-1, then
-`int64_t` for the whole kernel. The compiler must be called with -fwrapv (integers wrap as in NumPy).
+`int64_t` for the whole kernel. Data integers wrap as in NumPy (their + and * are done in the unsigned type);
+index arithmetic never overflows (it is bounded by buffer sizes), so the C compiler may analyze and vectorize it.
 In checked mode (MINITENSOR_CHECK=1) every load and store is guarded by its buffer's size.
 """
 from __future__ import annotations
@@ -18,12 +19,12 @@ from minitensor.backend.linearize import linearize, Stmt
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
-#define MT_INT(T, S) \
-static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - a); T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
+#define MT_INT(T, U, S) \
+static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
 static inline T floormod_##S(T a, T b) { if (b == 0 || b == -1) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
 static inline T shl_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b); } \
 static inline T shr_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (a >> b); } \
-static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; } \
+static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; U r = 1, x = (U)a; while (b) { if (b & 1) r *= x; x *= x; b >>= 1; } return (T)r; } \
 static inline T max_##S(T a, T b) { return a > b ? a : b; } \
 static inline T min_##S(T a, T b) { return a < b ? a : b; }
 #define MT_UINT(T, S) \
@@ -41,7 +42,7 @@ static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; 
 static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, b), d = (a - m) / b, f; \
   if (m && isless(b, 0) != isless(m, 0)) { d -= 1; } \
   if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else { f = copysign##F(0, a / b); } return f; }
-MT_INT(int32_t, i32) MT_INT(int64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
+MT_INT(int32_t, uint32_t, i32) MT_INT(int64_t, uint64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
 MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
 /* checked mode: record the first out-of-bounds access (which buffer, which index) instead of making it */
 static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i) { if (!err[0]) { err[0] = 1; err[1] = slot; err[2] = i; } return 0; }
@@ -78,6 +79,11 @@ def _literal(v, d: DType, itype: str) -> str:
   if d is dtypes.index: d = dtypes.int64 if itype == "int64_t" else dtypes.int32
   if d.kind == "i" and v == d.min: return f"({v + 1}{'LL' if d.itemsize == 8 else ''}-1)"
   return f"{v}{'ULL' if d is dtypes.uint64 else 'LL' if d.itemsize == 8 else 'u' if d is dtypes.uint32 else ''}"
+
+
+def _unsigned(d: DType) -> str:
+  """The unsigned C type integer arithmetic of d is done in (at least 32 bits: no promotion to int)."""
+  return "uint64_t" if d.itemsize == 8 else "uint32_t"
 
 
 def index_type(sink: UOp) -> str:
@@ -144,12 +150,16 @@ class _Renderer:
     if d.is_float and op in _MATH:
       out = f"{_MATH[op]}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
       return f"((_Float16){out})" if d is dtypes.float16 else out
-    if op is Ops.ABS: return f"({a[0]}<0?-{a[0]}:{a[0]})"
+    if op is Ops.ABS: return f"({a[0]}<0?({d.ctype})(0u-({_unsigned(d)})({a[0]})):{a[0]})"
     if op in (Ops.FLOORDIV, Ops.FLOORMOD) and d.is_int and bounds(u.src[0])[0] >= 0 and bounds(u.src[1])[0] > 0:
       out = f"({a[0]}{'/' if op is Ops.FLOORDIV else '%'}{a[1]})"
     elif op in _HELPER:
       suffix = _SUFFIX.get(d.name) or ("i64" if self.itype == "int64_t" else "i32")
       out = f"{_HELPER[op]}_{suffix}({a[0]}, {a[1]})"
+    elif op in (Ops.ADD, Ops.MUL) and d.is_int and d is not dtypes.index:
+      # data integers wrap like NumPy's: compute in the unsigned type (defined in C), convert back
+      ut = _unsigned(d)
+      out = f"(({d.ctype})((({ut}){a[0]}){_INFIX[op]}(({ut}){a[1]})))"
     elif op is Ops.ADD and u.src[1].op is Ops.CONST and d.min < u.src[1].arg < 0 and not d.is_unsigned:
       out = f"({a[0]}-{_literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
     elif op in _INFIX: out = f"({a[0]}{_INFIX[op]}{a[1]})"

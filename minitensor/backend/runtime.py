@@ -48,7 +48,9 @@ _lock = threading.RLock()
 # threads of a parallel kernel sleep instead of spinning between regions: on a loaded machine spinning
 # threads steal the core the others need (set OMP_WAIT_POLICY yourself to override)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-fopenmp", "-std=gnu99")
+# no -fwrapv: it stops the compiler from analyzing (and vectorizing) index arithmetic; the renderer makes data
+# integer overflow well defined itself. -fno-math-errno only drops errno writes (values are unchanged).
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fopenmp", "-std=gnu99")
 
 
 def compiler() -> str:

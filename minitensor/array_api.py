@@ -1,0 +1,500 @@
+"""The Array API (2023.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
+
+    dtypes                    NumPy dtype objects (mt.float32 == x.dtype); complex dtypes are absent (unsupported:
+                              TypeError wherever a complex dtype or value meets the library)
+    dtype functions           isdtype, result_type, can_cast, finfo, iinfo, astype
+    inspection                __array_namespace_info__(): one device "cpu"; default_dtypes() has no "complex
+                              floating" entry and dtypes(kind=...) never lists complex dtypes
+    creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu")
+    elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
+                              acosh asinh atanh copysign hypot logaddexp signbit built from existing ops:
+                              acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1 (log(x) + log 2 past 1e8)
+                              asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, sign restored (same cutoff)
+                              atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
+                              hypot = max * sqrt(1 + (min / max)^2) (no overflow; inf wins over NaN)
+                              logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
+                              signbit = x < 0 or x is -0.0 (1 / x < 0); the sign bit of a NaN is not visible
+                              (the IR has no bit casts): signbit(-nan) is False, unlike NumPy
+    signatures                where the standard's differ from NumPy's (clip, expand_dims, reshape), the functions
+                              here accept both: the standard's keyword-only and positional-only parameters are
+                              ordinary parameters in the same places, so NumPy-style calls keep working
+"""
+from __future__ import annotations
+import builtins, functools, inspect, math
+from typing import Callable, NamedTuple
+import numpy as np
+from minitensor import ufuncs as U, functions as F, creation as C, manipulation as M, tensor as T
+from minitensor.tensor import Tensor, where
+
+__array_api_version__ = "2023.12"
+__all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
+           "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
+           "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
+           "arange", "asarray", "empty", "empty_like", "eye", "full", "full_like", "linspace", "ones", "ones_like",
+           "zeros", "zeros_like", "from_dlpack", "clip", "expand_dims", "reshape",
+           "acos", "asin", "atan", "atan2", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
+           "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
+           "real", "imag", "conj", "conjugate"]
+
+e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
+_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
+_DTYPES = {n: np.dtype(n) for n in _NAMES}
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
+          "complex floating": "c", "numeric": "iufc"}
+
+
+# ---------------------------------------------------------------------- data types
+def _as_dtype(x, op: str) -> np.dtype:
+  """The dtype of a Tensor, ndarray or dtype-like; TypeError for complex (unsupported) dtypes."""
+  d = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.dtype(x)
+  if d.kind == "c": raise TypeError(f"{op}: complex dtypes are not supported by minitensor, got {d}")
+  return d
+
+
+def isdtype(dtype, kind) -> builtins.bool:
+  """Whether dtype is of the given kind.
+
+  Parameters
+  ----------
+  dtype : dtype
+      A dtype object (mt.float32, x.dtype) or a NumPy scalar type.
+  kind : str, dtype or tuple of them
+      "bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating" or
+      "numeric"; a dtype matches itself; a tuple matches if any entry does.
+
+  Returns
+  -------
+  bool
+  """
+  if not isinstance(dtype, np.dtype) and not (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+    raise TypeError(f"isdtype: dtype must be a dtype object, got {dtype!r}")
+  d = np.dtype(dtype)
+  if isinstance(kind, tuple): return any(isdtype(d, k) for k in kind)
+  if isinstance(kind, str):
+    if kind not in _KINDS: raise ValueError(f"isdtype: unknown kind {kind!r} (expected one of {', '.join(map(repr, _KINDS))})")
+    return d.kind in _KINDS[kind]
+  return d == np.dtype(kind)
+
+
+def result_type(*arrays_and_dtypes) -> np.dtype:
+  """The dtype NumPy's promotion gives the arguments (Python scalars are weak).
+
+  Parameters
+  ----------
+  *arrays_and_dtypes : Tensor, ndarray, dtype or Python scalar
+      At least one.
+
+  Returns
+  -------
+  dtype
+  """
+  d = np.result_type(*(x.dtype if isinstance(x, Tensor) else x for x in arrays_and_dtypes))
+  return _as_dtype(d, "result_type")
+
+
+def can_cast(from_, to, /) -> builtins.bool:
+  """Whether from_ casts to `to` under the "safe" rule.
+
+  Parameters
+  ----------
+  from_ : Tensor, ndarray or dtype
+  to : dtype
+
+  Returns
+  -------
+  bool
+  """
+  return np.can_cast(_as_dtype(from_, "can_cast"), _as_dtype(to, "can_cast"))
+
+
+class finfo_object(NamedTuple):
+  bits: int
+  eps: float
+  max: float
+  min: float
+  smallest_normal: float
+  dtype: np.dtype
+
+
+class iinfo_object(NamedTuple):
+  bits: int
+  max: int
+  min: int
+  dtype: np.dtype
+
+
+def finfo(type, /) -> finfo_object:
+  """Machine limits of a floating-point dtype.
+
+  Parameters
+  ----------
+  type : dtype or Tensor
+
+  Returns
+  -------
+  finfo_object
+      bits, eps, max, min, smallest_normal (Python floats) and dtype.
+  """
+  f = np.finfo(_as_dtype(type, "finfo"))
+  return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
+
+
+def iinfo(type, /) -> iinfo_object:
+  """Machine limits of an integer dtype.
+
+  Parameters
+  ----------
+  type : dtype or Tensor
+
+  Returns
+  -------
+  iinfo_object
+      bits, max, min (Python ints) and dtype.
+  """
+  i = np.iinfo(_as_dtype(type, "iinfo"))
+  return iinfo_object(i.bits, int(i.max), int(i.min), i.dtype)
+
+
+def _device(device, op: str) -> None:
+  if device not in (None, "cpu"): raise ValueError(f"{op}: minitensor has one device, 'cpu'; got {device!r}")
+
+
+def astype(x, dtype, /, *, copy=True, device=None) -> Tensor:
+  """x converted to dtype (C conversion rules, as NumPy's astype).
+
+  Parameters
+  ----------
+  x : array_like
+  dtype : dtype
+  copy : bool, optional
+      Accepted: results never share memory with their inputs (assignment is functional).
+  device : None or "cpu", optional
+
+  Returns
+  -------
+  Tensor
+  """
+  _device(device, "astype")
+  return T.asarray(x).astype(_as_dtype(dtype, "astype"))
+
+
+class _Info:
+  """The namespace's inspection object (`__array_namespace_info__()`)."""
+
+  def capabilities(self) -> dict:
+    return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+  def default_device(self) -> str: return "cpu"
+
+  def devices(self) -> list[str]: return ["cpu"]
+
+  def default_dtypes(self, *, device=None) -> dict:
+    _device(device, "default_dtypes")
+    return {"real floating": _DTYPES["float64"], "integral": _DTYPES["int64"], "indexing": _DTYPES["int64"]}
+
+  def dtypes(self, *, device=None, kind=None) -> dict:
+    _device(device, "dtypes")
+    return {n: d for n, d in _DTYPES.items() if kind is None or isdtype(d, kind)}
+
+
+def __array_namespace_info__() -> _Info:
+  """The Array API inspection object: capabilities(), default_device(), devices(), default_dtypes(), dtypes().
+
+  Returns
+  -------
+  object
+  """
+  return _Info()
+
+
+# ---------------------------------------------------------------------- creation with `device`
+def _on_cpu(f: Callable) -> Callable:
+  """f with the standard's keyword-only `device` (None or "cpu"); a keyword dtype=None means f's default."""
+  @functools.wraps(f)
+  def g(*args, device=None, **kwargs):
+    _device(device, f.__name__)
+    if "dtype" in kwargs and kwargs["dtype"] is None: del kwargs["dtype"]
+    return f(*args, **kwargs)
+  sig = inspect.signature(f)
+  g.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
+  g.__doc__ = (f.__doc__ or f"{f.__name__} as NumPy's.").split("\n")[0] + f"""
+
+  Parameters
+  ----------
+  {', '.join(p for p in sig.parameters)}
+      As minitensor.{f.__module__.split('.')[-1]}.{f.__name__}.
+  device : None or "cpu", optional
+      The only device; anything else raises ValueError.
+
+  Returns
+  -------
+  Tensor
+  """
+  return g
+
+
+arange, asarray, eye, linspace = (_on_cpu(f) for f in (C.arange, T.asarray, C.eye, C.linspace))
+empty, full, ones, zeros = (_on_cpu(f) for f in (T.empty, T.full, T.ones, T.zeros))
+empty_like, full_like, ones_like, zeros_like = (_on_cpu(f) for f in (C.empty_like, C.full_like, C.ones_like, C.zeros_like))
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
+  """A Tensor of any object that exports DLPack (through NumPy), or of a Tensor.
+
+  Parameters
+  ----------
+  x : object with __dlpack__, or Tensor
+  device : None or "cpu", optional
+  copy : bool, optional
+      True: always copy; False: never (a Tensor is returned as it is); None: as needed.
+
+  Returns
+  -------
+  Tensor
+  """
+  _device(device, "from_dlpack")
+  if isinstance(x, Tensor): return x
+  return T.asarray(np.from_dlpack(x, copy=copy), copy=copy)
+
+
+# ---------------------------------------------------------------------- signatures the standard spells differently
+def clip(a, /, min=None, max=None, *, a_min=None, a_max=None) -> Tensor:
+  """Values limited to [min, max] (NaN propagates); either bound may be None.
+
+  Parameters
+  ----------
+  a : array_like
+  min, max : scalar or array_like, optional
+      Broadcast against a; NumPy's promotion rules.
+  a_min, a_max : scalar or array_like, optional
+      NumPy's older names of min and max.
+
+  Returns
+  -------
+  Tensor
+  """
+  return T.clip(a, a_min if min is None else min, a_max if max is None else max)
+
+
+def expand_dims(a, /, axis=0) -> Tensor:
+  """a with size-1 axes inserted at the given positions (of the result).
+
+  Parameters
+  ----------
+  a : array_like
+  axis : int or tuple of ints, optional
+
+  Returns
+  -------
+  Tensor
+  """
+  return T.expand_dims(a, axis)
+
+
+def reshape(a, /, shape, order: str = "C", *, copy=None) -> Tensor:
+  """The same elements in row-major order with another shape (one -1 is inferred).
+
+  Parameters
+  ----------
+  a : array_like
+  shape : int or sequence of ints
+  order : "C", optional
+  copy : bool, optional
+      Accepted: a reshape never copies, and results never share memory with their inputs.
+
+  Returns
+  -------
+  Tensor
+  """
+  return M.reshape(a, shape, order)
+
+
+# ---------------------------------------------------------------------- elementwise
+acos, asin, atan, atan2 = F.arccos, F.arcsin, F.arctan, F.arctan2
+bitwise_invert, bitwise_left_shift, bitwise_right_shift = F.invert, F.left_shift, F.right_shift
+_LN2 = math.log(2.0)
+_BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^2 may overflow float32
+
+
+def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
+  """The operands in the dtype NumPy's loop for ufunc computes in (float16 loops computed in float32), and the
+  loop's output dtype; Python scalars stay weak."""
+  dts = U.resolve(ufunc, xs)
+  calc = [np.dtype(np.float32) if d == np.float16 else d for d in dts[:-1]]
+  return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
+
+
+def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where(signbit(x), -r, r)
+
+
+def signbit(x, /) -> Tensor:
+  """Whether the sign bit is set: x < 0, and -0.0 (NaN counts as positive; see the module notes).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      bool.
+  """
+  (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
+  return (t < 0) | ((t == 0) & (1 / t < 0))
+
+
+def acosh(x, /) -> Tensor:
+  """Inverse hyperbolic cosine (NaN below 1).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (float64 for integers).
+  """
+  (t,), out = _loop(np.arccosh, x)
+  d = t - 1
+  return where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2).astype(out)
+
+
+def asinh(x, /) -> Tensor:
+  """Inverse hyperbolic sine.
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype.
+  """
+  (t,), out = _loop(np.arcsinh, x)
+  a = F.absolute(t)
+  r = where(a < _BIG, F.log1p(a + a * a / (1 + F.sqrt(1 + a * a))), F.log(a) + _LN2)
+  return _with_sign(t, r).astype(out)
+
+
+def atanh(x, /) -> Tensor:
+  """Inverse hyperbolic tangent (+-inf at +-1, NaN beyond).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype.
+  """
+  (t,), out = _loop(np.arctanh, x)
+  a = F.absolute(t)
+  return _with_sign(t, 0.5 * F.log1p(2 * a / (1 - a))).astype(out)
+
+
+arccosh, arcsinh, arctanh = acosh, asinh, atanh
+
+
+def copysign(x1, x2, /) -> Tensor:
+  """|x1| with the sign of x2 (-0.0 counts as negative).
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), out = _loop(np.copysign, x1, x2)
+  m = F.absolute(a)
+  return where(signbit(b), -m, m).astype(out)
+
+
+def hypot(x1, x2, /) -> Tensor:
+  """sqrt(x1^2 + x2^2) without intermediate overflow or underflow; inf if either is infinite, even with NaN.
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), out = _loop(np.hypot, x1, x2)
+  a, b = F.absolute(a), F.absolute(b)
+  hi, lo = F.maximum(a, b), F.minimum(a, b)
+  r = lo / hi
+  h = where(hi == 0, 0, hi * F.sqrt(1 + r * r))
+  return where(F.isinf(a) | F.isinf(b), inf, h).astype(out)
+
+
+def logaddexp(x1, x2, /) -> Tensor:
+  """log(exp(x1) + exp(x2)) without overflow.
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), out = _loop(np.logaddexp, x1, x2)
+  r = F.maximum(a, b) + F.log1p(F.exp(-F.absolute(a - b)))
+  return where(a == b, a + _LN2, r).astype(out)
+
+
+def real(x, /) -> Tensor:
+  """The real part: x itself (minitensor has real dtypes only).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+  """
+  return T.asarray(x)
+
+
+def imag(x, /) -> Tensor:
+  """The imaginary part: zeros of x's shape and dtype (minitensor has real dtypes only).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+  """
+  return C.zeros_like(x)
+
+
+def conj(x, /) -> Tensor:
+  """The complex conjugate: x itself (minitensor has real dtypes only).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+  """
+  return T.asarray(x)
+
+
+conjugate = conj
+
+# The dtype objects are bound last: from here on `bool` in this module is np.dtype("bool").
+bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 = _DTYPES.values()

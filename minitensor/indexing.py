@@ -1,0 +1,329 @@
+"""Indexing: NumPy's basic and advanced indexing as lazy graphs, and functional assignment.
+
+`getitem(t, idx)` is `t[idx]` with NumPy's semantics, built from these pieces:
+
+    int             SHRINK to one element, RESHAPE the axis away
+    slice           SHRINK the window, FLIP for a negative step; a step s > 1 views the window as (c, s) with
+                    RESHAPE and SHRINKs one column (the window is PADded when it would run past the axis)
+    None            RESHAPE in an axis of size 1
+    Ellipsis        as many full slices as the other entries leave axes
+    integer arrays  realized (np.asarray), bounds-checked, negatives normalized, broadcast together to S; the
+                    indexed axes are PERMUTEd to the front and gathered by one INDEX (shape S + the rest); S
+                    goes where NumPy puts it: in place of the indices when they are adjacent, else in front
+    boolean masks   realized and turned into integer arrays by np.nonzero; a 0-d mask is an axis of size 1
+                    indexed by [0] (True) or [] (False)
+
+When an array is present, ints and 0-d masks are advanced indices too, as in NumPy. Basic indexing only
+moves data: it never copies, and reading elements of a realized tensor is answered by NumPy views without a
+compile (except a strided window that needs a PAD, which those views do not cover yet). A result with no
+elements is a broadcast constant.
+
+`setitem(t, idx, value)` returns the new value of t; `t[idx] = value` rebinds t to it. Unlike NumPy, whose
+views share memory with their base, assignment is functional: tensors computed from t before the assignment,
+earlier `t[...]` results included, keep their old values. The value is broadcast to the shape of t[idx] and
+cast to t's dtype (as NumPy's assignment: floats into integers truncate). Then
+
+    basic indices     the value is moved back into t's shape by the inverse movements (FLIP; un-striding by
+                      RESHAPE + PAD; PAD into the window) and selected by WHERE with a boolean region built
+                      by the same movements from a constant True
+    advanced indices  NumPy computes, from the concrete indices, an inverse map inv[position in t] = flat
+                      position in the value, or -1, by assigning the value's positions through the same
+                      index arrays (so a repeated index resolves as NumPy resolves it); the result is
+                      where(inv >= 0, value.INDEX(inv), t). The map holds t.size integers.
+
+Only WHERE combines old and new values, so every value, -0.0 and NaN included, is kept bit for bit. Each
+assignment adds a WHERE on top of t's graph: realize t now and then in a long loop of small assignments.
+"""
+from __future__ import annotations
+import operator
+from typing import Any, NamedTuple
+import numpy as np
+from minitensor.backend.uop import UOp, prod
+from minitensor.backend.dtype import DType
+from minitensor.tensor import Tensor, asarray, _scalar_uop
+
+_BAD = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices"
+_ADVANCED = ("int", "arr", "bool0")
+
+
+class _Plan(NamedTuple):
+  """A slice of one axis: result element k is position b + col + k*s of the axis (k reversed when rev),
+  read as column col of the (c, s) view of positions [b, b + c*s); positions past the axis are padding."""
+  b: int
+  col: int
+  c: int
+  s: int
+  rev: bool
+
+
+class _Entry(NamedTuple):
+  """One axis of the view (t's shape with a size-1 axis per None and per 0-d mask) and what indexes it.
+
+  kind is "new" (None), "slice" (val: the slice), "int" (val: the index, non-negative), "arr" (val: an int64
+  ndarray, non-negative) or "bool0" (val: the 0-d mask); pos is the place in the index it comes from (the
+  axes of a mask or an Ellipsis share one); plan is set for "slice" and "int"."""
+  kind: str
+  val: Any
+  pos: int
+  plan: _Plan | None = None
+
+
+def _plan(sl: slice, n: int) -> _Plan:
+  """The plan of slice sl of an axis of size n; the column is chosen so the window stays inside when it can."""
+  start, stop, step = sl.indices(n)
+  c = len(range(start, stop, step))
+  if c == 0: return _Plan(0, 0, 0, 1, False)
+  s = abs(step) if c > 1 else 1
+  lo = start if step > 0 else start - (c - 1) * s
+  col = min(lo, max(0, lo + c * s - n))
+  return _Plan(lo - col, col, c, s, step < 0 and c > 1)
+
+
+def _item(x) -> Any:
+  """One entry of an index as None, Ellipsis, slice, int, bool (a 0-d mask) or an integer or boolean ndarray."""
+  if x is None or x is Ellipsis or isinstance(x, slice): return x
+  if isinstance(x, (bool, np.bool_)): return bool(x)
+  if isinstance(x, (int, np.integer)): return int(x)
+  if isinstance(x, (list, tuple, np.ndarray, Tensor)):
+    a = np.asarray(x)
+    if isinstance(x, (list, tuple)) and a.size == 0 and a.dtype.kind == "f": a = a.astype(np.int64)
+    if a.dtype.kind == "b": return bool(a) if a.ndim == 0 else a
+    if a.dtype.kind not in "iu":
+      raise IndexError(_BAD if isinstance(x, (list, tuple)) else "arrays used as indices must be of integer (or boolean) type")
+    return int(a) if a.ndim == 0 else a
+  try: return operator.index(x)
+  except TypeError: raise IndexError(_BAD) from None
+
+
+def _check_int(i: int, ax: int, n: int) -> int:
+  if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+  return i + n if i < 0 else i
+
+
+def _check_array(a: np.ndarray, ax: int, n: int) -> np.ndarray:
+  """a bounds-checked against an axis of size n, as int64 with negatives wrapped."""
+  bad = (a >= n) if a.dtype.kind == "u" else (a < -n) | (a >= n)
+  if bad.any(): raise IndexError(f"index {a[bad].flat[0]} is out of bounds for axis {ax} with size {n}")
+  a = a.astype(np.int64)
+  return np.where(a < 0, a + n, a)
+
+
+def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
+  """idx as one entry per axis of the view of `shape`; NumPy's IndexError for any bad index."""
+  items = [_item(x) for x in (idx if isinstance(idx, tuple) else (idx,))]
+  if sum(x is Ellipsis for x in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+  used = sum(0 if x is None or x is Ellipsis or type(x) is bool else x.ndim if isinstance(x, np.ndarray) and x.dtype == bool
+             else 1 for x in items)
+  if used > len(shape):
+    raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
+  if not any(x is Ellipsis for x in items): items.append(Ellipsis)
+  out: list[_Entry] = []
+  ax = 0
+  for pos, x in enumerate(items):
+    if x is None: out.append(_Entry("new", None, pos))
+    elif type(x) is bool: out.append(_Entry("bool0", x, pos))
+    elif x is Ellipsis:
+      out += [_Entry("slice", slice(None), pos, _Plan(0, 0, shape[a], 1, False)) for a in range(ax, ax + len(shape) - used)]
+      ax += len(shape) - used
+    elif isinstance(x, slice): out.append(_Entry("slice", x, pos, _plan(x, shape[ax]))); ax += 1
+    elif isinstance(x, int):
+      i = _check_int(x, ax, shape[ax])
+      out.append(_Entry("int", i, pos, _Plan(i, 0, 1, 1, False))); ax += 1
+    elif x.dtype == bool:
+      for j, (m, n) in enumerate(zip(x.shape, shape[ax:])):
+        if m != n:
+          raise IndexError(f"boolean index did not match indexed array along axis {ax + j}; "
+                           f"size of axis is {n} but size of corresponding boolean axis is {m}")
+      out += [_Entry("arr", i.astype(np.int64), pos) for i in np.nonzero(x)]; ax += x.ndim
+    else: out.append(_Entry("arr", _check_array(x, ax, shape[ax]), pos)); ax += 1
+  return out
+
+
+def _view_shape(shape: tuple[int, ...], entries: list[_Entry]) -> tuple[int, ...]:
+  it = iter(shape)
+  return tuple(1 if e.kind in ("new", "bool0") else next(it) for e in entries)
+
+
+def _is_advanced(entries: list[_Entry]) -> bool: return any(e.kind in ("arr", "bool0") for e in entries)
+
+
+# ---------------------------------------------------------------------- movement along one axis
+def _shrink(x: UOp, ax: int, b: int, e: int) -> UOp:
+  return x.shrink(tuple((b, e) if k == ax else (0, m) for k, m in enumerate(x.shape)))
+
+
+def _pad(x: UOp, ax: int, b: int, a: int, fill=0) -> UOp:
+  return x.pad(tuple((b, a) if k == ax else (0, 0) for k in range(len(x.shape))), fill)
+
+
+def _resize(x: UOp, ax: int, k: int, sizes: tuple[int, ...]) -> UOp:
+  """x with its axes ax..ax+k-1 replaced by axes of `sizes` (same element count, row-major)."""
+  return x.reshape(x.shape[:ax] + sizes + x.shape[ax + k:])
+
+
+def _take(x: UOp, ax: int, p: _Plan) -> UOp:
+  """Axis ax of x restricted to the elements plan p selects."""
+  n = x.shape[ax]
+  e = min(p.b + p.c * p.s, n)
+  x = _pad(_shrink(x, ax, p.b, e), ax, 0, p.b + p.c * p.s - e)
+  if p.s > 1: x = _resize(_shrink(_resize(x, ax, 1, (p.c, p.s)), ax + 1, p.col, p.col + 1), ax, 2, (p.c,))
+  return x.flip((ax,)) if p.rev else x
+
+
+def _put(v: UOp, ax: int, p: _Plan, n: int, fill) -> UOp:
+  """The inverse of _take: axis ax of v (size p.c) placed where p selects in an axis of size n, fill elsewhere."""
+  if p.rev: v = v.flip((ax,))
+  if p.s > 1: v = _resize(_pad(_resize(v, ax, 1, (p.c, 1)), ax + 1, p.col, p.s - 1 - p.col, fill), ax, 2, (p.c * p.s,))
+  e = min(p.b + p.c * p.s, n)
+  return _pad(_shrink(v, ax, 0, e - p.b), ax, p.b, n - e, fill)
+
+
+def _take_all(x: UOp, entries: list[_Entry]) -> UOp:
+  """The view x with every slice (and, in basic indexing, every int) applied; ints keep a size-1 axis."""
+  kinds = ("slice",) if _is_advanced(entries) else ("slice", "int")
+  for k, e in enumerate(entries):
+    if e.kind in kinds: x = _take(x, k, e.plan)
+  return x
+
+
+def _zeros(shape: tuple[int, ...], d: DType) -> UOp:
+  return UOp.const(0, d).reshape((1,) * len(shape)).expand(shape) if shape else UOp.const(0, d)
+
+
+# ---------------------------------------------------------------------- advanced indexing
+def _arrays(entries: list[_Entry]) -> tuple[list[int], list[np.ndarray], tuple[int, ...], bool]:
+  """(view axes of the advanced entries, their index arrays, the shape S they broadcast to, whether S goes in
+  front). NumPy's rule: S replaces the advanced indices when they are adjacent in the index, else goes in
+  front; anything between them separates them, even an Ellipsis that stands for no axis."""
+  adv = [k for k, e in enumerate(entries) if e.kind in _ADVANCED]
+  arrays = [np.zeros(int(e.val), np.int64) if e.kind == "bool0" else np.asarray(e.val, np.int64)
+            for e in (entries[k] for k in adv)]
+  try: S = np.broadcast_shapes(*(a.shape for a in arrays))
+  except ValueError:
+    raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes " +
+                     " ".join(str(a.shape).replace(" ", "") for a in arrays)) from None
+  pos = sorted({entries[k].pos for k in adv})
+  return adv, arrays, S, pos != list(range(pos[0], pos[0] + len(pos)))
+
+
+def _advanced_shape(x_shape: tuple[int, ...], adv: list[int], S: tuple[int, ...], front: bool) -> tuple[int, ...]:
+  rest = tuple(m for k, m in enumerate(x_shape) if k not in adv)
+  p = 0 if front else adv[0]
+  return rest[:p] + S + rest[p:]
+
+
+def _gather(x: UOp, adv: list[int], arrays: list[np.ndarray], S: tuple[int, ...], front: bool) -> UOp:
+  """x[arrays on axes adv] by one INDEX: index axes permuted to the front, S moved to NumPy's place."""
+  rest = [k for k in range(len(x.shape)) if k not in adv]
+  idx = [asarray(a).uop.reshape((1,) * (len(S) - a.ndim) + a.shape).expand(S) for a in arrays]
+  g = x.permute(tuple(adv + rest)).index(*idx)
+  if front: return g
+  m, p = len(S), adv[0]
+  return g.permute(tuple(range(m, m + p)) + tuple(range(m)) + tuple(range(m + p, m + len(rest))))
+
+
+# ---------------------------------------------------------------------- public
+def getitem(t: Tensor, idx) -> Tensor:
+  """t[idx] with NumPy's semantics, lazily.
+
+  Parameters
+  ----------
+  t : Tensor
+  idx : int, slice, None, Ellipsis, sequence/ndarray/Tensor of integers or booleans, or a tuple of these
+
+  Returns
+  -------
+  Tensor
+      A view-like result built from movement ops (basic indexing) or a gather (advanced indexing). Index
+      arrays and masks are realized now; bad indices raise IndexError (NumPy's messages) at the call.
+  """
+  entries = _parse(t.shape, idx)
+  x = _take_all(t.uop.reshape(_view_shape(t.shape, entries)), entries)
+  if not _is_advanced(entries):
+    out = x.reshape(tuple(m for m, e in zip(x.shape, entries) if e.kind != "int"))
+    return Tensor(_zeros(out.shape, out.dtype) if 0 in out.shape else out)
+  adv, arrays, S, front = _arrays(entries)
+  shape = _advanced_shape(x.shape, adv, S, front)
+  return Tensor(_zeros(shape, x.dtype) if 0 in shape else _gather(x, adv, arrays, S, front))
+
+
+def _value(value, d: DType) -> UOp:
+  """The assigned value as a UOp of dtype d (Python floats into integers truncate; NaN/inf raise as NumPy)."""
+  if isinstance(value, (bool, int, float)):
+    if isinstance(value, float) and d.is_int: value = int(value)
+    return _scalar_uop(value, d, "setitem")
+  return asarray(value).uop.cast(d)
+
+
+def _fit(v: UOp, shape: tuple[int, ...], advanced: bool, nested: bool) -> UOp:
+  """v broadcast to the indexed region's shape. Leading size-1 axes of v may be dropped, as NumPy does,
+  except for a nested sequence assigned through basic indices (NumPy converts it to at most len(shape) axes)."""
+  vs = v.shape
+  while len(vs) > len(shape) and vs[0] == 1 and (advanced or not nested): vs = vs[1:]
+  if len(vs) > len(shape) or any(a not in (1, b) for a, b in zip(vs[::-1], shape[::-1])):
+    have, want = (str(tuple(s)).replace(" ", "") for s in (v.shape, shape))
+    raise ValueError(f"shape mismatch: value array of shape {have} could not be broadcast to indexing result of shape {want}"
+                     if advanced else f"could not broadcast input array from shape {have} into shape {want}")
+  return v.reshape((1,) * (len(shape) - len(vs)) + vs).expand(shape)
+
+
+def _numpy_path(idx, ndim: int) -> str:
+  """Which assignment path NumPy takes: "element" (an integer for every axis: the value must be a scalar),
+  "mask" (one boolean array over every axis: the value has at most one dimension) or "general"."""
+  items = idx if isinstance(idx, tuple) else (idx,)
+  arrays = [x if isinstance(x, (np.ndarray, Tensor)) else np.asarray(x) if isinstance(x, (list, bool, np.bool_)) else None
+            for x in items]
+  if len(items) == ndim and all((isinstance(x, (int, np.integer)) and not isinstance(x, bool)) or
+                                (a is not None and a.ndim == 0 and a.dtype.kind in "iu") for x, a in zip(items, arrays)):
+    return "element"
+  return "mask" if len(items) == 1 and arrays[0] is not None and arrays[0].dtype == bool and arrays[0].ndim == ndim else "general"
+
+
+def setitem(t: Tensor, idx, value) -> Tensor:
+  """The value of t after `t[idx] = value` (NumPy's semantics); t itself is not changed.
+
+  Parameters
+  ----------
+  t : Tensor
+  idx : any index getitem accepts
+  value : Tensor, array_like or Python scalar, broadcast to the shape of t[idx] and cast to t's dtype
+
+  Returns
+  -------
+  Tensor
+      A lazy tensor of t's shape and dtype. At the call, as NumPy: IndexError for a bad index; ValueError for
+      a value that does not broadcast, or that is not a scalar when every axis gets an integer; TypeError for
+      a value of more than one dimension through one boolean mask over every axis; OverflowError for a Python
+      integer out of range for t's dtype.
+  """
+  entries = _parse(t.shape, idx)
+  view = _view_shape(t.shape, entries)
+  v = _value(value, t.uop.dtype)
+  path = _numpy_path(idx, t.ndim) if v.shape else "general"
+  if path == "element": raise ValueError(f"setting an array element with a sequence: a value of shape {v.shape} into one element")
+  if path == "mask" and len(v.shape) > 1:
+    raise TypeError(f"boolean array indexing assignment requires a 0 or 1-dimensional input, input has {len(v.shape)} "
+                    "dimensions")
+  if not _is_advanced(entries):
+    sliced = _take_all(t.uop.reshape(view), entries).shape
+    region = tuple(m for m, e in zip(sliced, entries) if e.kind != "int")
+    v = _fit(v, region, False, isinstance(value, (list, tuple))).reshape(sliced)
+    if 0 in region: return Tensor(t.uop)
+    mask = UOp.const(True).reshape((1,) * len(sliced)).expand(sliced)
+    for k, e in enumerate(entries):
+      if e.plan is not None: v, mask = _put(v, k, e.plan, view[k], 0), _put(mask, k, e.plan, view[k], False)
+    if all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)): return Tensor(v.reshape(t.shape))
+    return Tensor(mask.where(v, t.uop.reshape(view)).reshape(t.shape))
+  adv, arrays, S, front = _arrays(entries)
+  region = _advanced_shape(_take_all(t.uop.reshape(view), entries).shape, adv, S, front)
+  v = _fit(v, region, True, False)
+  if 0 in region: return Tensor(t.uop)
+  # the map is written through a view with the advanced axes in front, so the value positions follow S + rest
+  rest = [k for k in range(len(view)) if k not in adv]
+  inv = np.full(view, -1, np.int32 if t.size < 2**31 else np.int64)
+  pos = np.arange(prod(region), dtype=inv.dtype).reshape(region)
+  if not front: pos = np.moveaxis(pos, tuple(range(adv[0], adv[0] + len(S))), tuple(range(len(S))))
+  basic = tuple(entries[k].val if entries[k].kind == "slice" else slice(None) for k in rest)
+  inv.transpose(adv + rest)[tuple(arrays) + basic] = pos
+  iu = asarray(inv.reshape(t.shape)).uop
+  return Tensor((iu >= 0).where(v.reshape((prod(region),)).index(iu), t.uop))
