@@ -2,16 +2,27 @@
 
     python benchmarks/run.py [--quick] [--only W2,W7] [--chart out.png]     (or: python -m minitensor bench)
 
-Each workload is timed as the median of at least 5 runs after a warm-up (the warm-up includes the first
-compile, reported apart as "first"). Times are of a realized result: minitensor builds the graph, finds the
-compiled schedule in its cache and runs it. The ratio is NumPy time / minitensor time (above 1: faster).
-numexpr and numba columns appear when those packages are installed.
+Each workload is timed as the median of at least 5 runs after a warm-up; the warm-up's first call (which
+compiles) is reported apart. A minitensor run builds the graph, finds the compiled schedule in the cache,
+runs it and returns the ndarray. The ratio is NumPy time / minitensor time (above 1: minitensor is faster).
+numexpr and numba columns appear for the workloads they can express when those packages are installed.
 """
 from __future__ import annotations
-import argparse, statistics, sys, time
+import argparse, importlib.util, statistics, sys, time
+from dataclasses import dataclass, field
+from typing import Callable
 import numpy as np
 import minitensor as mt
 from minitensor import nn
+
+
+@dataclass
+class Workload:
+  name: str
+  numpy: Callable
+  minitensor: Callable
+  flops: float = 0.0
+  peers: dict[str, Callable] = field(default_factory=dict)
 
 
 def timeit(fn, reps: int) -> tuple[float, float]:
@@ -34,72 +45,107 @@ def _layernorm_np(x):
 
 
 def _conv2d_np(x, w):
-  n, c, h, wd = x.shape
-  o, _, kh, kw = w.shape
+  """im2col (a strided view) + one BLAS contraction: the fastest plain-NumPy convolution."""
   xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-  cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))          # n c h w kh kw
+  cols = np.lib.stride_tricks.sliding_window_view(xp, w.shape[2:], axis=(2, 3))          # n c h w kh kw
   return np.einsum("nchwij,ocij->nohw", cols, w, optimize=True)
 
 
-def workloads(quick: bool):
+def _peers(a, b, x) -> dict[str, dict[str, Callable]]:
+  """numexpr and numba versions of the workloads they can express (when installed)."""
+  out: dict[str, dict[str, Callable]] = {"W3": {}, "W4a": {}, "W4b": {}, "W5": {}}
+  if importlib.util.find_spec("numexpr"):
+    import numexpr as ne
+    out["W3"]["numexpr"] = lambda: ne.evaluate("a*2 + b*3 - a*b", local_dict={"a": a, "b": b})
+    out["W4a"]["numexpr"] = lambda: ne.evaluate("sum(x, axis=0)", local_dict={"x": x})
+    out["W4b"]["numexpr"] = lambda: ne.evaluate("sum(x, axis=1)", local_dict={"x": x})
+  if importlib.util.find_spec("numba"):
+    import numba
+    @numba.njit(parallel=True, fastmath=False, cache=False)
+    def chain(a, b):
+      o = np.empty_like(a)
+      for i in numba.prange(a.size): o[i] = a[i] * 2 + b[i] * 3 - a[i] * b[i]
+      return o
+    @numba.njit(parallel=True)
+    def rowsum(x):
+      o = np.empty(x.shape[0], np.float32)
+      for i in numba.prange(x.shape[0]): o[i] = x[i].sum()
+      return o
+    @numba.njit(parallel=True)
+    def transpose(x):
+      o = np.empty((x.shape[1], x.shape[0]), x.dtype)
+      for i in numba.prange(x.shape[1]):
+        for j in range(x.shape[0]): o[i, j] = x[j, i]
+      return o
+    out["W3"]["numba"] = lambda: chain(a, b)
+    out["W4b"]["numba"] = lambda: rowsum(x)
+    out["W5"]["numba"] = lambda: transpose(x)
+  return out
+
+
+def workloads(quick: bool) -> list[Workload]:
   rng = np.random.default_rng(0)
   f32 = lambda *s: rng.standard_normal(s, dtype=np.float32)
   out = []
   for n in ((256, 512) if quick else (256, 512, 1024)):
     a, b = f32(n, n), f32(n, n)
     ta, tb = mt.asarray(a), mt.asarray(b)
-    out.append((f"W1 GEMM N={n}", lambda a=a, b=b: a @ b, lambda ta=ta, tb=tb: (ta @ tb).numpy(), 2 * n ** 3))
+    out.append(Workload(f"W1 GEMM N={n}", lambda a=a, b=b: a @ b, lambda ta=ta, tb=tb: np.asarray(ta @ tb), 2 * n ** 3))
   x = f32(4096, 1024); tx = mt.asarray(x)
-  out.append(("W2 softmax (4096,1024)", lambda: _softmax_np(x), lambda: nn.softmax(tx, axis=-1).numpy(), None))
   a, b = f32(1 << 22), f32(1 << 22); ta, tb = mt.asarray(a), mt.asarray(b)
-  out.append(("W3 a*2+b*3-a*b 4M", lambda: a * 2 + b * 3 - a * b, lambda: (ta * 2 + tb * 3 - ta * tb).numpy(), None))
-  out.append(("W4 sum axis 0", lambda: x.sum(0), lambda: tx.sum(0).numpy(), None))
-  out.append(("W4 sum axis 1", lambda: x.sum(1), lambda: tx.sum(1).numpy(), None))
-  out.append(("W5 transpose copy", lambda: np.ascontiguousarray(x.T), lambda: tx.T.numpy(), None))
+  peers = _peers(a, b, x)
+  out.append(Workload("W2 softmax (4096,1024)", lambda: _softmax_np(x), lambda: np.asarray(nn.softmax(tx, axis=-1))))
+  out.append(Workload("W3 a*2+b*3-a*b 4M", lambda: a * 2 + b * 3 - a * b, lambda: np.asarray(ta * 2 + tb * 3 - ta * tb), peers=peers["W3"]))
+  out.append(Workload("W4 sum axis 0", lambda: x.sum(0), lambda: np.asarray(tx.sum(0)), peers=peers["W4a"]))
+  out.append(Workload("W4 sum axis 1", lambda: x.sum(1), lambda: np.asarray(tx.sum(1)), peers=peers["W4b"]))
+  out.append(Workload("W5 transpose copy", lambda: np.ascontiguousarray(x.T), lambda: np.asarray(tx.T), peers=peers["W5"]))
   if not quick:
     xi, w = f32(8, 64, 56, 56), f32(64, 64, 3, 3)
     txi, tw = mt.asarray(xi), mt.asarray(w)
-    out.append(("W6 conv2d (8,64,56,56)", lambda: _conv2d_np(xi, w), lambda: nn.conv2d(txi, tw, padding=1).numpy(), 2 * 8 * 64 * 56 * 56 * 64 * 9))
-  out.append(("W7 layernorm (4096,1024)", lambda: _layernorm_np(x), lambda: nn.layer_norm(tx, (1024,), eps=1e-5).numpy(), None))
+    out.append(Workload("W6 conv2d (8,64,56,56)", lambda: _conv2d_np(xi, w), lambda: np.asarray(nn.conv2d(txi, tw, padding=1)),
+                        2 * 8 * 64 * 56 * 56 * 64 * 9))
+  out.append(Workload("W7 layernorm (4096,1024)", lambda: _layernorm_np(x), lambda: np.asarray(nn.layer_norm(tx, (1024,), eps=1e-5))))
   for L in ((512,) if quick else (512, 2048)):
     q, k, v = f32(L, 64), f32(L, 64), f32(L, 64)
     tq, tk, tv = mt.asarray(q), mt.asarray(k), mt.asarray(v)
-    out.append((f"W8 attention L={L}", lambda q=q, k=k, v=v: _softmax_np(q @ k.T / 8) @ v,
-                lambda tq=tq, tk=tk, tv=tv: (nn.softmax(tq @ tk.T / 8, axis=-1) @ tv).numpy(), None))
+    out.append(Workload(f"W8 attention L={L}", lambda q=q, k=k, v=v: _softmax_np(q @ k.T / 8) @ v,
+                        lambda tq=tq, tk=tk, tv=tv: np.asarray(nn.softmax(tq @ tk.T / 8, axis=-1) @ tv), 4 * L * L * 64))
   a16, b16 = f32(16), f32(16); t16, u16 = mt.asarray(a16), mt.asarray(b16)
-  out.append(("W9 add of 16 (dispatch)", lambda: a16 + b16, lambda: (t16 + u16).numpy(), None))
+  out.append(Workload("W9 add of 16 (dispatch)", lambda: a16 + b16, lambda: np.asarray(t16 + u16)))
   return out
+
+
+def _fmt(t: float) -> str: return f"{t * 1e6:8.1f}us" if t < 1e-3 else f"{t * 1e3:8.2f}ms"
 
 
 def main(argv=None) -> int:
   p = argparse.ArgumentParser(prog="minitensor bench", description=__doc__.splitlines()[0])
-  p.add_argument("--quick", action="store_true", help="smaller sizes, fewer runs (under a minute)")
+  p.add_argument("--quick", action="store_true", help="smaller sizes, W6 and L=2048 skipped (under a minute)")
   p.add_argument("--only", default="", help="comma-separated workload ids, e.g. W2,W7")
   p.add_argument("--chart", default="", help="write a PNG bar chart of the ratios (needs matplotlib)")
-  p.add_argument("--reps", type=int, default=0, help="timed runs per workload (default 5, quick 5)")
+  p.add_argument("--reps", type=int, default=5, help="timed runs per workload (at least 5)")
   args = p.parse_args(argv)
-  reps = args.reps or 5
+  reps = max(args.reps, 5)
   only = {s.strip() for s in args.only.split(",") if s.strip()}
   rows = []
-  print(f"{'workload':28s} {'numpy':>10s} {'minitensor':>11s} {'ratio':>7s} {'first call':>11s}  note")
-  for name, fnp, fmt, flops in workloads(args.quick):
-    if only and name.split()[0] not in only: continue
-    _, tn = timeit(fnp, reps)
-    first, tm = timeit(fmt, reps)
-    np.testing.assert_allclose(fmt(), fnp(), rtol=2e-3, atol=2e-3)
-    note = f"{flops / tm / 1e9:6.1f} GFLOP/s" if flops else ""
-    unit = 1e6 if tn < 1e-3 else 1e3
-    u = "us" if unit == 1e6 else "ms"
-    print(f"{name:28s} {tn * unit:8.2f}{u} {tm * unit:9.2f}{u} {tn / tm:7.2f} {first * 1e3:9.1f}ms  {note}", flush=True)
-    rows.append((name, tn, tm))
+  print(f"{'workload':26s} {'numpy':>10s} {'minitensor':>10s} {'ratio':>7s} {'first call':>10s}  peers / note")
+  for w in workloads(args.quick):
+    if only and w.name.split()[0] not in only: continue
+    _, tn = timeit(w.numpy, reps)
+    first, tm = timeit(w.minitensor, reps)
+    np.testing.assert_allclose(w.minitensor(), w.numpy(), rtol=2e-3, atol=2e-3)
+    notes = [f"{k} {_fmt(timeit(f, reps)[1]).strip()}" for k, f in w.peers.items()]
+    if w.flops: notes.append(f"{w.flops / tm / 1e9:.1f} GFLOP/s")
+    print(f"{w.name:26s} {_fmt(tn)} {_fmt(tm)} {tn / tm:7.2f} {first * 1e3:8.0f}ms  {', '.join(notes)}", flush=True)
+    rows.append((w.name, tn, tm))
   if args.chart:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(9, 4))
-    ax.barh([r[0] for r in rows], [r[1] / r[2] for r in rows])
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ax.barh([r[0] for r in rows][::-1], [r[1] / r[2] for r in rows][::-1], color="#4472c4")
     ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_xscale("log"); ax.set_xlabel("NumPy time / minitensor time (higher is faster)")
+    ax.set_xscale("log"); ax.set_xlabel("NumPy time / minitensor time (right of the line: minitensor is faster)")
     fig.tight_layout(); fig.savefig(args.chart, dpi=110)
     print(f"chart written to {args.chart}")
   return 0

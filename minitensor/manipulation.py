@@ -46,7 +46,7 @@ def _doc(summary: str, *params: str, returns: str = "Tensor") -> Callable:
 
 # ---------------------------------------------------------------------- helpers
 def _wrap(u: UOp) -> Tensor:
-  # a size-0 result is returned as a broadcast CONST: the kernelizer cannot allocate size-0 buffers
+  # a size-0 result has no values to compute: a broadcast CONST, so realizing it never compiles a kernel
   return Tensor(u) if _prod(u.shape) else full(u.shape, 0, u.dtype)
 
 

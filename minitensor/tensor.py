@@ -18,8 +18,6 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.realize import buffer_of, array_of, realize as _realize
 from minitensor import ufuncs as U
 
-_PY_SCALARS = (bool, int, float)
-
 
 def _dtype(d) -> DType:
   """A DType from anything NumPy accepts as a dtype; TypeError for unsupported kinds."""
@@ -123,9 +121,14 @@ class Tensor:
     return a
 
   def __array__(self, dtype=None, copy=None) -> np.ndarray:
+    """np.asarray(t): the realized buffer itself, as a read-only view (so it cannot change t behind its
+    back); np.array(t) or copy=True: a writable copy."""
     a = self._value()
     if dtype is not None and np.dtype(dtype) != a.dtype: return a.astype(dtype)
-    return np.array(a, copy=True) if copy else a
+    if copy: return np.array(a, copy=True)
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
   def tolist(self): return self._value().tolist()
   def item(self, *args):
@@ -353,6 +356,8 @@ def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
 def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   """argmax/argmin: the first index where the extreme (or the first NaN) is."""
   name = "argmax" if op is Ops.MAX else "argmin"
+  if axis is not None and not isinstance(axis, (int, np.integer)):
+    raise TypeError(f"{name}: axis must be an integer or None, got {type(axis).__name__}")
   if axis is None:
     r = _arg(t.reshape(-1), 0, False, op)
     return r.reshape((1,) * t.ndim) if keepdims else r

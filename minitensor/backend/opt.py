@@ -25,6 +25,7 @@ from minitensor.backend.linearize import iterations
 
 THREAD_WORK = 1 << 17
 TILE = 32
+WIDE = 1024
 
 
 def _lanes(itemsize: int) -> int: return max(64 // max(itemsize, 1), 1)       # one 512-bit vector
@@ -81,6 +82,11 @@ def choose_opts(root: UOp) -> Opts:
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
       if rows and (f := _divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], 8)) > 1:
         opts.upcast[axis_of[max(rows, key=lambda r: r.arg.idx)]] = f
+      elif not rows and len(axis_of) == 1:
+        # nothing to reuse in registers (a column sum): wide lanes, so each pass over the rows reads long
+        # contiguous runs; two chunks when both cores are worth using
+        n = shape[axis_of[inner]]
+        opts.vector[axis_of[inner]] = _divisor(n, min(WIDE, n // 2 if work >= THREAD_WORK else n))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0:

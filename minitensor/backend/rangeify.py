@@ -270,11 +270,14 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   tiled = {k: t for k, t in o.tile.items() if 1 < t < root.shape[k] and root.shape[k] % t == 0 and t % o.upcast.get(k, 1) == 0}
   # tiled axes: every block loop first (outer), then the loops inside a block, so a block of outputs reuses
   # the same rows of each operand while they are in cache
-  outer = {k: ctx.rng(root.shape[k] // tiled[k], kind(k)) for k in order if k in tiled}
   parts: dict[int, tuple[UOp, int]] = {}
+  if o.thread is not None and o.thread not in tiled and o.thread not in o.vector:     # the THREAD loop first
+    parts[o.thread] = _axis_parts(ctx, root.shape[o.thread], o.upcast.get(o.thread, 1), AxisType.THREAD)
+  outer = {k: ctx.rng(root.shape[k] // tiled[k], kind(k)) for k in order if k in tiled}
   vec = {k: v for k, v in o.vector.items() if 1 < v <= root.shape[k] and root.shape[k] % v == 0 and k not in tiled and k not in o.upcast}
   for k in order:
     f = o.upcast.get(k, 1)
+    if k in parts: continue
     if k in tiled:
       inner = tiled[k] // f
       parts[k] = (outer[k] * inner + ctx.rng(inner) if inner > 1 else outer[k], f)

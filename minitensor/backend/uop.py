@@ -217,8 +217,9 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
 
 def _argkey(arg):
   # -0.0 == 0.0 and nan != nan in Python; structurally they are different constants
-  if isinstance(arg, float): return ("f", math.copysign(1.0, arg), repr(arg))
-  if isinstance(arg, tuple): return tuple(_argkey(a) for a in arg)
+  t = type(arg)
+  if t is float: return ("f", math.copysign(1.0, arg), repr(arg))
+  if t is tuple and any(type(a) is not int for a in arg): return tuple(_argkey(a) for a in arg)
   return arg
 
 
@@ -353,8 +354,10 @@ class UOp:
   def reduce(self, op: Ops, n: int) -> UOp: return UOp(Ops.REDUCE, (self,), (op, n))
   def pad(self, pads: tuple[tuple[int, int], ...], value=0) -> UOp:
     pads = tuple((int(b), int(a)) for b, a in pads)
-    return self if all(p == (0, 0) for p in pads) else UOp(Ops.PAD, (self,), (pads, self.dtype.python(value)))
+    if len(pads) == len(self.shape) and all(p == (0, 0) for p in pads): return self
+    return UOp(Ops.PAD, (self,), (pads, self.dtype.python(value)))
   def flip(self, axes: tuple[int, ...]) -> UOp:
+    if not all(isinstance(a, int) and 0 <= a < len(self.shape) for a in axes): return UOp(Ops.FLIP, (self,), tuple(axes))
     axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
     return UOp(Ops.FLIP, (self,), axes) if axes else self
 
