@@ -98,56 +98,57 @@ def prod(xs) -> int:
   return out
 
 
-def _check(cond: bool, msg: str) -> None:
-  if not cond: raise UOpError(msg)
+def _check(cond: bool, msg) -> None:
+  """Raise UOpError(msg()) unless cond; msg is a callable so the message is only built on failure."""
+  if not cond: raise UOpError(msg() if callable(msg) else msg)
 
 
 def _shape(s) -> tuple[int, ...]:
   _check(isinstance(s, tuple) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in s),
-         f"bad shape {s!r}: a tuple of non-negative ints")
+         lambda: f"bad shape {s!r}: a tuple of non-negative ints")
   return s
 
 
 def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tuple[DType, tuple[int, ...]]:
   """The type rule of every op: (dtype, shape) of a well-formed node, else UOpError."""
-  _check(isinstance(op, Ops), f"not an op: {op!r}")
-  _check(isinstance(src, tuple) and all(isinstance(s, UOp) for s in src), f"{op.name}: sources must be UOps")
-  n = op.name
+  _check(isinstance(op, Ops), lambda: f"not an op: {op!r}")
+  _check(isinstance(src, tuple) and all(isinstance(s, UOp) for s in src), lambda: f"{op.name}: sources must be UOps")
+  n = op._name_
   if op is Ops.CONST:
-    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, f"CONST: needs a dtype and no sources")
+    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, lambda: f"CONST: needs a dtype and no sources")
     return dtype, ()
   if op in (Ops.BUFFER, Ops.ALLOC):
-    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, f"{n}: arg must be ParamArg(slot, dtype, (size,))")
+    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
     return arg.dtype, arg.shape
   if op is Ops.RANGE:
-    _check(not src and isinstance(arg, RangeArg) and arg.size >= 1, f"RANGE: arg must be RangeArg(size >= 1, idx, kind), got {arg!r}")
+    _check(not src and isinstance(arg, RangeArg) and arg.size >= 1, lambda: f"RANGE: arg must be RangeArg(size >= 1, idx, kind), got {arg!r}")
     return dtypes.index, ()
   if op in (Ops.SINK, Ops.END, Ops.STORE, Ops.LOAD, Ops.AFTER): return _infer_effect(op, src)
   if op is Ops.INDEX:
     _check(len(src) >= 2, "INDEX: needs a value and at least one index")
     x, idx = src[0], src[1:]
-    _check(len(idx) <= len(x.shape), f"INDEX: {len(idx)} indices for shape {x.shape}")
+    _check(len(idx) <= len(x.shape), lambda: f"INDEX: {len(idx)} indices for shape {x.shape}")
     for i in idx:
-      _check(i.dtype.is_int, f"INDEX: indices must be integers, got {i.dtype.name}")
-      _check(i.shape == idx[0].shape, f"INDEX: index shapes differ: {idx[0].shape} vs {i.shape}")
+      _check(i.dtype.is_int, lambda: f"INDEX: indices must be integers, got {i.dtype.name}")
+      _check(i.shape == idx[0].shape, lambda: f"INDEX: index shapes differ: {idx[0].shape} vs {i.shape}")
     return x.dtype, idx[0].shape + x.shape[len(idx):]
   if op is Ops.CAST:
     _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void, "CAST: one source and a target dtype")
     return dtype, src[0].shape
   if op in ALU:
     arity = 1 if op in UNARY else 3 if op is Ops.WHERE else 2
-    _check(len(src) == arity, f"{n}: takes {arity} sources, got {len(src)}")
+    _check(len(src) == arity, lambda: f"{n}: takes {arity} sources, got {len(src)}")
     vals = src[1:] if op is Ops.WHERE else src
     for s in src[1:]:
-      _check(s.shape == src[0].shape, f"{n}: shape mismatch {src[0].shape} vs {s.shape} (broadcast with EXPAND)")
+      _check(s.shape == src[0].shape, lambda: f"{n}: shape mismatch {src[0].shape} vs {s.shape} (broadcast with EXPAND)")
     for s in vals[1:]:
-      _check(s.dtype is vals[0].dtype, f"{n}: dtype mismatch {vals[0].dtype.name} vs {s.dtype.name} (insert a CAST)")
+      _check(s.dtype is vals[0].dtype, lambda: f"{n}: dtype mismatch {vals[0].dtype.name} vs {s.dtype.name} (insert a CAST)")
     d = vals[0].dtype
-    _check(d is not dtypes.void, f"{n}: operand has no value (void)")
-    if op is Ops.WHERE: _check(src[0].dtype is dtypes.bool, f"WHERE: condition must be bool, got {src[0].dtype.name}")
-    if op in _FLOAT_ONLY: _check(d.is_float, f"{n}: needs a float operand, got {d.name}")
-    if op in _INT_ONLY: _check(d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR)), f"{n}: needs an integer operand, got {d.name}")
-    if op in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW): _check(not d.is_bool, f"{n}: not defined for bool")
+    _check(d is not dtypes.void, lambda: f"{n}: operand has no value (void)")
+    if op is Ops.WHERE: _check(src[0].dtype is dtypes.bool, lambda: f"WHERE: condition must be bool, got {src[0].dtype.name}")
+    if op in _FLOAT_ONLY: _check(d.is_float, lambda: f"{n}: needs a float operand, got {d.name}")
+    if op in _INT_ONLY: _check(d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR)), lambda: f"{n}: needs an integer operand, got {d.name}")
+    if op in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW): _check(not d.is_bool, lambda: f"{n}: not defined for bool")
     return (dtypes.bool if op in COMPARE else d), src[0].shape
   return _infer_shape(op, src, arg)
 
@@ -160,39 +161,39 @@ def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]
   if op is Ops.AFTER:
     _check(len(src) >= 1, "AFTER: needs the value it orders")
     return src[0].dtype, src[0].shape
-  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (), f"{op.name}: needs an INDEX to a scalar element")
+  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (), lambda: f"{op.name}: needs an INDEX to a scalar element")
   base = src[0].src[0]
   while base.op is Ops.AFTER: base = base.src[0]
-  _check(base.op in (Ops.BUFFER, Ops.ALLOC), f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
+  _check(base.op in (Ops.BUFFER, Ops.ALLOC), lambda: f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
   if op is Ops.LOAD:
     _check(len(src) == 1, "LOAD: takes one INDEX")
     return src[0].dtype, ()
   _check(len(src) == 2, "STORE: (INDEX, value)")
   _check(src[1].shape == () and src[1].dtype is src[0].dtype,
-         f"STORE: value {src[1].dtype.name} {src[1].shape} into {src[0].dtype.name} element")
+         lambda: f"STORE: value {src[1].dtype.name} {src[1].shape} into {src[0].dtype.name} element")
   return dtypes.void, ()
 
 
 def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[int, ...]]:
-  n = op.name
+  n = op._name_
   if op is Ops.STACK:
     _check(len(src) >= 1, "STACK: needs at least one source")
     for s in src[1:]:
       _check(s.shape == src[0].shape and s.dtype is src[0].dtype,
-             f"STACK: sources differ: {src[0].dtype.name} {src[0].shape} vs {s.dtype.name} {s.shape}")
+             lambda: f"STACK: sources differ: {src[0].dtype.name} {src[0].shape} vs {s.dtype.name} {s.shape}")
     return src[0].dtype, (len(src), *src[0].shape)
-  _check(len(src) == 1, f"{n}: takes one source, got {len(src)}")
+  _check(len(src) == 1, lambda: f"{n}: takes one source, got {len(src)}")
   x = src[0]
   s = x.shape
   if op is Ops.STAGE: return x.dtype, s
   if op is Ops.RESHAPE:
-    _check(isinstance(arg, tuple) and prod(_shape(arg)) == prod(s), f"RESHAPE {s} -> {arg}")
+    _check(isinstance(arg, tuple) and prod(_shape(arg)) == prod(s), lambda: f"RESHAPE {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.EXPAND:
-    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), f"EXPAND {s} -> {arg}")
+    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), lambda: f"EXPAND {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.PERMUTE:
-    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))), f"PERMUTE {arg} of {s}")
+    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))), lambda: f"PERMUTE {arg} of {s}")
     return x.dtype, tuple(s[i] for i in arg)
   if op is Ops.SHRINK:
     _check(isinstance(arg, tuple) and len(arg) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and _ints(p) and 0 <= p[0] <= p[1] <= m
@@ -201,16 +202,16 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
   if op is Ops.PAD:
     _check(isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[0], tuple) and len(arg[0]) == len(s) and
            all(isinstance(p, tuple) and len(p) == 2 and _ints(p) and all(v >= 0 for v in p) for p in arg[0]),
-           f"PAD {arg} of {s}")
+           lambda: f"PAD {arg} of {s}")
     return x.dtype, tuple(b + m + a for (b, a), m in zip(arg[0], s))
   if op is Ops.FLIP:
     _check(isinstance(arg, tuple) and _ints(arg) and all(0 <= a < len(s) for a in arg) and len(set(arg)) == len(arg),
-           f"FLIP {arg} of {s}")
+           lambda: f"FLIP {arg} of {s}")
     return x.dtype, s
   if op is Ops.REDUCE:
     _check(isinstance(arg, tuple) and len(arg) == 2 and arg[0] in REDUCE_OPS and isinstance(arg[1], int)
            and 0 <= arg[1] <= len(s), f"REDUCE {arg} of {s}")
-    _check(not x.dtype.is_bool or arg[0] in (Ops.MAX, Ops.MIN), f"REDUCE {arg[0].name} of bool: cast first")
+    _check(not x.dtype.is_bool or arg[0] in (Ops.MAX, Ops.MIN), lambda: f"REDUCE {arg[0].name} of bool: cast first")
     return x.dtype, s[:len(s) - arg[1]]
   raise UOpError(f"no type rule for {op}")
 
