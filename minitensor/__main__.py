@@ -114,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
   c.add_argument("--opt", default="", help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
   k = sub.add_parser("cache", help="show or clear the on-disk kernel cache")
   k.add_argument("action", choices=("info", "clear"))
+  argv = sys.argv[1:] if argv is None else argv
+  if argv[:1] == ["bench"]: return _bench(argparse.Namespace(rest=argv[1:]))     # bench parses its own options
   args = p.parse_args(argv)
   try:
-    if args.cmd == "bench": return _bench(args)
     if args.cmd == "compile": return _compile(args)
     if args.cmd == "cache": return _cache(args)
     return _demo(args)

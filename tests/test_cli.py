@@ -1,0 +1,132 @@
+"""The command line and the inspection API, run as a user runs them (subprocesses)."""
+import logging, os, subprocess, sys, textwrap
+import numpy as np
+import pytest
+import minitensor as mt
+
+ROWSUM = textwrap.dedent("""\
+  %0 = buffer 3 : dtype=f32 slot=1
+  %1 = range 3 : idx=0 kind=loop
+  %2 = index %0, %1
+  %3 = alloc 1 : dtype=f32 slot=0
+  %4 = after %3, %1
+  %5 = index %4, 0
+  %6 = store %5, 0.0
+  %7 = range 4 : idx=1 kind=reduce
+  %8 = after %4, %6, %7
+  %9 = index %8, 0
+  %10 = load %9
+  %11 = buffer 12 : dtype=f32 slot=0
+  %12 = mul %1, 4
+  %13 = add %12, %7
+  %14 = index %11, %13
+  %15 = load %14
+  %16 = add %10, %15
+  %17 = store %9, %16
+  %18 = end %17, %7
+  %19 = after %4, %18
+  %20 = index %19, 0
+  %21 = load %20
+  %22 = store %2, %21
+  %23 = end %22, %1
+  %24 = sink %23
+""")
+
+
+def run(*args, env=None, check=True):
+  p = subprocess.run([sys.executable, "-m", "minitensor", *args], capture_output=True, text=True, timeout=300,
+                     env={**os.environ, **(env or {})})
+  if check: assert p.returncode == 0, p.stderr
+  return p
+
+
+def test_demo_checks_against_numpy_and_prints_a_kernel():
+  out = run().stdout
+  assert "softmax (256, 512) float32 matches NumPy: True" in out
+  assert "matches NumPy: True" in out.split("\n")[1]
+  assert "void k0(" in out and "for (int ridx0" in out and "NumPy" in out.splitlines()[-1]
+
+
+def test_compile_rowsum_prints_c_that_compiles(tmp_path):
+  f = tmp_path / "rowsum.uir"
+  f.write_text(ROWSUM)
+  c = run("compile", str(f)).stdout
+  assert "void rowsum(" in c and "acc0 = 0.0f;" in c
+  (tmp_path / "k.c").write_text(c)
+  cc = subprocess.run(["cc", "-Wall", "-Werror", "-std=gnu99", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.c")],
+                      capture_output=True, text=True)
+  assert cc.returncode == 0, cc.stderr
+  assert run("compile", str(f), "--emit", "uir").stdout.strip() == ROWSUM.strip()
+  loops = run("compile", str(f), "--emit", "loops").stdout
+  assert "open range 0 (3)" in loops and "open range 1 (4)" in loops
+
+
+def test_compile_shaped_program_with_opts(tmp_path):
+  f = tmp_path / "gemm.uir"
+  f.write_text("%0 = buffer 64 : dtype=f32 slot=0\n%1 = buffer 64 : dtype=f32 slot=1\n%2 = reshape %0, (8, 1, 8)\n"
+               "%3 = reshape %1, (8, 8)\n%4 = permute %3, (1, 0)\n%5 = reshape %4, (1, 8, 8)\n%6 = mul %2, %5\n"
+               "%7 = reduce %6 : op=add pop=1\n")
+  c = run("compile", str(f), "--opt", "upcast=1:4,thread=0").stdout
+  assert "#pragma omp parallel for" in c and "data2[" in c
+
+
+@pytest.mark.parametrize("args, text", [
+  (["compile", "{bad}"], "line 2: unknown op 'mull'"),
+  (["compile", "/nonexistent/file.uir"], "No such file"),
+  (["compile", "{bad}", "--opt", "spin=3"], "line 2"),
+])
+def test_errors_are_one_line_and_exit_2(tmp_path, args, text):
+  bad = tmp_path / "bad.uir"
+  bad.write_text("%0 = buffer 4 : dtype=f32 slot=0\n%1 = mull %0, %0\n")
+  p = run(*[a.format(bad=bad) for a in args], check=False)
+  assert p.returncode == 2 and "Traceback" not in p.stderr
+  assert len(p.stderr.strip().splitlines()) == 1 and text in p.stderr
+
+
+def test_bad_arguments_exit_2():
+  for args in (["nonsense"], ["compile"], ["cache", "wipe"], ["compile", "x.uir", "--emit", "asm"]):
+    p = run(*args, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_help_everywhere():
+  for args in ([], ["demo"], ["compile"], ["cache"], ["bench"]):
+    assert run(*args, "--help").stdout.lower().startswith("usage")
+
+
+def test_cache_info_and_clear(tmp_path):
+  env = {"MINITENSOR_CACHE_DIR": str(tmp_path)}
+  subprocess.run([sys.executable, "-c", "import minitensor as mt; (mt.ones(7) * 3).realize()"], env={**os.environ, **env}, check=True)
+  info = run("cache", "info", env=env).stdout
+  assert str(tmp_path) in info and "kernels: 1" in info
+  assert "removed 1 kernel" in run("cache", "clear", env=env).stdout
+  assert "kernels: 0" in run("cache", "info", env=env).stdout
+
+
+def test_bench_quick_runs_selected_workloads():
+  out = run("bench", "--quick", "--only", "W3,W9").stdout
+  assert "W3" in out and "W9" in out and "W1" not in out
+
+
+def test_debug_logs_one_line_per_kernel_and_can_be_silenced():
+  code = ("import logging, numpy as np, minitensor as mt\n"
+          "x = mt.asarray(np.ones((8, 8), np.float32))\n"
+          "(x * 2).realize(); (x * 2).realize()\n"
+          "logging.getLogger('minitensor').setLevel(logging.WARNING)\n"
+          "(x * 3).realize()\n")
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MINITENSOR_DEBUG": "1"})
+  lines = [l for l in p.stderr.splitlines() if l.startswith("k0")]
+  assert len(lines) == 2 and "compiled in" in lines[0] and "cache hit" in lines[1] and "GB/s" in lines[0]
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MINITENSOR_DEBUG": "2"})
+  assert "void k0(" in p.stderr
+
+
+def test_explain_and_to_dot():
+  x = mt.asarray(np.ones((16, 32), np.float32))
+  e = (x - x.max(axis=1, keepdims=True)).explain()
+  assert len(e.kernels) == 1 and e.kernels[0].iterations == e.total_iterations > 16 * 32
+  assert "void k0(" in str(e) and e.inputs == (((16, 32), "float32"),)
+  dot = mt.to_dot(x + 1)
+  assert dot.startswith("digraph") and "ADD" in dot and "->" in dot
+  x.realize()
+  assert mt.explain(x).kernels == ()
