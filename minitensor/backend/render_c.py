@@ -44,6 +44,9 @@ static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, 
   if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else { f = copysign##F(0, a / b); } return f; }
 MT_INT(int32_t, uint32_t, i32) MT_INT(int64_t, uint64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
 MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
+/* NumPy's float16 maximum/minimum keep the first operand on ties (float32/64 keep the second) */
+static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (a >= b || a != a) ? a : b; }
+static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (a <= b || a != a) ? a : b; }
 /* checked mode: record the first out-of-bounds access (which buffer, which index) instead of making it */
 static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i) { if (!err[0]) { err[0] = 1; err[1] = slot; err[2] = i; } return 0; }
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
@@ -155,6 +158,7 @@ class _Renderer:
       out = f"({a[0]}{'/' if op is Ops.FLOORDIV else '%'}{a[1]})"
     elif op in _HELPER:
       suffix = _SUFFIX.get(d.name) or ("i64" if self.itype == "int64_t" else "i32")
+      if d is dtypes.float16 and op in (Ops.MAX, Ops.MIN): suffix = "f16"
       out = f"{_HELPER[op]}_{suffix}({a[0]}, {a[1]})"
     elif op in (Ops.ADD, Ops.MUL) and d.is_int and d is not dtypes.index:
       # data integers wrap like NumPy's: compute in the unsigned type (defined in C), convert back

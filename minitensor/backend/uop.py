@@ -187,7 +187,8 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
   s = x.shape
   if op is Ops.STAGE: return x.dtype, s
   if op is Ops.RESHAPE:
-    _check(isinstance(arg, tuple) and prod(_shape(arg)) == prod(s), lambda: f"RESHAPE {s} -> {arg}")
+    _check(isinstance(arg, tuple) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arg)
+           and prod(arg) == prod(s), lambda: f"RESHAPE {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.EXPAND:
     _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), lambda: f"EXPAND {s} -> {arg}")

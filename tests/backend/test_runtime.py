@@ -1,0 +1,127 @@
+"""runtime: compile errors, the memory and disk caches of compile_c, a missing compiler, and run_c's checks
+of the arrays it is given."""
+import os, uuid
+import numpy as np
+import pytest
+from minitensor.backend import runtime
+from minitensor.backend.runtime import CompileError, compile_c, run_c, stats
+from minitensor.backend.uop import range_, buf, sink
+from minitensor.backend.dtype import dtypes
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+  """An empty disk cache of our own and an empty memory cache (restored afterwards)."""
+  for v in ("MINITENSOR_CC", "MINITENSOR_NOCACHE", "MINITENSOR_CACHE_BYTES"): monkeypatch.delenv(v, raising=False)
+  monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(tmp_path / "cache"))
+  monkeypatch.setattr(runtime, "_loaded", {})
+  return tmp_path / "cache"
+
+
+def fresh_source(body: str = "data0[0] += 1.0f;") -> tuple[str, str]:
+  """A translation unit no cache has seen: (source, kernel name)."""
+  name = f"k_{uuid.uuid4().hex[:12]}"
+  return f"void {name}(float* restrict data0) {{\n  {body}\n}}\n", name
+
+
+def files(d, suffix=""):
+  return sorted(os.path.join(dp, f) for dp, _, fs in os.walk(d) for f in fs if f.endswith(suffix))
+
+
+def test_syntax_error_reports_compiler_text_and_saved_source(cache):
+  src, name = fresh_source("data0[0] = ;  /* syntax error */")
+  with pytest.raises(CompileError) as e:
+    compile_c(src)
+  msg = str(e.value)
+  assert "error" in msg and "expected expression" in msg, msg            # the compiler's own words
+  assert e.value.source_path is not None and os.path.exists(e.value.source_path)
+  assert e.value.source_path in msg
+  with open(e.value.source_path) as f: assert f.read() == src
+  assert not files(cache, ".so"), "a failed build must not leave a cache entry"
+
+
+def test_compile_error_is_not_cached(cache):
+  src, _ = fresh_source("undeclared_thing = 1;")
+  for _ in range(2):
+    with pytest.raises(CompileError, match="undeclared_thing"): compile_c(src)
+
+
+def test_memory_then_disk_cache(cache):
+  src, name = fresh_source()
+  c0, m0, d0 = stats.compiles, stats.memory_hits, stats.disk_hits
+  k = compile_c(src)[name]
+  assert (stats.compiles, stats.memory_hits, stats.disk_hits) == (c0 + 1, m0, d0)
+  sos = files(cache, ".so")
+  assert len(sos) == 1 and not [f for f in files(cache) if f.endswith(".c") or os.path.basename(f).startswith(".tmp")]
+  assert compile_c(src)[name].fn is k.fn                                   # second call: a memory hit
+  assert (stats.compiles, stats.memory_hits, stats.disk_hits) == (c0 + 1, m0 + 1, d0)
+  runtime._loaded.clear()                                                  # a new process, as far as caches go
+  k2 = compile_c(src)[name]
+  assert (stats.compiles, stats.memory_hits, stats.disk_hits) == (c0 + 1, m0 + 1, d0 + 1)
+  a = np.zeros(1, np.float32)
+  runtime.call(k2, [a]); runtime.call(k, [a])
+  assert a[0] == 2.0
+
+
+def test_different_source_or_flags_compile_again(cache):
+  src, name = fresh_source()
+  compile_c(src)
+  c0 = stats.compiles
+  compile_c(src.replace("1.0f", "2.0f"))
+  compile_c(src, flags=tuple(f for f in runtime.FLAGS if f != "-O3") + ("-O1",))
+  assert stats.compiles == c0 + 2
+
+
+def test_missing_compiler(cache, monkeypatch):
+  monkeypatch.setenv("MINITENSOR_CC", "/nonexistent/cc")
+  src, _ = fresh_source()
+  with pytest.raises(CompileError, match="MINITENSOR_CC") as e:
+    compile_c(src)
+  assert "/nonexistent/cc" in str(e.value)
+  assert not files(cache, ".c") and not files(cache, ".so")
+
+
+def test_run_c_with_source_text(cache):
+  src, name = fresh_source("for (int i = 0; i < 4; i++) data0[i] = data0[i] * 2.0f + 1.0f;")
+  a = np.arange(4, dtype=np.float32)
+  want = a * 2 + 1
+  run_c(src, {0: a}, name)
+  np.testing.assert_array_equal(a, want)
+
+
+# ---------------------------------------------------------------- run_c's argument checks
+def copy_kernel(n=8, d=dtypes.float32):
+  r = range_(n, 0)
+  return sink(buf(1, n, d).index(r).store(buf(0, n, d).index(r).load()).end(r))
+
+
+@pytest.mark.parametrize("bad", [
+  {0: np.zeros(8, np.float64), 1: np.zeros(8, np.float32)},                # wrong dtype
+  {0: np.zeros(8, np.float32), 1: np.zeros(8, np.int32)},
+  {0: np.zeros(16, np.float32)[::2], 1: np.zeros(8, np.float32)},          # not contiguous
+  {0: np.zeros((8, 2), np.float32).T, 1: np.zeros(8, np.float32)},
+  {0: np.zeros(7, np.float32), 1: np.zeros(8, np.float32)},                # too small
+  {0: np.zeros(8, np.float32), 1: np.zeros(4, np.float32)},
+  {0: np.zeros(8, np.float32)},                                            # a slot without an array
+  {0: [0.0] * 8, 1: np.zeros(8, np.float32)},                              # not an ndarray
+], ids=["dtype-in", "dtype-out", "strided", "transposed", "small-in", "small-out", "missing", "list"])
+def test_run_c_rejects_bad_arrays(bad):
+  before = {k: v.copy() for k, v in bad.items() if isinstance(v, np.ndarray)}
+  with pytest.raises(ValueError, match=r"run_c: .*slot \d"):
+    run_c(copy_kernel(), bad)
+  for k, v in before.items(): np.testing.assert_array_equal(bad[k], v)       # nothing ran
+
+
+def test_run_c_rejects_read_only_output():
+  out = np.zeros(8, np.float32)
+  out.flags.writeable = False
+  with pytest.raises(ValueError, match="read-only"):
+    run_c(copy_kernel(), {0: np.ones(8, np.float32), 1: out})
+
+
+def test_run_c_accepts_larger_and_read_only_inputs():
+  a = np.arange(10, dtype=np.float32)
+  a.flags.writeable = False
+  out = np.zeros(8, np.float32)
+  run_c(copy_kernel(), {0: a, 1: out})
+  np.testing.assert_array_equal(out, a[:8])

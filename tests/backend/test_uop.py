@@ -1,0 +1,295 @@
+"""The IR: hash-consing, the weak cons table, and the type checker's errors (loop world and shape world)."""
+import gc, math
+import pytest
+from minitensor.backend import uop as uop_mod
+from minitensor.backend.uop import UOp, UOpError, Ops, AxisType, ParamArg, range_, buf
+from minitensor.backend.dtype import dtypes
+
+
+def raises(match: str):
+  return pytest.raises(UOpError, match=match)
+
+
+# ---------------------------------------------------------------- hash-consing
+def test_uoperror_is_valueerror():
+  assert issubclass(UOpError, ValueError)
+
+
+def test_equal_structure_is_same_object():
+  i, j = range_(4, 0), range_(6, 1)
+  assert range_(4, 0) is i
+  assert range_(4, 0, AxisType.REDUCE) is not i
+  assert range_(4, 1) is not i
+  assert i * 6 + j is i * 6 + j
+  assert UOp(Ops.ADD, (i, j)) is UOp(Ops.ADD, (i, j))
+  assert UOp(Ops.ADD, (i, j)) is not UOp(Ops.ADD, (j, i))
+  b = buf(0, 12)
+  assert buf(0, 12) is b and buf(1, 12) is not b and buf(0, 12, dtypes.int32) is not b
+  assert b.index(i * 3 + j % 3).load() is buf(0, 12).index(i * 3 + j % 3).load()
+  assert b.reshape((3, 4)).permute((1, 0)) is b.reshape((3, 4)).permute((1, 0))
+  assert b.reshape((3, 4)) is not b.reshape((4, 3))
+
+
+def test_const_identity_by_value_and_dtype():
+  assert UOp.const(1.0) is UOp.const(1.0, dtypes.float32)
+  assert UOp.const(1.0, dtypes.float32) is UOp.const(1, dtypes.float32)      # the arg is converted to the dtype
+  assert UOp.const(1.0, dtypes.float64) is not UOp.const(1.0, dtypes.float32)
+  assert UOp.const(1, dtypes.int8) is not UOp.const(1, dtypes.int32)
+  assert UOp.const(1) is UOp.const(1, dtypes.index)
+  assert UOp.const(True) is UOp.const(1, dtypes.bool)
+  assert UOp.const(1, dtypes.bool) is not UOp.const(1, dtypes.int64)
+
+
+def test_negative_zero_is_not_zero():
+  z, nz = UOp.const(0.0), UOp.const(-0.0)
+  assert z is not nz
+  assert math.copysign(1.0, nz.arg) == -1.0 and math.copysign(1.0, z.arg) == 1.0
+  assert UOp.const(-0.0) is nz
+  assert UOp.const(-0.0, dtypes.float64) is not UOp.const(0.0, dtypes.float64)
+  x = buf(0, 3).index(range_(3, 0)).load()
+  assert x + nz is not x + z
+
+
+def test_nan_consts_are_consed():
+  n = UOp.const(math.nan)
+  assert math.isnan(n.arg)
+  assert UOp.const(float("nan")) is n                # nan != nan in Python, but the node is the same
+  assert UOp.const(math.nan, dtypes.float64) is UOp.const(float("nan"), dtypes.float64)
+  assert UOp.const(math.nan, dtypes.float64) is not n
+  assert UOp.const(math.inf) is UOp.const(float("inf")) and UOp.const(math.inf) is not UOp.const(-math.inf)
+  x = buf(0, 3).index(range_(3, 0)).load()
+  assert x * UOp.const(math.nan) is x * UOp.const(float("nan"))
+
+
+def test_int_consts_wrap_to_dtype():
+  import numpy as np
+  for d in (dtypes.int8, dtypes.uint8, dtypes.int32):
+    for v in (300, -129, 2**31, -2**31 - 1):
+      assert UOp.const(v, d).arg == int(np.array(v).astype(d.np))
+      assert UOp.const(v, d) is UOp.const(int(np.array(v).astype(d.np)), d)
+
+
+def test_weak_cons_table_does_not_grow():
+  gc.collect()
+  base = len(uop_mod._CONS)
+  i = range_(7, 0)
+  peak = 0
+  for k in range(100_000):
+    u = (i + k) * 3                                   # a new CONST, ADD, CONST and MUL every iteration
+    if k % 10_000 == 0: peak = max(peak, len(uop_mod._CONS))
+  del u
+  gc.collect()
+  assert peak < base + 1000, f"cons table grew to {peak} while only one expression was alive (base {base})"
+  assert len(uop_mod._CONS) < base + 50
+
+
+def test_weak_cons_table_after_simplify():
+  from minitensor.backend.symbolic import simplify
+  gc.collect()
+  base = len(uop_mod._CONS)
+  i, j = range_(7, 0), range_(5, 1)
+  for k in range(5, 5005):                         # simplify caches results on the nodes: no cycles that outlive them
+    u = simplify(((i * k + j) // k) % 7 + (i * k + j) % k)
+  assert u is i + j
+  del u
+  gc.collect()
+  assert len(uop_mod._CONS) < base + 50
+
+
+def test_weak_cons_table_keeps_live_nodes():
+  i = range_(9, 0)
+  kept = [i + k for k in range(1000, 1100)]
+  gc.collect()
+  assert all(i + k is u for k, u in zip(range(1000, 1100), kept))
+
+
+# ---------------------------------------------------------------- loop-world type errors
+f32 = lambda v: UOp.const(v, dtypes.float32)
+i32 = lambda v: UOp.const(v, dtypes.int32)
+
+
+def test_alu_shape_mismatch_names_op_and_shapes():
+  x = buf(0, 12).reshape((3, 4))
+  with raises(r"^MUL: shape mismatch \(3, 4\) vs \(\) \(broadcast with EXPAND\)$"): x * f32(2.0)
+  with raises(r"^ADD: shape mismatch \(\) vs \(3, 4\)"): UOp(Ops.ADD, (f32(1.0), x))
+  with raises(r"WHERE: shape mismatch"): UOp(Ops.WHERE, (UOp.const(True), x, f32(1.0)))
+  # the broadcast that the message asks for is accepted
+  assert (x * x.const_like(2.0)).shape == (3, 4)
+
+
+def test_alu_dtype_mismatch():
+  i = range_(4, 0)
+  with raises(r"^ADD: dtype mismatch index vs float32 \(insert a CAST\)$"): i + f32(1.0)
+  with raises(r"^MUL: dtype mismatch float32 vs float64"): UOp(Ops.MUL, (f32(1.0), UOp.const(1.0, dtypes.float64)))
+  with raises(r"^CMPLT: dtype mismatch int32 vs int8"): UOp(Ops.CMPLT, (i32(1), UOp.const(1, dtypes.int8)))
+  with raises(r"^WHERE: dtype mismatch float32 vs int32"): UOp(Ops.WHERE, (i < 2, f32(1.0), i32(2)))
+  with raises(r"^ADD: result is index, not int32"): UOp(Ops.ADD, (i, i), dtype=dtypes.int32)
+
+
+def test_where_needs_bool_condition():
+  with raises(r"^WHERE: condition must be bool, got int32$"): i32(1).where(f32(1.0), f32(2.0))
+  with raises(r"^WHERE: condition must be bool, got index$"): range_(3, 0).where(f32(1.0), f32(2.0))
+  assert (range_(3, 0) < 1).where(f32(1.0), f32(2.0)).dtype is dtypes.float32
+
+
+def test_arity():
+  i = range_(4, 0)
+  with raises(r"^ADD: takes 2 sources, got 1$"): UOp(Ops.ADD, (i,))
+  with raises(r"^EXP: takes 1 sources, got 2$"): UOp(Ops.EXP, (f32(1.0), f32(1.0)))
+  with raises(r"^WHERE: takes 3 sources, got 2$"): UOp(Ops.WHERE, (i < 1, i))
+
+
+def test_store_and_load():
+  b, i = buf(0, 4), range_(4, 0)
+  with raises(r"^STORE: value int32 \(\) into float32 element$"): b.index(i).store(i32(1))
+  with raises(r"^STORE: value index \(\) into float32 element$"): b.index(i).store(i)
+  with raises(r"^STORE: \(INDEX, value\)$"): UOp(Ops.STORE, (b.index(i),))
+  with raises(r"^LOAD: needs an INDEX to a scalar element$"): UOp(Ops.LOAD, (b,))
+  with raises(r"^LOAD: needs an INDEX to a scalar element$"): UOp(Ops.LOAD, (i,))
+  with raises(r"^STORE: needs an INDEX to a scalar element$"): UOp(Ops.STORE, (b, f32(1.0)))
+  with raises(r"^LOAD: can only address a BUFFER or ALLOC, got RESHAPE$"):
+    UOp(Ops.LOAD, (UOp(Ops.INDEX, (b.reshape((4,)).reshape((2, 2)).reshape((4,)), i)),))
+  with raises(r"^LOAD: takes one INDEX$"): UOp(Ops.LOAD, (b.index(i), b.index(i)))
+  assert b.index(i).load().dtype is dtypes.float32 and b.index(i).store(f32(1.0)).dtype is dtypes.void
+
+
+def test_range_and_leaves():
+  with raises(r"^RANGE: .*size >= 1"): range_(0, 0)
+  with raises(r"^RANGE: "): range_(-3, 0)
+  with raises(r"^RANGE: "): UOp(Ops.RANGE, (), (3, 0))
+  with raises(r"^CONST: "): UOp(Ops.CONST, (), 1)
+  with raises(r"^CONST: "): UOp(Ops.CONST, (), 1.0, dtypes.void)
+  with raises(r"^BUFFER: "): UOp(Ops.BUFFER, (), 3)
+  with raises(r"^ALLOC: "): UOp(Ops.ALLOC, (), ParamArg(0, dtypes.float32, (2, 2)))
+  with raises(r"^END: "): UOp(Ops.END, (f32(1.0), i32(1)))
+  with raises(r"^CAST: "): UOp(Ops.CAST, (range_(3, 0),))
+
+
+@pytest.mark.parametrize("op", [Ops.EXP, Ops.LOG, Ops.SQRT, Ops.SIN, Ops.FLOOR, Ops.TRUNC])
+def test_float_only_unary_on_ints(op):
+  for c in (i32(2), range_(3, 0)):
+    with raises(rf"^{op.name}: needs a float operand, got {c.dtype.name}$"): UOp(op, (c,))
+  assert UOp(op, (f32(2.0),)).dtype is dtypes.float32
+
+
+@pytest.mark.parametrize("op", [Ops.FDIV, Ops.ATAN2])
+def test_float_only_binary_on_ints(op):
+  with raises(rf"^{op.name}: needs a float operand, got int32$"): UOp(op, (i32(1), i32(2)))
+  with raises(rf"^{op.name}: needs a float operand, got bool$"): UOp(op, (UOp.const(True), UOp.const(False)))
+
+
+@pytest.mark.parametrize("op", [Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR])
+def test_int_only_on_floats(op):
+  with raises(rf"^{op.name}: needs an integer operand, got float32$"): UOp(op, (f32(1.0), f32(2.0)))
+  with raises(rf"^{op.name}: needs an integer operand, got float64$"):
+    UOp(op, (UOp.const(1.0, dtypes.float64), UOp.const(2.0, dtypes.float64)))
+  assert UOp(op, (i32(1), i32(2))).dtype is dtypes.int32
+
+
+def test_bool_rules():
+  t = UOp.const(True)
+  assert (t & t).dtype is dtypes.bool and (t | t).dtype is dtypes.bool and (t ^ t).dtype is dtypes.bool
+  for op in (Ops.SHL, Ops.SHR):
+    with raises(rf"^{op.name}: needs an integer operand, got bool$"): UOp(op, (t, t))
+  for op in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD):
+    with raises(rf"^{op.name}: not defined for bool$"): UOp(op, (t, t))
+  assert (range_(3, 0) < 2).dtype is dtypes.bool
+
+
+def test_index_rules():
+  x, i = buf(0, 12).reshape((3, 4)), range_(3, 0)
+  with raises(r"^INDEX: 3 indices for shape \(3, 4\)$"): x.index(i, i, i)
+  with raises(r"^INDEX: .*integer.*float32"): x.index(f32(1.0))
+  with raises(r"^INDEX: .*integer.*bool"): x.index(UOp.const(True))
+  two = UOp.const(1).reshape((1,)).expand((2,))
+  with raises(r"^INDEX: .*\(\) vs \(2,\)"): x.index(i, two)
+  with raises(r"^INDEX: needs a value and at least one index$"): UOp(Ops.INDEX, (x,))
+  assert x.index(i).shape == (4,) and x.index(i, i).shape == () and x.index(i32(1)).shape == (4,)
+  assert x.index(two).shape == (2, 4)                      # a gathering INDEX: the index's shape comes first
+
+
+# ---------------------------------------------------------------- shape-world type errors
+X = lambda: buf(0, 12).reshape((3, 4))
+
+
+def test_reshape_errors():
+  with raises(r"^RESHAPE \(3, 4\) -> \(5,\)$"): X().reshape((5,))
+  with raises(r"^RESHAPE \(3, 4\) -> \(2, 2, 2\)$"): X().reshape((2, 2, 2))
+  with raises(r"^RESHAPE: takes one source, got 2$"): UOp(Ops.RESHAPE, (X(), X()), (12,))
+  assert X().reshape((2, 6)).shape == (2, 6) and X().reshape((12, 1)).reshape((1, 12, 1)).shape == (1, 12, 1)
+
+
+def test_reshape_negative_dim_names_op():
+  with raises(r"RESHAPE"): X().reshape((3, -4))
+
+
+def test_reshape_negative_dim_rejected():
+  with pytest.raises(UOpError, match=r"\(3, -4\)"): X().reshape((3, -4))
+  with pytest.raises(UOpError): X().reshape((-3, -4))
+
+
+def test_permute_errors():
+  with raises(r"^PERMUTE \(0, 0\) of \(3, 4\)$"): X().permute((0, 0))
+  with raises(r"^PERMUTE \(0,\) of \(3, 4\)$"): UOp(Ops.PERMUTE, (X(),), (0,))
+  with raises(r"^PERMUTE \(1, 2\) of \(3, 4\)$"): X().permute((1, 2))
+  with raises(r"^PERMUTE \(0, 1, 2\) of \(3, 4\)$"): X().permute((0, 1, 2))
+  assert X().permute((1, 0)).shape == (4, 3)
+
+
+def test_expand_errors():
+  with raises(r"^EXPAND \(3, 4\) -> \(3, 5\)$"): X().expand((3, 5))
+  with raises(r"^EXPAND \(3, 4\) -> \(3, 4, 1\)$"): X().expand((3, 4, 1))
+  with raises(r"^EXPAND \(3, 4\) -> \(4,\)$"): X().expand((4,))
+  with raises(r"^EXPAND \(3, 4\) -> \(1, 4\)$"): X().expand((1, 4))          # shrinking an axis is not expanding
+  assert X().reshape((3, 1, 4)).expand((3, 5, 4)).shape == (3, 5, 4)
+
+
+def test_shrink_errors():
+  with raises(r"^SHRINK \(\(0, 4\), \(0, 4\)\) of \(3, 4\)$"): X().shrink(((0, 4), (0, 4)))
+  with raises(r"^SHRINK \(\(2, 1\), \(0, 4\)\) of \(3, 4\)$"): X().shrink(((2, 1), (0, 4)))
+  with raises(r"^SHRINK \(\(-1, 2\), \(0, 4\)\) of \(3, 4\)$"): X().shrink(((-1, 2), (0, 4)))
+  with raises(r"^SHRINK \(\(0, 3\),\) of \(3, 4\)$"): UOp(Ops.SHRINK, (X(),), ((0, 3),))
+  assert X().shrink(((1, 3), (2, 2))).shape == (2, 0)
+
+
+def test_reduce_errors():
+  with raises(r"^REDUCE \(Ops.ADD, 3\) of \(3, 4\)$"): X().reduce(Ops.ADD, 3)
+  with raises(r"^REDUCE \(Ops.ADD, -1\) of \(3, 4\)$"): X().reduce(Ops.ADD, -1)
+  with raises(r"^REDUCE \(Ops.FDIV, 1\) of \(3, 4\)$"): X().reduce(Ops.FDIV, 1)
+  with raises(r"^REDUCE \(Ops.ADD,\) of \(3, 4\)$"): UOp(Ops.REDUCE, (X(),), (Ops.ADD,))
+  with raises(r"^REDUCE ADD of bool: cast first$"): UOp(Ops.REDUCE, (UOp.const(True).reshape((1,)).expand((3,)),), (Ops.ADD, 1))
+  assert X().reduce(Ops.MAX, 1).shape == (3,) and X().reduce(Ops.ADD, 2).shape == () and X().reduce(Ops.ADD, 0).shape == (3, 4)
+
+
+def test_stack_errors():
+  with raises(r"^STACK: sources differ: float32 \(3, 4\) vs float32 \(4, 3\)$"): UOp(Ops.STACK, (X(), X().permute((1, 0))))
+  with raises(r"^STACK: sources differ: float32 \(3, 4\) vs int32 \(3, 4\)$"):
+    UOp(Ops.STACK, (X(), buf(1, 12, dtypes.int32).reshape((3, 4))))
+  with raises(r"^STACK: needs at least one source$"): UOp(Ops.STACK, ())
+  assert UOp(Ops.STACK, (X(), X(), X())).shape == (3, 3, 4)
+
+
+def test_const_like_broadcasts():
+  x = X()
+  c = x.const_like(2.0)
+  assert c.shape == (3, 4) and c.dtype is dtypes.float32 and c.op is Ops.EXPAND
+  assert (-x).shape == (3, 4)            # -x is x * -1, which needs the broadcast constant
+
+
+def test_pad_and_flip_errors():
+  with raises(r"^PAD .*\(3, 4\)$"): X().pad(((1, 1),), 0.0)
+  with raises(r"^PAD .*\(-1, 1\).* of \(3, 4\)$"): X().pad(((-1, 1), (0, 0)), 0.0)
+  with raises(r"^FLIP \(0, 0\) of \(3, 4\)$"): UOp(Ops.FLIP, (X(),), (0, 0))
+  with raises(r"^FLIP \(2,\) of \(3, 4\)$"): UOp(Ops.FLIP, (X(),), (2,))
+  assert X().pad(((1, 2), (0, 3)), 0.0).shape == (6, 7) and X().flip((0, 1)).shape == (3, 4)
+
+
+def test_flip_builder_bad_axis_is_uoperror():
+  with raises(r"^FLIP \(2,\) of \(3, 4\)$"): X().flip((2,))
+
+
+def test_pad_value_is_part_of_the_structure():
+  x = X()
+  assert x.pad(((1, 1), (0, 0)), -0.0) is not x.pad(((1, 1), (0, 0)), 0.0)
+  assert x.pad(((1, 1), (0, 0)), math.nan) is x.pad(((1, 1), (0, 0)), float("nan"))
+  assert x.pad(((1, 1), (0, 0)), 0.0) is x.pad(((1, 1), (0, 0)), 0)
