@@ -80,13 +80,13 @@ def _open(v: UOp, live: dict[UOp, frozenset]) -> frozenset:
   return live[v]
 
 
-def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp], staged: dict) -> UOp | None:
+def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   """The node to materialize next in this kernel, or None: a REDUCE whose inline accumulators cost more than
   computing it once, else the outermost elementwise value with transcendentals that is computed more than
   RECOMPUTE_LIMIT times per element."""
   cost, closure = _evaluations(ctx, out_ranges)
   for r, c in cost.items():
-    if r not in staged and c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]): return r
+    if c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]): return r
   evals: dict[UOp, int] = {}
   live: dict[UOp, frozenset] = {}
   for (u, _), v in ctx.memo.items():
@@ -94,17 +94,26 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp], staged: dict) -> UOp
   heavy: set[UOp] = set()
   best = None
   for u in root.toposort():
-    if u in staged or u.op is Ops.REDUCE: continue
+    if u.op is Ops.REDUCE: continue
     if u.op in _EXPENSIVE or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
     if u in heavy and u is not root and evals.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
   return best
 
 
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx]:
+def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx, UOp, dict]:
+  """Lower the kernel of staged node `root`, other staged nodes read from their buffers. Also returns the
+  body that was lowered and, for its nodes, the node of the scheduled graph each one stands for."""
   body = root.src[0] if root.op is Ops.STAGE else root
-  body = body.substitute({k: v for k, v in staged_bufs.items() if k is not root})
+  new: dict[UOp, UOp] = {}
+  orig: dict[UOp, UOp] = {}
+  for u in body.toposort():
+    if u in staged_bufs and u is not root: new[u] = staged_bufs[u]; continue
+    src = tuple(new[x] for x in u.src)
+    new[u] = n = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    orig[n] = u
+  body = new[body]
   ctx = Ctx(opts=choose_opts(body) if optimize else Opts())
-  return lower(body, out, ctx), ctx
+  return lower(body, out, ctx), ctx, body, orig
 
 
 def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
@@ -133,10 +142,11 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
     for u in order:
       if prod(u.shape) == 0: continue
       out = buf(slot[u], prod(u.shape), u.dtype)
-      sink, ctx = _lower_kernel(u, bufs, out, optimize)
+      sink, ctx, body, orig = _lower_kernel(u, bufs, out, optimize)
       loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
                      key=lambda r: r.arg.idx)
-      if (new := _recomputed(u.src[0] if u.op is Ops.STAGE else u, ctx, loops, bufs)) is not None: break
+      if (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
+      new = None
       local, slots = _localize(sink)
       kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u]))
     if new is None: break

@@ -143,30 +143,32 @@ def _atomic_write(path: str, data: bytes) -> None:
 def _build(src: str, so_path: str, flags: tuple) -> None:
   d = os.path.dirname(so_path)
   os.makedirs(d, exist_ok=True)
-  fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=d, prefix=".tmp-")
-  with os.fdopen(fd, "w") as f: f.write(src)
-  tmp_so = tmp_c[:-2] + ".so"
+  # a private directory and fixed file names: the object's bytes depend only on the source, so processes
+  # racing on one entry write identical files and the checksum matches whichever .so lands
+  work = tempfile.mkdtemp(dir=d, prefix=".build-")
+  c_path, tmp_so = os.path.join(work, "kernel.c"), os.path.join(work, "kernel.so")
+  with open(c_path, "w") as f: f.write(src)
   cc = compiler()
   t = time.perf_counter()
-  try: p = subprocess.run([cc, *flags, "-o", tmp_so, tmp_c, "-lm"], capture_output=True, text=True)
-  except OSError:
-    os.unlink(tmp_c)
-    raise _no_compiler(cc) from None
-  stats.compiles += 1
-  stats.compile_seconds += time.perf_counter() - t
-  if p.returncode != 0:
-    kept = os.path.join(d, os.path.basename(so_path)[:-3] + ".failed.c")
-    os.replace(tmp_c, kept)
-    raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
-  os.unlink(tmp_c)
-  digest = _digest(tmp_so)
-  os.replace(tmp_so, so_path)
-  _atomic_write(so_path[:-3] + ".sha256", (digest or "").encode())
-  _evict(os.path.dirname(d))
+  try:
+    try: p = subprocess.run([cc, *flags, "-o", tmp_so, c_path, "-lm"], capture_output=True, text=True, cwd=work)
+    except OSError: raise _no_compiler(cc) from None
+    stats.compiles += 1
+    stats.compile_seconds += time.perf_counter() - t
+    if p.returncode != 0:
+      kept = os.path.join(d, os.path.basename(so_path)[:-3] + ".failed.c")
+      os.replace(c_path, kept)
+      raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
+    digest = _digest(tmp_so)
+    os.replace(tmp_so, so_path)
+    _atomic_write(so_path[:-3] + ".sha256", (digest or "").encode())
+  finally: shutil.rmtree(work, ignore_errors=True)
+  _evict(os.path.dirname(d), keep=so_path)
 
 
-def _evict(root: str) -> None:
-  """Delete least recently used entries while the cache is larger than $MINITENSOR_CACHE_BYTES."""
+def _evict(root: str, keep: str) -> None:
+  """Delete least recently used entries (never `keep`, the one just built) while the cache is larger than
+  $MINITENSOR_CACHE_BYTES."""
   limit = int(os.environ.get("MINITENSOR_CACHE_BYTES", str(1 << 30)))
   entries = []
   for dp, _, files in os.walk(root):
@@ -179,6 +181,7 @@ def _evict(root: str) -> None:
   total = sum(e[1] for e in entries)
   for _, size, p in sorted(entries):
     if total <= limit: break
+    if p == keep: continue
     for q in (p, p[:-3] + ".sha256"):
       try: os.unlink(q)
       except OSError: pass
