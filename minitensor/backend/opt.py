@@ -1,7 +1,7 @@
 """opt: choose the Opts of a kernel from its shape and its access strides.
 
 What to compute is fixed by the graph; Opts only decide how the ranges are built (the seed's Halide split).
-The choice reads one default lowering of the kernel: for every LOAD, the stride of its address along each
+The choice reads the kernel's value rangeified at plain output loops: for every LOAD, the stride of its address along each
 loop (the address when that loop steps by one in the middle of its range, all others at their middle), then:
 
     unroll   the innermost reduce axis is split into LANES accumulators when the loads walk it with stride 1:
@@ -14,14 +14,13 @@ loop (the address when that loop steps by one in the middle of its range, all ot
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
              transpose) is blocked 32 x 32, so both sides stay in cache
     thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
-             least THREAD_WORK loop iterations
+             least THREAD_WORK loop iterations (outputs plus, per reduce, its loops around and inside)
 
 Factors must divide the axis; otherwise the axis is left as it is (correct, only slower).
 """
 from __future__ import annotations
 from minitensor.backend.uop import UOp, Ops, AxisType, prod
-from minitensor.backend.rangeify import Opts, Ctx, lower
-from minitensor.backend.linearize import iterations
+from minitensor.backend.rangeify import Opts, Ctx, rangeify
 
 THREAD_WORK = 1 << 17
 TILE = 32
@@ -50,17 +49,14 @@ def _stride(addr: UOp, r: UOp) -> int | None:
 
 def choose_opts(root: UOp) -> Opts:
   """The Opts for the kernel computing shaped `root` (see the module docstring for the rules)."""
-  from minitensor.backend.uop import buf
   shape = root.shape
   if not shape or prod(shape) == 0: return Opts()
+  # rangeify once at plain output ranges (no lowering, no final simplify): enough to read the load addresses
   ctx = Ctx()
-  sink = lower(root, buf(0, prod(shape), root.dtype), ctx)
-  out_rng = {u.arg.idx: u for u in sink.toposort() if u.op is Ops.RANGE and u.arg.kind is AxisType.LOOP}
-  axis_of = {}
-  k = 0
-  for ax, s in enumerate(shape):                        # lower() numbers the output ranges in axis order
-    if s > 1: axis_of[out_rng[k]] = ax; k += 1
-  loads = [u.src[0] for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.BUFFER]
+  idx = tuple(ctx.rng(s) if s > 1 else UOp.const(0) for s in shape)
+  val = rangeify(root, idx, ctx)
+  axis_of = {r: ax for ax, r in enumerate(idx) if r.op is Ops.RANGE}
+  loads = [u.src[0] for u in val.toposort() if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.BUFFER]
   def unit(r: UOp) -> int:
     return sum(1 for i in loads if _stride(i.src[1], r) in (1, -1))
   def large(r: UOp) -> int:
@@ -70,7 +66,7 @@ def choose_opts(root: UOp) -> Opts:
   opts = Opts()
   inner = max((r for r in axis_of), key=lambda r: r.arg.idx, default=None)
   reduce_inner = [parts[-1][0] for parts in ctx.reduce_ranges.values() if parts and parts[-1][0].op is Ops.RANGE]
-  work = iterations(sink)
+  work = prod(shape) + sum(prod(r.arg.size for r in rs) * prod(u.src[0].shape[len(u.shape):]) for (u, rs) in ctx.reduce_ranges)
   if reduce_inner:
     rr = reduce_inner[0]
     gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1 for i in loads)
