@@ -177,7 +177,6 @@ def test_getitem_compiles_nothing_for_realized_reads():
   assert kernel_path() == c0
 
 
-@pytest.mark.xfail(strict=True, reason="realize._numpy_view has no PAD case: a strided window that runs past the axis compiles")
 def test_getitem_padded_stride_compiles_nothing():
   v = mt.asarray(np.arange(9)).realize()
   c0 = kernel_path()
