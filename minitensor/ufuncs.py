@@ -34,8 +34,10 @@ def _sign(x: UOp) -> UOp:
 
 def _reciprocal(x: UOp) -> UOp:
   if x.dtype.is_float: return _lit(x, 1) / x
-  one = _lit(x, 1)
-  return x.eq(one).where(one, x.eq(_lit(x, -1)).where(_lit(x, -1), _lit(x, 0))) if not x.dtype.is_unsigned else x.eq(one).where(one, _lit(x, 0))
+  d, one = x.dtype, _lit(x, 1)
+  # NumPy computes (T)(1.0 / x): 1/0 = inf converts to INT_MIN for int32/int64 and to 0 for the other ints
+  r = x.eq(_lit(x, 0)).where(_lit(x, d.min if d.kind == "i" and d.itemsize >= 4 else 0), _lit(x, 0))
+  return x.eq(one).where(one, x.eq(_lit(x, -1)).where(_lit(x, -1), r) if not d.is_unsigned else r)
 
 
 def _add(a: UOp, b: UOp) -> UOp: return a | b if a.dtype.is_bool else a + b
@@ -91,10 +93,20 @@ def is_weak(x) -> bool:
   return type(x) in _PY_SCALARS
 
 
+_T = None     # minitensor.tensor, bound on first use: it imports this module, and a per-call import is slow
+
+
+def _tensor():
+  global _T
+  if _T is None:
+    from minitensor import tensor
+    _T = tensor
+  return _T
+
+
 def _np_dtype_of(x):
   """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
-  from minitensor.tensor import Tensor
-  if isinstance(x, Tensor): return x.dtype
+  if isinstance(x, (_T or _tensor()).Tensor): return x.uop.dtype.np
   if type(x) is bool: return np.dtype(bool)   # resolve_dtypes takes no weak bool; bool is the lowest kind anyway
   if is_weak(x): return type(x)
   return np.asarray(x).dtype
@@ -103,27 +115,28 @@ def _np_dtype_of(x):
 _RESOLVED: dict = {}
 
 
-def resolve(ufunc: np.ufunc, operands: tuple) -> tuple[np.dtype, ...]:
-  """NumPy's loop dtypes (inputs..., output) for these operands; TypeError as NumPy raises it."""
-  key = (ufunc, *(_np_dtype_of(x) for x in operands))
+def resolve(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = None) -> tuple[np.dtype, ...]:
+  """NumPy's loop dtypes (inputs..., output) for these operands, with `dtype=` as NumPy's keyword (the loop
+  whose output is dtype, inputs cast 'same_kind'); TypeError as NumPy raises it."""
+  key = (ufunc, dtype, *(_np_dtype_of(x) for x in operands))
   if (r := _RESOLVED.get(key)) is not None: return r
+  kw = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
   try:
-    r = _RESOLVED[key] = ufunc.resolve_dtypes(key[1:] + (None,) * ufunc.nout)
+    r = _RESOLVED[key] = ufunc.resolve_dtypes(key[2:] + (None,) * ufunc.nout, casting="same_kind", **kw)
     return r
   except TypeError as e:
-    names = ", ".join(getattr(d, "__name__", str(d)) for d in key[1:])
-    raise TypeError(f"{ufunc.__name__}: not supported for {names}") from e
+    names = ", ".join(getattr(d, "__name__", str(d)) for d in key[2:])
+    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} ({e})") from e
 
 
-def apply(ufunc: np.ufunc, *operands):
-  """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules and broadcasting."""
-  from minitensor.tensor import Tensor, asarray, broadcast_shapes, _scalar_uop
+def apply(ufunc: np.ufunc, *operands, dtype=None):
+  """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting."""
+  T = _T or _tensor()
+  Tensor, asarray, broadcast_shapes, _scalar_uop = T.Tensor, T.asarray, T.broadcast_shapes, T._scalar_uop
   if ufunc not in TABLE: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
-  dts = resolve(ufunc, operands)
+  dts = resolve(ufunc, operands, None if dtype is None else np.dtype(dtype))
   ins, out_dt = dts[:ufunc.nin], dts[-1]
-  if ufunc is np.power and ins[1].kind in "iu" and type(operands[1]) is int and operands[1] < 0:
-    raise ValueError("Integers to negative integer powers are not allowed.")
   tensors = [x if isinstance(x, Tensor) or is_weak(x) else asarray(x) for x in operands]
   shape = broadcast_shapes(*(t.shape for t in tensors if isinstance(t, Tensor)), op=ufunc.__name__)
   if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))
@@ -132,6 +145,8 @@ def apply(ufunc: np.ufunc, *operands):
     dt = dtypes.from_numpy(d)
     u = t.uop.cast(dt) if isinstance(t, Tensor) else _scalar_uop(t, dt, ufunc.__name__)
     uops.append(_broadcast(u, shape))
+  if ufunc is np.power and ins[1].kind in "iu" and isinstance(e := operands[1], (int, np.integer)) and e < 0:
+    raise ValueError("Integers to negative integer powers are not allowed.")
   r = TABLE[ufunc](*uops)
   return Tensor(r.cast(dtypes.from_numpy(out_dt)))
 

@@ -60,10 +60,12 @@ class Ops(Enum):
   STAGE = auto(); PAD = auto(); FLIP = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
+  __hash__ = object.__hash__       # members are singletons; Enum's own hash is a Python-level call
 
 
 class AxisType(Enum):
   LOOP = auto(); REDUCE = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); VECTOR = auto()
+  __hash__ = object.__hash__
 
 
 class ParamArg(NamedTuple):
