@@ -10,7 +10,7 @@ loop (the address when that loop steps by one in the middle of its range, all ot
              when loads walk it with stride 1 (column sums, GEMM: a row of B times a broadcast element of A,
              convolution along a row): the compiler vectorizes the outer loop, one accumulator per lane
     upcast   an outer output axis that one load walks while another broadcasts it is unrolled by 8 inside
-             that loop, so each loaded vector feeds 8 rows (a register tile)
+             that loop, so each loaded vector feeds 8 rows (a register tile of 8 rows x 2 vectors)
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
              transpose) is blocked 32 x 32, so both sides stay in cache
     thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
@@ -78,6 +78,8 @@ def choose_opts(root: UOp) -> Opts:
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
       if rows and (f := _divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], 8)) > 1:
         opts.upcast[axis_of[max(rows, key=lambda r: r.arg.idx)]] = f
+        # 8 rows x 2 vectors: 16 accumulators, within the 32 vector registers (measured: 169 vs 143 GFLOP/s)
+        opts.vector[axis_of[inner]] = _divisor(shape[axis_of[inner]], 2 * lanes)
       elif not rows and len(axis_of) == 1:
         # nothing to reuse in registers (a column sum): wide lanes, so each pass over the rows reads long
         # contiguous runs; two chunks when both cores are worth using
