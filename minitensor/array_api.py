@@ -108,6 +108,7 @@ def can_cast(from_, to, /) -> builtins.bool:
 
 
 class finfo_object(NamedTuple):
+  """finfo's result: the standard's attributes, as Python numbers."""
   bits: int
   eps: float
   max: float
@@ -117,6 +118,7 @@ class finfo_object(NamedTuple):
 
 
 class iinfo_object(NamedTuple):
+  """iinfo's result: the standard's attributes, as Python numbers."""
   bits: int
   max: int
   min: int
@@ -217,7 +219,7 @@ def _on_cpu(f: Callable) -> Callable:
     return f(*args, **kwargs)
   sig = inspect.signature(f)
   g.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
-  g.__doc__ = (f.__doc__ or f"{f.__name__} as NumPy's.").split("\n")[0] + f"""
+  g.__doc__ = " ".join((f.__doc__ or f"{f.__name__} as NumPy's.").split("\n\n")[0].split()) + f"""
 
   Parameters
   ----------
@@ -357,7 +359,8 @@ def acosh(x, /) -> Tensor:
   """
   (t,), out = _loop(np.arccosh, x)
   d = t - 1
-  return where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2).astype(out)
+  r = where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2)
+  return where(t >= 1, r, nan).astype(out)
 
 
 def asinh(x, /) -> Tensor:

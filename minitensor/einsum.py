@@ -17,9 +17,9 @@ from __future__ import annotations
 import string
 from collections import Counter
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, prod
+from minitensor.backend.uop import UOp, Ops
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.tensor import Tensor, asarray, full, _dtype
+from minitensor.tensor import Tensor, asarray, _dtype
 from minitensor.extra import diagonal
 
 __all__ = ["einsum"]
@@ -156,4 +156,4 @@ def einsum(subscripts, /, *operands, dtype=None) -> Tensor:
     acc = _combine(([] if acc is None else [acc]) + [(t.uop.cast(d), ls)], keep, sizes, d)
   u, ls = acc
   u = u.permute(tuple(ls.index(c) for c in out))
-  return Tensor(u) if prod(u.shape) else full(u.shape, 0, d)
+  return Tensor(u)

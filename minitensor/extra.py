@@ -2,8 +2,10 @@
 
     cumsum cumprod cumulative_sum   a log-step scan along the last axis (the axis is PERMUTEd there and back):
                                     level k combines 4 copies shifted by 0, s, 2s, 3s (PAD + SHRINK, s = 4^k) and is
-                                    STAGEd, so log4(n) kernels of O(n) work (fused, the levels would recompute
-                                    2^k terms per element); integers wrap as NumPy's do, floats agree to rounding
+                                    STAGEd: log4(n) kernels of O(n) work. Unstaged, the levels would fuse into one
+                                    kernel evaluating n terms per element (O(n^2), and C code growing with n).
+                                    Integers wrap as NumPy's do; floats differ from NumPy's sequential sums by
+                                    rounding only (the error grows with log n, not n)
     diff                            SHRINK windows subtracted (not_equal for bool), n times
     tril triu                       WHERE on a mask of iotas (column - row against k)
     diagonal trace diag             movement only: the (n, n) block viewed as n*n, PADded to n*(n + 1), read
@@ -17,7 +19,7 @@ import operator
 import numpy as np
 from minitensor import ufuncs as U
 from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.composite import move_axis
 from minitensor.manipulation import _axis, concatenate
 from minitensor.tensor import Tensor, asarray, full, where, tensordot, broadcast_shapes, _dtype, _acc_dtype
 
@@ -26,18 +28,6 @@ __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diago
 
 _PY_SCALARS = (bool, int, float)
 _RADIX = 4
-
-
-def _wrap(u: UOp) -> Tensor:
-  """A Tensor of u; a size-0 result as a broadcast constant (a size-0 buffer is never realized)."""
-  return Tensor(u) if prod(u.shape) else full(u.shape, 0, u.dtype)
-
-
-def _move_last(u: UOp, ax: int) -> tuple[UOp, tuple[int, ...]]:
-  """u with axis ax moved to the end, and the permutation that moves it back."""
-  n = len(u.shape)
-  p = [k for k in range(n) if k != ax] + [ax]
-  return u.permute(tuple(p)), tuple(p.index(k) for k in range(n))
 
 
 # ---------------------------------------------------------------------- scans
@@ -59,8 +49,8 @@ def _accumulate(a, axis, dtype, kind: str) -> Tensor:
   ax = _axis(axis, t.ndim, f"cum{kind}")
   d = _dtype(dtype) if dtype is not None else _acc_dtype(kind, t.uop.dtype)
   op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX, ("prod", True): Ops.MIN}[kind, d.is_bool]
-  u, back = _move_last(t.uop.cast(d), ax)
-  return _wrap(_scan(u, op, 1 if kind == "prod" else 0).permute(back))
+  r = _scan(move_axis(t.uop.cast(d), ax, t.ndim - 1), op, 1 if kind == "prod" else 0)
+  return Tensor(move_axis(r, t.ndim - 1, ax))
 
 
 def cumsum(a, axis: int | None = None, dtype=None) -> Tensor:
@@ -155,7 +145,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
   for _ in range(min(n, t.shape[ax])):
     hi, lo = (t[(slice(None),) * ax + (s,)] for s in (slice(1, None), slice(None, -1)))
     t = U.apply(np.not_equal if t.uop.dtype.is_bool else np.subtract, hi, lo)
-  return _wrap(t.uop)
+  return t
 
 
 # ---------------------------------------------------------------------- triangles and diagonals
@@ -165,7 +155,7 @@ def _tri(m, k: int, lower: bool, name: str) -> Tensor:
   r, c = t.shape[-2:] if t.ndim > 1 else (t.shape[0],) * 2
   rows, cols = (asarray(np.arange(x, dtype=np.int64)) for x in (r, c))
   d = cols.reshape(1, c) - rows.reshape(r, 1)
-  return _wrap(where(d <= k if lower else d >= k, t, full((), 0, t.dtype)).uop)
+  return where(d <= k if lower else d >= k, t, full((), 0, t.dtype))
 
 
 def tril(m, k: int = 0) -> Tensor:
@@ -313,9 +303,14 @@ def take(a, indices, axis: int | None = None, mode: str = "raise") -> Tensor:
   ax = _axis(axis, t.ndim, "take")
   n = t.shape[ax]
   if mode not in ("raise", "wrap", "clip"): raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-  if mode != "raise" and n == 0 and idx.size: raise IndexError("take: cannot do a non-empty take from an empty axes.")
-  if mode == "wrap": idx = idx % max(n, 1)
-  if mode == "clip": idx = np.clip(idx, 0, max(n - 1, 0))
+  shape = t.shape[:ax] + idx.shape + t.shape[ax + 1:]
+  if n == 0 and prod(shape): raise IndexError("take: cannot do a non-empty take from an empty axes.")
+  bad = (idx < -n) | (idx >= n)
+  if mode == "raise" and prod(t.shape[:ax]) and bad.any():   # NumPy checks once per leading index: none, none checked
+    raise IndexError(f"take: index {idx[bad].flat[0]} is out of bounds for axis {ax} with size {n}")
+  if not prod(shape): return full(shape, 0, t.dtype)
+  if mode == "wrap": idx = idx % n
+  if mode == "clip": idx = np.clip(idx, 0, n - 1)
   return t[(slice(None),) * ax + (idx,)]
 
 
@@ -368,7 +363,7 @@ def meshgrid(*xi, sparse: bool = False, indexing: str = "xy") -> tuple[Tensor, .
   if indexing == "xy" and nd > 1: out = [t.swapaxes(0, 1) for t in out]
   if sparse: return tuple(out)
   shape = broadcast_shapes(*(t.shape for t in out))
-  return tuple(_wrap(t.broadcast_to(shape).uop) for t in out)
+  return tuple(t.broadcast_to(shape) for t in out)
 
 
 def outer(a, b) -> Tensor:
@@ -384,7 +379,7 @@ def outer(a, b) -> Tensor:
       Shape (a.size, b.size), NumPy's multiply dtype (bool: AND).
   """
   x, y = asarray(a), asarray(b)
-  return _wrap(U.apply(np.multiply, x.reshape(-1, 1), y.reshape(1, -1)).uop)
+  return U.apply(np.multiply, x.reshape(-1, 1), y.reshape(1, -1))
 
 
 def inner(a, b) -> Tensor:
@@ -404,7 +399,7 @@ def inner(a, b) -> Tensor:
   if x.ndim == 0 or y.ndim == 0: return U.apply(np.multiply, x, y)
   if x.shape[-1] != y.shape[-1]:
     raise ValueError(f"inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})")
-  return _wrap(tensordot(x, y, ([x.ndim - 1], [y.ndim - 1])).uop)
+  return tensordot(x, y, ([x.ndim - 1], [y.ndim - 1]))
 
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
@@ -428,7 +423,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   if -ax > min(a.ndim, b.ndim) or a.shape[ax] != b.shape[ax]:
     raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} differ along axis {axis}")
   p = U.apply(np.multiply, a, b)
-  return _wrap((p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)).uop)
+  return p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)
 
 
 # ---------------------------------------------------------------------- closeness

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from minitensor import ufuncs as U
 from minitensor.tensor import Tensor, asarray, full, where
-from minitensor.extra import take, _wrap
+from minitensor.extra import take
 
 __all__ = ["nonzero", "argsort", "sort", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "searchsorted", "isin"]
@@ -108,6 +108,7 @@ def unique(ar, axis: int | None = None, *, equal_nan: bool = True) -> Tensor:
 
 
 class UniqueAllResult(NamedTuple):
+  """unique_all's result: the sorted values, first indices, inverse (x's shape) and counts."""
   values: Tensor
   indices: Tensor
   inverse_indices: Tensor
@@ -115,11 +116,13 @@ class UniqueAllResult(NamedTuple):
 
 
 class UniqueCountsResult(NamedTuple):
+  """unique_counts' result."""
   values: Tensor
   counts: Tensor
 
 
 class UniqueInverseResult(NamedTuple):
+  """unique_inverse's result."""
   values: Tensor
   inverse_indices: Tensor
 
@@ -230,7 +233,7 @@ def searchsorted(a, v, side: str = "left", sorter=None) -> Tensor:
     probe = Tensor(s.uop.index((U.apply(np.minimum, c, n) - 1).uop))
     ok = _precedes(probe, x) if side == "left" else ~_precedes(x, probe)
     pos, step = where((c <= n) & ok, c, pos), step >> 1
-  return _wrap(pos.uop)
+  return pos
 
 
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False) -> Tensor:
@@ -254,4 +257,4 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
   e, t = asarray(element), asarray(np.unique(np.asarray(asarray(test_elements))))
   if t.shape[0] == 0: return full(e.shape, invert, bool)
   probe = Tensor(t.uop.index(U.apply(np.minimum, searchsorted(t, e), t.shape[0] - 1).uop))
-  return _wrap((probe != e if invert else probe == e).uop)
+  return probe != e if invert else probe == e

@@ -9,7 +9,7 @@ Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad a
 is always C-contiguous.
 """
 from __future__ import annotations
-import math, operator
+import operator
 from typing import Any, Iterable, Sequence
 import numpy as np
 from numpy.exceptions import AxisError
@@ -218,6 +218,8 @@ class Tensor:
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
     keep = [k for k in range(self.ndim) if k not in axes]
     r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
+    # a sum starts from +0.0 (NumPy: sum([-0.0]) is 0.0); a one-element REDUCE is that element itself
+    if op is Ops.ADD and u.dtype.is_float and prod(self.shape[a] for a in axes) == 1: r = r + r.const_like(0.0)
     if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
     return Tensor(r)
 
@@ -237,23 +239,26 @@ class Tensor:
   def _count(self, axis) -> int: return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, "mean"))
 
   def mean(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    """Mean over axis; with an integer dtype the sum is divided in float64 and truncated, as NumPy does."""
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
-    acc = _WIDER.get(out, out)
-    s = self._reduce(Ops.ADD, axis, keepdims, "mean", acc).uop
-    return Tensor((s / s.const_like(float(self._count(axis)))).cast(out) if self._count(axis) else (s * math.nan).cast(out))
+    s = self._reduce(Ops.ADD, axis, keepdims, "mean", _WIDER.get(out, out)).uop
+    if not s.dtype.is_float: s = s.cast(dtypes.float64)
+    return Tensor((s / s.const_like(float(self._count(axis)))).cast(out))   # 0 / 0: NaN for an empty mean
 
   def var(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
-    """Variance: mean of squared deviations from the mean, divided by N - ddof."""
+    """Variance: the sum of squared deviations from the mean divided by max(N - ddof, 0), in NumPy's steps
+    (an integer dtype truncates the mean, the squares and the result)."""
     if correction is not None: ddof = correction
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     acc = _WIDER.get(out, out)
-    x = Tensor(self.uop.cast(acc))
-    d = x - x.mean(axis, keepdims=True)
-    s = (d * d)._reduce(Ops.ADD, axis, keepdims, "var").uop
-    return Tensor((s / s.const_like(float(self._count(axis) - ddof))).cast(out))
+    d = (Tensor(self.uop.cast(acc)) if acc.is_float else self) - self.mean(axis, acc, keepdims=True)
+    s = (d * d).sum(axis, acc, keepdims).uop
+    if not s.dtype.is_float: s = s.cast(dtypes.float64)
+    return Tensor((s / s.const_like(float(max(self._count(axis) - ddof, 0)))).cast(out))
 
   def std(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
     v = self.var(axis, dtype, ddof, keepdims, correction=correction)
+    if not v.uop.dtype.is_float: raise TypeError(f"std: the square root of {v.dtype} cannot be cast back to {v.dtype}; use a float dtype")
     return Tensor(UOp(Ops.SQRT, (v.uop,)))
 
   def any(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else _full_bool(self, axis, keepdims, False)
@@ -403,9 +408,9 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
 
-def zeros(shape, dtype=float) -> Tensor: return full(shape, 0, dtype)
-def ones(shape, dtype=float) -> Tensor: return full(shape, 1, dtype)
-def empty(shape, dtype=float) -> Tensor: return full(shape, 0, dtype)
+def zeros(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
+def ones(shape, dtype=None) -> Tensor: return full(shape, 1, float if dtype is None else dtype)
+def empty(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
 
 
 # ---------------------------------------------------------------------- functions with NumPy names
@@ -419,29 +424,43 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
 
 
 def where(cond, x, y) -> Tensor:
-  """x where cond is true, else y (broadcast together; x and y promoted as NumPy does)."""
+  """x where cond is true, else y (broadcast together; x and y promoted as NumPy does). As NumPy's where, a
+  Python int goes through int64 (or uint64) and wraps into the result dtype: where(c, int8_t, 1000) holds -24."""
   c = asarray(cond) if not isinstance(cond, Tensor) else cond
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
   xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]
+  for v in xs:
+    if type(v) is int and not -2**63 <= v < 2**64: raise OverflowError(f"where: Python int {v} too large to convert to int64")
   d = dtypes.from_numpy(np.result_type(*(v.dtype if isinstance(v, Tensor) else v for v in xs)))
   shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
-  a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else _scalar_uop(v, d, "where"), shape) for v in xs)
+  a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else UOp.const(d.python(v), d), shape) for v in xs)
   return Tensor(U._broadcast(c.uop, shape).where(a, b))
 
 
 def clip(a, a_min=None, a_max=None) -> Tensor:
+  """min(max(a, a_min), a_max). As NumPy 2, a Python int bound past the end of a's integer range on its own
+  side clips nothing (clip(int8_t, -1000, 1000) is int8_t); past the other end it raises OverflowError."""
   a = asarray(a)
+  d = a.uop.dtype
+  if d.is_int and type(a_min) is int and a_min < d.min: a_min = None
+  if d.is_int and type(a_max) is int and a_max > d.max: a_max = None
   if a_min is not None: a = U.apply(np.maximum, a, a_min)
   if a_max is not None: a = U.apply(np.minimum, a, a_max)
   return a
 
 
 def round(a, decimals: int = 0) -> Tensor:
+  """Round half to even to `decimals` digits, in NumPy's steps: rint(a * 10**d) / 10**d, or rint(a / 10**-d) *
+  10**-d for d < 0. Integers are unchanged for d >= 0, rounded in float64 (and wrapped back) for d < 0; bool
+  rounds to float16 for d = 0 and raises TypeError otherwise."""
   a = asarray(a)
-  if not a.uop.dtype.is_float: return a
-  if decimals == 0: return U.apply(np.rint, a)
-  f = 10.0 ** decimals
-  return U.apply(np.rint, a * f) / f
+  d = a.uop.dtype
+  if decimals == 0: return a if d.is_int else U.apply(np.rint, a)
+  if d.is_bool: raise TypeError(f"round: cannot cast the float64 result back to bool (decimals={decimals})")
+  if d.is_int and decimals > 0: return a
+  if decimals > 0: return U.apply(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
+  f = 10 ** -decimals if d.is_int else 10.0 ** -decimals
+  return (U.apply(np.rint, a / f) * f).astype(d)
 
 
 def expand_dims(a, axis) -> Tensor:
