@@ -280,6 +280,7 @@ class Tensor:
       known = prod(s for s in shape if s != -1)
       if known == 0 or self.size % known: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
       shape = tuple(self.size // known if s == -1 else s for s in shape)
+    _check_shape(shape, "reshape")
     if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
     return Tensor(self.uop.reshape(shape))
 
@@ -313,6 +314,7 @@ class Tensor:
 
   def broadcast_to(self, shape) -> Tensor:
     shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
+    _check_shape(shape, "broadcast_to")
     if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
       raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
     return Tensor(U._broadcast(self.uop, shape))
@@ -381,6 +383,8 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   C-contiguous, native-endian and of a supported dtype is used without a copy (unless copy=True)."""
   if isinstance(obj, Tensor):
     return obj if dtype is None or _dtype(dtype).np == obj.dtype else obj.astype(dtype)
+  if type(obj) is int and not -2 ** 63 <= obj < 2 ** 64:
+    raise OverflowError(f"asarray: Python int {obj} too large to convert to a 64-bit integer")
   if isinstance(obj, (str, bytes)) or obj is None:
     raise TypeError(f"asarray: cannot make a Tensor from {type(obj).__name__} {obj!r}")
   if isinstance(obj, np.ndarray): a = obj
@@ -403,9 +407,20 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
   if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
   if isinstance(fill_value, Tensor): return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
+  _check_shape(shape, "full")
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
-  c = UOp.const(fill_value, d)
+  c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
+
+
+MAX_DIMS = 64
+
+
+def _check_shape(shape: tuple[int, ...], op: str) -> None:
+  """NumPy's limits, at the call: at most 64 dimensions, and a size that fits in a signed 64-bit integer."""
+  if len(shape) > MAX_DIMS: raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
+  if prod(shape) >= 2 ** 63 or any(s >= 2 ** 63 for s in shape):
+    raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")
 
 
 def zeros(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
@@ -487,6 +502,7 @@ def matmul(a, b) -> Tensor:
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
   prodt = au & bu if acc.is_bool else au * bu
   r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
+  if acc.is_float: r = Tensor(r.uop + r.uop.const_like(0.0))   # as BLAS, which starts from +0.0: no -0.0 results
   shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
   return r.reshape(shape)
 

@@ -19,7 +19,7 @@ A fuzz test of your own code is a few lines:
 
     @given(data=st.data())
     def test_softmax_after_any_movement(data):
-        shape = data.draw(mtt.shapes(min_dims=1))
+        shape = data.draw(mtt.shapes(min_dims=1, min_side=1))
         x = data.draw(mtt.arrays(np.float32, shape, elements=st.floats(-10, 10, width=32)))
         chain = data.draw(mtt.movement_chains(shape))
         mtt.assert_matches_numpy(lambda a: my_softmax(chain.apply(a)), x)
@@ -27,7 +27,7 @@ A fuzz test of your own code is a few lines:
 This module needs hypothesis (`pip install hypothesis`); importing minitensor itself does not.
 """
 from __future__ import annotations
-import inspect, math, types
+import inspect, math, types, warnings
 from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
@@ -98,6 +98,9 @@ def elements(dtype) -> st.SearchStrategy:
   raise TypeError(f"elements: unsupported dtype {d}")
 
 
+_elements = elements       # arrays() takes a parameter of that name
+
+
 def arrays(dtype, shape, elements: st.SearchStrategy | None = None) -> st.SearchStrategy[np.ndarray]:
   """ndarrays of the given dtype and shape with dtype-aware values.
 
@@ -115,7 +118,7 @@ def arrays(dtype, shape, elements: st.SearchStrategy | None = None) -> st.Search
       C-contiguous, writable, native byte order.
   """
   dts = dtype if isinstance(dtype, st.SearchStrategy) else st.just(np.dtype(dtype))
-  return dts.flatmap(lambda d: hnp.arrays(d, shape, elements=elements if elements is not None else globals()["elements"](d)))
+  return dts.flatmap(lambda d: hnp.arrays(d, shape, elements=elements if elements is not None else _elements(d)))
 
 
 def broadcastable_shapes(shape: tuple[int, ...], min_dims: int = 0, max_dims: int | None = None, min_side: int = 0,
@@ -329,7 +332,8 @@ def movement_chains(draw, shape: tuple[int, ...], max_steps: int = 6) -> Movemen
   there is none; new leading axes too; size 0 included), basic indexing (slices with random bounds and steps
   +-1..3, integers, None, Ellipsis), pad (constant, per-axis widths), flip (None, an axis or a tuple),
   concatenate (with a copy of itself or a slice of it, or axis=None) and stack (with itself or a flipped copy).
-  Every intermediate result has at most MAX_CHAIN_SIZE elements and MAX_CHAIN_NDIM axes.
+  Every intermediate result has at most MAX_CHAIN_SIZE elements (or twice the input's, if more) and at most
+  MAX_CHAIN_NDIM axes (or the input's, if more).
 
   Parameters
   ----------
@@ -345,12 +349,13 @@ def movement_chains(draw, shape: tuple[int, ...], max_steps: int = 6) -> Movemen
       reads like ``reshape(3, -1) -> transpose((1, 0)) -> [::-2, 1:]``.
   """
   x = np.zeros(shape, np.int8)
+  max_size, max_ndim = max(MAX_CHAIN_SIZE, 2 * x.size), max(MAX_CHAIN_NDIM, x.ndim)
   steps: list[Step] = []
   for _ in range(draw(st.integers(0, max_steps))):
     new = _draw_step(draw, x)
     y = x
     for s in new: y = np.asarray(s.apply(y))
-    if y.size <= MAX_CHAIN_SIZE and y.ndim <= MAX_CHAIN_NDIM: steps += new; x = y
+    if y.size <= max_size and y.ndim <= max_ndim: steps += new; x = y
   return MovementChain(steps, shape, x.shape)
 
 
@@ -369,7 +374,8 @@ def _public_type(e: BaseException) -> type:
 
 
 def _same_kind(got: BaseException, want: type) -> bool:
-  if want is np.exceptions.AxisError: return isinstance(got, np.exceptions.AxisError) or isinstance(got, ValueError) and isinstance(got, IndexError)
+  """Whether got is of the public type want; for AxisError, a subclass of both ValueError and IndexError will do."""
+  if want is np.exceptions.AxisError: return isinstance(got, ValueError) and isinstance(got, IndexError)
   return isinstance(got, want)
 
 
@@ -384,14 +390,13 @@ def _describe(a) -> str:
   a0 = np.asarray(a)
   s = f"{a0.dtype} {a0.shape}"
   if isinstance(a, np.ndarray) and a.ndim and not a.flags.c_contiguous: s += " (not C-contiguous)"
-  if a0.size <= 24: s += ": " + np.array2string(a0, separator=", ", threshold=24).replace("\n", " ")
+  if a0.size <= 24: s += ": " + np.array2string(a0, separator=", ", threshold=24).replace("\n", "")
   return s
 
 
 def _differing(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> np.ndarray:
   """A boolean mask of the elements that differ (NaN matches NaN; exact when rtol == atol == 0, -0.0 included)."""
-  if got.dtype.kind in "biu" and want.dtype.kind in "biu":
-    return np.asarray(got != want)
+  if got.dtype.kind not in "fc" and want.dtype.kind not in "fc": return np.asarray(got != want)
   g, w = got.astype(np.float64), want.astype(np.float64)
   nan_g, nan_w = np.isnan(g), np.isnan(w)
   with np.errstate(invalid="ignore", over="ignore"):
@@ -402,18 +407,29 @@ def _differing(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> n
   return np.asarray(~((nan_g & nan_w) | (~nan_g & ~nan_w & same)))
 
 
-def _compare(got, want, rtol: float | None, atol: float | None) -> list[str]:
+def _native(d: np.dtype) -> np.dtype: return d if d.isnative else d.newbyteorder("=")
+
+
+def _tolerance(tol, dtype: np.dtype, floor: float) -> float:
+  """The tolerance for a float result of dtype: tol (a float, or a dict by dtype), else the larger of
+  default_tolerance(dtype) and floor (the tolerance of the least precise float input)."""
+  if isinstance(tol, dict): tol = {np.dtype(k): v for k, v in tol.items()}.get(_native(dtype))
+  return max(default_tolerance(dtype), floor) if tol is None else float(tol)
+
+
+def _compare(got, want, rtol, atol, floor: float = 0.0) -> list[str]:
   """What differs between one minitensor result and NumPy's, as message lines (none when they match)."""
   g, w = np.asarray(got), np.asarray(want)
   problems = []
   if g.shape != w.shape: return [f"shape: minitensor {g.shape}, NumPy {w.shape}"]
-  if g.dtype != w.dtype: problems.append(f"dtype: minitensor {g.dtype}, NumPy {w.dtype}")
-  tol = max(default_tolerance(g.dtype), default_tolerance(w.dtype)) if g.dtype.kind == "f" or w.dtype.kind == "f" else 0.0
-  r, a = (tol if rtol is None else rtol), (tol if atol is None else atol)
+  if _native(g.dtype) != _native(w.dtype): problems.append(f"dtype: minitensor {g.dtype}, NumPy {w.dtype}")
+  d = w.dtype if w.dtype.kind == "f" or g.dtype.kind != "f" else g.dtype
+  r, a = (_tolerance(t, d, floor) if d.kind == "f" else 0.0 for t in (rtol, atol))
   bad = _differing(g, w, r, a)
   if bad.any():
     idx = np.argwhere(bad)
-    problems.append(f"values: {len(idx)} of {w.size} element(s) differ (rtol={r:g}, atol={a:g}); the first:")
+    how = "compared exactly" if r == a == 0 else f"rtol={r:g}, atol={a:g}"
+    problems.append(f"values: {len(idx)} of {w.size} element(s) differ ({how}); the first:")
     for i in idx[:5]:
       t = tuple(int(v) for v in i)
       problems.append(f"  at {t}: minitensor {g[t]!r}, NumPy {w[t]!r}")
@@ -436,7 +452,7 @@ def _name(fn) -> str:
   return fn.__qualname__
 
 
-def assert_matches_numpy(fn: Callable, *arrays, rtol: float | None = None, atol: float | None = None) -> None:
+def assert_matches_numpy(fn: Callable, *arrays, rtol: float | dict | None = None, atol: float | dict | None = None) -> None:
   """Assert that fn computes with minitensor what it computes with NumPy.
 
   fn is called twice: with the ndarrays, and with `minitensor.asarray` of each. The results (a Tensor or
@@ -452,10 +468,13 @@ def assert_matches_numpy(fn: Callable, *arrays, rtol: float | None = None, atol:
       methods too). Its repr is shown on failure, so a MovementChain or a named function reads best.
   *arrays : ndarray
       The inputs.
-  rtol, atol : float, optional
-      Tolerances |mt - np| <= atol + rtol * |np| for float results. Default `default_tolerance` of the
-      result dtype (for both): exact for bool and integers, 1e-3 float16, 1e-5 float32, 1e-10 float64.
-      rtol=0 and atol=0 ask for identical floats, the sign of zero included.
+  rtol, atol : float or dict, optional
+      Tolerances |mt - np| <= atol + rtol * |np| for float results: one value, or a dict {dtype: value}.
+      Default (and for dtypes a dict leaves out) `default_tolerance` of the result dtype -- 1e-3 float16,
+      1e-5 float32, 1e-10 float64 -- or of the least precise float input if that is larger (a float64
+      result computed from float32 inputs gets 1e-5). Integer and bool results are always compared exactly.
+      rtol=0 and atol=0 ask for identical floats, the sign of zero included. Byte order is not compared
+      (minitensor computes in native byte order).
 
   Raises
   ------
@@ -464,22 +483,10 @@ def assert_matches_numpy(fn: Callable, *arrays, rtol: float | None = None, atol:
       differing indices with both values, or the exceptions) and the C source of the kernel(s) minitensor
       generated for the result.
   """
-  header = [f"minitensor differs from NumPy for {_name(fn)}", "inputs:"]
-  header += [f"  arg{k}: {_describe(a)}" for k, a in enumerate(arrays)]
-  graphs: list = []
-  mt_exc, mt_res, when = None, None, "call"
-  try:
-    res = fn(*(mt.asarray(a) for a in arrays))
-    tensors = list({id(x): x for _, x in _leaves(res) if isinstance(x, mt.Tensor)}.values())
-    graphs = [t.uop for t in tensors]          # kept to render the kernels on failure (realize replaces t.uop)
-    when = "realize"
-    mt.realize(*tensors)
-    mt_res = [(p, x.numpy() if isinstance(x, mt.Tensor) else x) for p, x in _leaves(res)]
-  except Exception as e: mt_exc = e
-  np_exc, np_res = None, None
-  try:
-    with np.errstate(all="ignore"): np_res = _leaves(fn(*arrays))
-  except Exception as e: np_exc = e
+  header = [f"minitensor differs from NumPy for {_name(fn)}", "inputs:"] + \
+           [f"  arg{k}: {_describe(a)}" for k, a in enumerate(arrays)]
+  mt_res, mt_exc, when, graphs = _run_minitensor(fn, arrays)
+  np_res, np_exc = _run_numpy(fn, arrays)
   fail = lambda lines, cause=None: _fail(header + lines, graphs, cause)
   if np_exc is not None:
     want = _public_type(np_exc)
@@ -487,22 +494,46 @@ def assert_matches_numpy(fn: Callable, *arrays, rtol: float | None = None, atol:
     if not _same_kind(mt_exc, want):
       fail([f"NumPy raised {want.__name__}: {np_exc}", f"minitensor raised {type(mt_exc).__name__}: {mt_exc}"], mt_exc)
     if when == "realize":
-      fail([f"NumPy raised {want.__name__} at the call; minitensor raised it only when computing the result: {mt_exc}"], mt_exc)
+      fail([f"NumPy raised {want.__name__} at the call; minitensor raised {type(mt_exc).__name__} only when computing "
+            f"the result: {mt_exc}"], mt_exc)
     return
   if mt_exc is not None:
-    fail([f"minitensor raised {type(mt_exc).__name__} ({'in fn' if when == 'call' else 'when computing the result'}): {mt_exc}",
-          "NumPy returned a result"], mt_exc)
+    fail([f"minitensor raised {type(mt_exc).__name__} ({'in fn' if when == 'call' else 'when computing the result'}): "
+          f"{mt_exc}", "NumPy returned a result"], mt_exc)
   if [p for p, _ in mt_res] != [p for p, _ in np_res]:
     fail([f"result structure: minitensor {[p or '.' for p, _ in mt_res]}, NumPy {[p or '.' for p, _ in np_res]}"])
+  floor = max((default_tolerance(np.asarray(a).dtype) for a in arrays), default=0.0)
   lines = []
   for (p, g), (_, w) in zip(mt_res, np_res):
-    if problems := _compare(g, w, rtol, atol):
-      lines.append(f"output{p}:" if p else "output:")
-      lines += ["  " + x for x in problems]
+    if problems := _compare(g, w, rtol, atol, floor):
+      lines += [f"output{p}:" if p else "output:"] + ["  " + x for x in problems]
   if lines: fail(lines)
 
 
+def _run_minitensor(fn, arrays) -> tuple[list | None, Exception | None, str, list]:
+  """(the leaves of fn's result as ndarrays, or the exception and whether fn ("call") or realizing raised it,
+  the graphs of the Tensors in the result). Every Tensor of the result is realized in one schedule."""
+  graphs: list = []
+  try:
+    res = fn(*(mt.asarray(a) for a in arrays))
+    tensors = list({id(x): x for _, x in _leaves(res) if isinstance(x, mt.Tensor)}.values())
+    graphs = [t.uop for t in tensors]          # kept to render the kernels on failure (realize replaces t.uop)
+    try: mt.realize(*tensors)
+    except Exception as e: return None, e, "realize", graphs
+    return [(p, x.numpy() if isinstance(x, mt.Tensor) else x) for p, x in _leaves(res)], None, "", graphs
+  except Exception as e: return None, e, "call", graphs
+
+
+def _run_numpy(fn, arrays) -> tuple[list | None, Exception | None]:
+  try:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+      warnings.simplefilter("ignore", RuntimeWarning)
+      return _leaves(fn(*arrays)), None
+  except Exception as e: return None, e
+
+
 def _fail(lines: list[str], graphs: list, cause: BaseException | None):
+  """Raise the AssertionError: the lines, then the C of the kernels that compute the graphs."""
   src = _c_source(graphs) if graphs else "(no Tensor result to explain)"
   msg = "\n".join(lines) + "\ngenerated C (minitensor.explain):\n" + "\n".join("  " + x for x in src.splitlines())
   raise AssertionError(msg) from cause

@@ -12,7 +12,7 @@ import math
 from typing import Callable
 import numpy as np
 from minitensor.backend.uop import UOp, Ops
-from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.dtype import dtypes
 
 _PY_SCALARS = (bool, int, float)
 

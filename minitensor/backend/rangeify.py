@@ -48,8 +48,8 @@ def unravel(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
 
 
 def identity(op: Ops, d: DType):
-  """The value a reduction with op starts from."""
-  if op is Ops.ADD: return False if d.is_bool else 0.0 if d.is_float else 0
+  """The value a reduction with op starts from (-0.0 for float sums: x + -0.0 is x for every x, -0.0 included)."""
+  if op is Ops.ADD: return False if d.is_bool else -0.0 if d.is_float else 0
   if op is Ops.MUL: return True if d.is_bool else 1.0 if d.is_float else 1
   if op is Ops.MAX: return -math.inf if d.is_float else d.min
   return math.inf if d.is_float else d.max

@@ -173,6 +173,17 @@ class _Renderer:
       out = f"(({u.dtype.ctype}){out})"
     return out
 
+  def fma(self, store: UOp) -> str | None:
+    """acc = acc + a*b into a float accumulator as one fused multiply-add (the compiler contracts nothing
+    by itself; sums of products are where NumPy's own kernels, BLAS, fuse too)."""
+    base, v = store.src[0].src[0], store.src[1]
+    while base.op is Ops.AFTER: base = base.src[0]
+    if base.op is not Ops.ALLOC or v.op is not Ops.ADD or not v.dtype.is_float or v.dtype is dtypes.float16: return None
+    acc, m = v.src if v.src[1].op is Ops.MUL else v.src[::-1]
+    if m.op is not Ops.MUL or self.uses.get(m, 0) != 1: return None
+    f = "fmaf" if v.dtype is dtypes.float32 else "fma"
+    return f"{f}({self.expr(m.src[0])}, {self.expr(m.src[1])}, {self.expr(acc)})"
+
   def declare(self, a: UOp, ind: str) -> None:
     if a not in self.r:
       self.r[a] = f"acc{a.arg.slot}"
@@ -195,7 +206,7 @@ class _Renderer:
       self.lines.append(f"{ind}{t} {v} = {val};")
       self.r[u] = v
     elif op is Ops.STORE:
-      st = f"{self.lvalue(u.src[0])} = {self.expr(u.src[1])};"
+      st = f"{self.lvalue(u.src[0])} = {self.fma(u) or self.expr(u.src[1])};"
       self.lines.append(f"{ind}if ({g[0]}) {st} else {g[1]};" if g else f"{ind}{st}")
     else:
       e = self.alu(u)

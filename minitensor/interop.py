@@ -1,0 +1,142 @@
+"""NumPy interoperability: what `np.exp(t)`, `ndarray + t` and `np.sum(t)` do with a Tensor.
+
+Policy (NumPy's result where minitensor cannot compute lazily, never a silent approximation):
+
+  ufuncs (Tensor.__array_ufunc__)
+    ufunc(...) for a ufunc in ufuncs.TABLE     a lazy Tensor with NumPy's dtypes (`ndarray + t`, `np.exp(t)`)
+        dtype=                                 NumPy's keyword: the loop whose output is dtype ('same_kind')
+        out=ndarray(s)                         realized and written into them ('same_kind'); returns out
+        where=mask                             only with out= (positions where mask is false keep out's values)
+        out= a Tensor, where= without out=, any other keyword (casting, order, subok, signature)
+                                               TypeError (their NumPy defaults are accepted and ignored)
+    ufunc(...) for a ufunc minitensor exports under its NumPy name outside the table (np.matmul, np.hypot...)
+                                               minitensor's function, when called without keywords
+    reduce of add, multiply, maximum, minimum, logical_and, logical_or
+                                               Tensor.sum / prod / max / min / all / any (axis defaults to 0 as
+                                               in ufunc.reduce); keywords axis, keepdims, out, and dtype for
+                                               add and multiply; others: TypeError
+    at                                         NumPy on a copy; the Tensor then holds the updated values
+    anything else (accumulate, outer, reduceat, other ufuncs, keywords with non-table ufuncs)
+                                               NumPy on the realized arrays: an ndarray
+  functions (Tensor.__array_function__)
+    a NumPy function minitensor exports under the same name (np.sum, np.mean, np.concatenate, np.where,
+    np.clip, np.reshape, np.transpose, ...), called with arguments minitensor's signature accepts
+                                               minitensor's function: Tensors
+    any other function (np.median, np.percentile, np.linalg.norm, ...) or call (np.sum(t, out=a), np.where(c))
+                                               NumPy on the realized arrays (Tensors inside lists and tuples
+                                               too): NumPy's result
+
+NumPy's function -> minitensor's is a lookup at call time: NumPy's own name for it (np.permute_dims is
+np.transpose: "transpose") in the `minitensor` namespace, when that object is a function defined in minitensor.
+"""
+from __future__ import annotations
+import functools, inspect
+from typing import Callable
+import numpy as np
+from minitensor import ufuncs as U
+from minitensor.tensor import Tensor, asarray
+
+_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
+           np.logical_or: "any"}
+_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True, "dtype": None,
+             "out": None, "keepdims": False}
+
+
+def implementation(func) -> Callable | None:
+  """minitensor's function for NumPy's `func` (a function or ufunc of the numpy namespace): the one minitensor
+  exports under func's name, looked up at each call, so functions added to minitensor later are found too."""
+  import minitensor
+  name = getattr(func, "__name__", None)
+  if not isinstance(name, str) or getattr(np, name, None) is not func: return None   # not numpy.linalg's or numpy.fft's
+  f = getattr(minitensor, name, None)
+  if not callable(f) or isinstance(f, type) or not getattr(f, "__module__", "").startswith("minitensor"): return None
+  return f
+
+
+def to_numpy(x):
+  """x with every Tensor (also inside lists, tuples and dicts) replaced by its realized ndarray."""
+  if isinstance(x, Tensor): return x._value()
+  if isinstance(x, list): return [to_numpy(v) for v in x]
+  if isinstance(x, tuple): return tuple(to_numpy(v) for v in x)
+  if isinstance(x, dict): return {k: to_numpy(v) for k, v in x.items()}
+  return x
+
+
+def _foreign(x) -> bool:
+  """Another library's array (its own __array_ufunc__): NumPy should ask it instead of us."""
+  return hasattr(x, "__array_ufunc__") and not isinstance(x, (Tensor, np.ndarray, np.generic))
+
+
+def _given(kwargs: dict) -> dict:
+  """The keywords whose values differ from NumPy's defaults."""
+  return {k: v for k, v in kwargs.items()
+          if not (k in _DEFAULTS and (v is _DEFAULTS[k] or (isinstance(v, str) and v == _DEFAULTS[k])))}
+
+
+def _reject(kwargs: dict, what: str) -> None:
+  if kwargs: raise TypeError(f"{what}: minitensor does not support the keyword(s) {', '.join(sorted(kwargs))}")
+
+
+def _into(r: Tensor, out: tuple | None, where=True):
+  """r itself, or r realized and written into out[0] (NumPy's 'same_kind' casting); returns out[0]."""
+  if out is None:
+    if where is not True: raise TypeError("where= without out= leaves the masked elements undefined; pass out= too")
+    return r
+  if len(out) != 1: raise TypeError(f"out= must hold one array, got {len(out)}")
+  np.copyto(out[0], r._value(), casting="same_kind", where=to_numpy(where))
+  return out[0]
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
+  """Tensor.__array_ufunc__: see the module docstring for the policy."""
+  out = kwargs.get("out")
+  out = out if out is None or isinstance(out, tuple) else (out,)
+  if any(_foreign(x) for x in inputs + (out or ())): return NotImplemented
+  if out is not None and any(isinstance(o, Tensor) for o in out):
+    raise TypeError(f"{ufunc.__name__}: out= must be an ndarray; a Tensor is a value: rebind it (t = np.{ufunc.__name__}(...))")
+  kw = _given(kwargs)
+  kw.pop("out", None)
+  name = f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}"
+  if method == "__call__" and ufunc in U.TABLE:
+    where, dtype = kw.pop("where", True), kw.pop("dtype", None)
+    _reject(kw, name)
+    return _into(U.apply(ufunc, *inputs, dtype=dtype), out, where)
+  if method == "reduce" and ufunc in _REDUCE:
+    axis, keepdims, dtype = kw.pop("axis", 0), kw.pop("keepdims", False), kw.pop("dtype", None)
+    _reject(kw, name)
+    x, fn = asarray(inputs[0]), _REDUCE[ufunc]
+    if dtype is not None and fn not in ("sum", "prod"): raise TypeError(f"{name}: minitensor does not support dtype=")
+    r = getattr(x, fn)(axis=axis, keepdims=keepdims, **({} if dtype is None else {"dtype": dtype}))
+    return _into(r, out)
+  if method == "at" and isinstance(inputs[0], Tensor):
+    a = inputs[0].numpy()
+    ufunc.at(a, *to_numpy(inputs[1:]), **kwargs)
+    inputs[0].uop = asarray(a).uop
+    return None
+  if method == "__call__" and not kw and out is None and (f := implementation(ufunc)) is not None:
+    return f(*inputs)
+  return getattr(ufunc, method)(*to_numpy(inputs), **to_numpy(kwargs))
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature(f: Callable) -> inspect.Signature | None:
+  try: return inspect.signature(f)
+  except (TypeError, ValueError): return None
+
+
+def _accepts(f: Callable, args: tuple, kwargs: dict) -> bool:
+  """Whether f's signature binds these arguments (True when f has no introspectable signature)."""
+  if (sig := _signature(f)) is None: return True
+  try: sig.bind(*args, **kwargs)
+  except TypeError: return False
+  return True
+
+
+def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict):
+  """Tensor.__array_function__: see the module docstring for the policy."""
+  if not all(issubclass(t, (Tensor, np.ndarray)) for t in types): return NotImplemented
+  f = implementation(func)
+  if f is not None and _accepts(f, args, kwargs): return f(*args, **kwargs)
+  if isinstance(kwargs.get("out"), Tensor):
+    raise TypeError(f"numpy.{func.__name__}: out= must be an ndarray, got a Tensor")
+  return func(*to_numpy(args), **to_numpy(kwargs))
