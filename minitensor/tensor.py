@@ -124,7 +124,9 @@ class Tensor:
     """np.asarray(t): the realized buffer itself, as a read-only view (so it cannot change t behind its
     back); np.array(t) or copy=True: a writable copy."""
     a = self._value()
-    if dtype is not None and np.dtype(dtype) != a.dtype: return a.astype(dtype)
+    if dtype is not None and np.dtype(dtype) != a.dtype:
+      if copy is False: raise ValueError(f"Unable to avoid copy while creating an array as requested: {a.dtype} -> {np.dtype(dtype)}")
+      return a.astype(dtype)
     if copy: return np.array(a, copy=True)
     v = a.view()
     v.flags.writeable = False
@@ -154,8 +156,9 @@ class Tensor:
     if self.ndim == 0: raise TypeError("iteration over a 0-d tensor")
     return (self[i] for i in range(self.shape[0]))
   def __repr__(self) -> str:
-    body = np.array2string(self._value(), separator=", ", prefix="Tensor(")
-    return f"Tensor({body}, dtype={self.dtype})"
+    r = np.array_repr(self._value())                  # NumPy's own text (shape of empty arrays, dtype), renamed
+    r = "Tensor(" + r[len("array("):].replace("\n" + " " * len("array("), "\n" + " " * len("Tensor("))
+    return r if "dtype=" in r else r[:-1] + f", dtype={self.dtype})"
   def __str__(self) -> str: return str(self._value())
   def __hash__(self): return id(self)
   def __copy__(self) -> Tensor: return Tensor(self.uop)
@@ -218,8 +221,8 @@ class Tensor:
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
     keep = [k for k in range(self.ndim) if k not in axes]
     r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
-    # a sum starts from +0.0 (NumPy: sum([-0.0]) is 0.0); a one-element REDUCE is that element itself
-    if op is Ops.ADD and u.dtype.is_float and prod(self.shape[a] for a in axes) == 1: r = r + r.const_like(0.0)
+    # NumPy's sums start from +0.0 (sum([-0.0]) and sum([]) are 0.0); a float REDUCE ADD starts from -0.0
+    if op is Ops.ADD and u.dtype.is_float: r = r + r.const_like(0.0)
     if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
     return Tensor(r)
 
@@ -280,7 +283,7 @@ class Tensor:
       known = prod(s for s in shape if s != -1)
       if known == 0 or self.size % known: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
       shape = tuple(self.size // known if s == -1 else s for s in shape)
-    _check_shape(shape, "reshape")
+    _check_shape(shape, "reshape", self.itemsize)
     if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
     return Tensor(self.uop.reshape(shape))
 
@@ -314,7 +317,7 @@ class Tensor:
 
   def broadcast_to(self, shape) -> Tensor:
     shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
-    _check_shape(shape, "broadcast_to")
+    _check_shape(shape, "broadcast_to", self.itemsize)
     if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
       raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
     return Tensor(U._broadcast(self.uop, shape))
@@ -407,8 +410,8 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
   if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
   if isinstance(fill_value, Tensor): return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
-  _check_shape(shape, "full")
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
+  _check_shape(shape, "full", d.itemsize)
   c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
@@ -416,10 +419,11 @@ def full(shape, fill_value, dtype=None) -> Tensor:
 MAX_DIMS = 64
 
 
-def _check_shape(shape: tuple[int, ...], op: str) -> None:
-  """NumPy's limits, at the call: at most 64 dimensions, and a size that fits in a signed 64-bit integer."""
+def _check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
+  """NumPy's limits, at the call: at most 64 dimensions, and a byte size (of the non-zero axes, as NumPy
+  counts) that fits in a signed 64-bit integer."""
   if len(shape) > MAX_DIMS: raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
-  if prod(shape) >= 2 ** 63 or any(s >= 2 ** 63 for s in shape):
+  if prod(s for s in shape if s) * itemsize >= 2 ** 63:
     raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")
 
 
@@ -502,7 +506,6 @@ def matmul(a, b) -> Tensor:
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
   prodt = au & bu if acc.is_bool else au * bu
   r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
-  if acc.is_float: r = Tensor(r.uop + r.uop.const_like(0.0))   # as BLAS, which starts from +0.0: no -0.0 results
   shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
   return r.reshape(shape)
 

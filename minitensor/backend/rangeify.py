@@ -48,8 +48,8 @@ def unravel(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
 
 
 def identity(op: Ops, d: DType):
-  """The value a reduction with op starts from (-0.0 for float sums: x + -0.0 is x for every x, -0.0 included)."""
-  if op is Ops.ADD: return False if d.is_bool else -0.0 if d.is_float else 0
+  """The value a reduction with op starts from."""
+  if op is Ops.ADD: return False if d.is_bool else 0.0 if d.is_float else 0
   if op is Ops.MUL: return True if d.is_bool else 1.0 if d.is_float else 1
   if op is Ops.MAX: return -math.inf if d.is_float else d.min
   return math.inf if d.is_float else d.max
@@ -189,7 +189,8 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   if parts[-1][1] == 0: return _reduce_lanes(u, idx, parts, ctx)
   real = [r for r, _ in parts if r.op is Ops.RANGE]
   vals = [rangeify(x, idx + c, ctx) for c in _combos(parts)]
-  if not real: return _tree(rop, vals)
+  # no loop: NumPy still starts a float sum from +0.0 (a sum of one -0.0 is 0.0)
+  if not real: return _tree(rop, vals + ([UOp.const(0.0, u.dtype)] if rop is Ops.ADD and u.dtype.is_float else []))
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))

@@ -1,0 +1,274 @@
+"""A catalogue of bad and awkward inputs: each raises what NumPy raises (ValueError for shapes and broadcasting,
+numpy.exceptions.AxisError for axes, IndexError for indices, TypeError for dtypes, OverflowError for integers a
+dtype cannot hold), at the call and not first when values are computed, or gives NumPy's result. Cases where
+minitensor differs on purpose (unsupported dtypes) say so; known bugs are strict xfails."""
+import math
+import numpy as np
+import pytest
+from numpy.exceptions import AxisError
+import minitensor as mt
+import minitensor.testing as mtt
+
+A = np.arange(6.0).reshape(2, 3)
+I8 = np.array([-128, 0, 127], np.int8)
+
+
+def ns(x): return mt if isinstance(x, mt.Tensor) else np
+
+
+# ---------------------------------------------------------------------- errors, with NumPy as the oracle
+# (id, f(m) with m the numpy or the minitensor module, the exception NumPy raises)
+RAISES = [
+  # shapes and broadcasting
+  ("add_not_broadcastable", lambda m: m.add(m.asarray(A), m.asarray(np.zeros(4))), ValueError),
+  ("reshape_wrong_size", lambda m: m.asarray(A).reshape(4, 2), ValueError),
+  ("reshape_two_unknowns", lambda m: m.asarray(A).reshape(-1, -1), ValueError),
+  ("reshape_unknown_of_empty", lambda m: m.asarray(np.zeros(0)).reshape(0, -1), ValueError),
+  ("matmul_core_mismatch", lambda m: m.matmul(m.asarray(A), m.asarray(A)), ValueError),
+  ("matmul_scalar", lambda m: m.matmul(m.asarray(A), m.asarray(2.0)), ValueError),
+  ("concatenate_ndim_mismatch", lambda m: m.concatenate([m.asarray(A), m.asarray(np.zeros(3))]), ValueError),
+  ("concatenate_size_mismatch", lambda m: m.concatenate([m.asarray(A), m.asarray(A.T)], axis=0), ValueError),
+  ("concatenate_zero_dim", lambda m: m.concatenate([m.asarray(1.0), m.asarray(2.0)]), ValueError),
+  ("stack_different_shapes", lambda m: m.stack([m.asarray(A), m.asarray(A.T)]), ValueError),
+  ("broadcast_to_incompatible", lambda m: m.broadcast_to(m.asarray(A), (3, 3)), ValueError),
+  ("broadcast_to_fewer_dims", lambda m: m.broadcast_to(m.asarray(A), (3,)), ValueError),
+  ("zeros_negative_size", lambda m: m.zeros((2, -1)), ValueError),
+  ("where_not_broadcastable", lambda m: m.where(m.asarray(np.array([True, False])), m.asarray(A), 0), ValueError),
+  ("split_unequal", lambda m: m.split(m.asarray(np.arange(5)), 2), ValueError),
+  ("squeeze_axis_not_one", lambda m: m.squeeze(m.asarray(A), 0), ValueError),
+  ("transpose_wrong_length", lambda m: m.transpose(m.asarray(A), (0,)), ValueError),
+  ("transpose_repeated_axis", lambda m: m.transpose(m.asarray(A), (0, 0)), ValueError),
+  ("max_of_empty", lambda m: m.max(m.asarray(np.zeros((0, 3))), axis=0), ValueError),
+  ("argmin_of_empty", lambda m: m.argmin(m.asarray(np.zeros(0))), ValueError),
+  ("ragged_nested_list", lambda m: m.asarray([[1, 2], [3]]), ValueError),
+  ("ragged_deeper_list", lambda m: m.asarray([[1.0, 2.0], [3.0, [4.0]]]), ValueError),
+  ("tensordot_mismatch", lambda m: m.tensordot(m.asarray(A), m.asarray(A), axes=1), ValueError),
+  ("pad_negative_width", lambda m: m.pad(m.asarray(A), -1), ValueError),
+  ("int_to_negative_power", lambda m: m.asarray(np.arange(3)) ** -1, ValueError),
+  ("truth_of_many", lambda m: bool(m.asarray(A)), ValueError),
+  # axes
+  ("sum_axis_out_of_range", lambda m: m.sum(m.asarray(A), axis=2), AxisError),
+  ("sum_negative_axis_out_of_range", lambda m: m.asarray(A).sum(axis=-3), AxisError),
+  ("expand_dims_out_of_range", lambda m: m.expand_dims(m.asarray(A), 5), AxisError),
+  ("flip_out_of_range", lambda m: m.flip(m.asarray(A), 3), AxisError),
+  ("concatenate_axis_out_of_range", lambda m: m.concatenate([m.asarray(A), m.asarray(A)], axis=2), AxisError),
+  ("transpose_axis_out_of_range", lambda m: m.transpose(m.asarray(A), (0, 2)), AxisError),
+  ("moveaxis_out_of_range", lambda m: m.moveaxis(m.asarray(A), 0, 2), AxisError),
+  ("argmax_axis_out_of_range", lambda m: m.argmax(m.asarray(A), axis=-3), AxisError),
+  ("sum_duplicate_axes", lambda m: m.sum(m.asarray(A), axis=(0, -2)), ValueError),
+  ("argmax_tuple_axis", lambda m: m.argmax(m.asarray(A), axis=(0,)), TypeError),
+  ("sum_float_axis", lambda m: m.sum(m.asarray(A), axis=1.0), TypeError),
+  # indices
+  ("index_out_of_bounds", lambda m: m.asarray(A)[2], IndexError),
+  ("negative_index_out_of_bounds", lambda m: m.asarray(A)[:, -4], IndexError),
+  ("too_many_indices", lambda m: m.asarray(A)[0, 0, 0], IndexError),
+  ("float_index", lambda m: m.asarray(A)[1.5], IndexError),
+  ("numpy_float_index", lambda m: m.asarray(A)[np.float64(1)], IndexError),
+  ("float_array_index", lambda m: m.asarray(A)[np.array([1.0])], IndexError),
+  ("index_array_out_of_bounds", lambda m: m.asarray(A)[np.array([0, -3])], IndexError),
+  ("mask_wrong_shape", lambda m: m.asarray(A)[np.array([True, False, True])], IndexError),
+  ("two_ellipses", lambda m: m.asarray(A)[..., ...], IndexError),
+  ("string_index", lambda m: m.asarray(A)["a"], IndexError),
+  ("index_arrays_not_broadcastable", lambda m: m.asarray(A)[np.array([0, 1]), np.array([0, 1, 2])], IndexError),
+  ("index_of_empty_axis", lambda m: m.asarray(np.zeros((0, 3)))[0], IndexError),
+  # dtypes
+  ("bitwise_and_of_floats", lambda m: m.bitwise_and(m.asarray(A), m.asarray(A)), TypeError),
+  ("invert_float", lambda m: m.invert(m.asarray(A)), TypeError),
+  ("shift_float", lambda m: m.left_shift(m.asarray(A), 1), TypeError),
+  ("negative_bool", lambda m: m.negative(m.asarray(np.array([True]))), TypeError),
+  ("subtract_bools", lambda m: m.subtract(m.asarray(np.array([True])), m.asarray(np.array([False]))), TypeError),
+  ("unknown_dtype_name", lambda m: m.zeros(3, dtype="notadtype"), TypeError),
+  ("float_tensor_as_list_index", lambda m: [1, 2, 3][m.asarray(np.float64(1.0))], TypeError),
+  ("add_none", lambda m: m.asarray(A) + None, TypeError),
+  ("add_string", lambda m: m.asarray(A) + "a", TypeError),
+  ("int_of_many", lambda m: int(m.asarray(A)), TypeError),
+  ("len_of_0d", lambda m: len(m.asarray(1.0)), TypeError),
+  ("iterate_0d", lambda m: iter(m.asarray(1.0)), TypeError),
+  # integers a dtype cannot hold
+  ("int8_plus_300", lambda m: m.asarray(I8) + 300, OverflowError),
+  ("uint8_plus_minus_1", lambda m: m.asarray(I8.astype(np.uint8)) - (-1), OverflowError),
+  ("int64_plus_2_70", lambda m: m.asarray(np.arange(3)) + 2**70, OverflowError),
+  ("int64_times_2_64", lambda m: m.asarray(np.arange(3)) * 2**64, OverflowError),
+  ("int32_maximum_2_40", lambda m: m.maximum(m.asarray(np.arange(3, dtype=np.int32)), 2**40), OverflowError),
+  # other
+  ("arange_step_0", lambda m: m.arange(0, 5, 0), ZeroDivisionError),
+  ("split_into_0", lambda m: m.split(m.asarray(np.arange(5)), 0), ZeroDivisionError),
+]
+
+
+@pytest.mark.parametrize("f, exc", [c[1:] for c in RAISES], ids=[c[0] for c in RAISES])
+def test_raises_what_numpy_raises_at_the_call(f, exc):
+  with pytest.raises(exc): f(np)          # the oracle
+  with pytest.raises(exc): f(mt)          # the call itself raises: nothing is left for realize to discover
+
+
+# minitensor has no complex, string, object or datetime dtypes: TypeError where NumPy would make an array
+UNSUPPORTED = [
+  ("complex_python_scalar", lambda: mt.asarray(A) + 1j),
+  ("complex_array", lambda: mt.asarray(np.array([1j]))),
+  ("complex_dtype", lambda: mt.zeros(3, dtype=complex)),
+  ("astype_complex", lambda: mt.asarray(A).astype(np.complex64)),
+  ("object_ndarray", lambda: mt.asarray(np.array([1, None], dtype=object))),
+  ("string_ndarray", lambda: mt.asarray(np.array(["a"]))),
+  ("datetime_ndarray", lambda: mt.asarray(np.array(["2024-01-01"], dtype="datetime64[D]"))),
+  ("astype_string", lambda: mt.asarray(A).astype("U")),
+  ("none", lambda: mt.asarray(None)),
+]
+
+
+@pytest.mark.parametrize("f", [c[1] for c in UNSUPPORTED], ids=[c[0] for c in UNSUPPORTED])
+def test_unsupported_dtypes_raise_type_error(f):
+  with pytest.raises(TypeError, match="(support|understood|cannot make)"): f()
+
+
+@pytest.mark.parametrize("x", [2**70, [1, 2**70], -2**64])
+def test_python_int_past_int64_is_rejected(x):
+  # NumPy makes an object array; minitensor has no object dtype
+  with pytest.raises((TypeError, OverflowError)): mt.asarray(x)
+
+
+def test_python_int_past_int64_into_int64_overflows():
+  with pytest.raises(OverflowError): np.asarray(2**70, dtype=np.int64)
+  try: mt.asarray(2**70, dtype=np.int64)
+  except OverflowError: return
+  except TypeError: raise AssertionError("TypeError, not OverflowError")
+
+
+@pytest.mark.parametrize("value, dtype", [(300, np.int8), (-1, np.uint8), (2**70, np.int64)])
+def test_full_with_out_of_range_int_overflows(value, dtype):
+  with pytest.raises(OverflowError): np.full(3, value, dtype=dtype)
+  with pytest.raises(OverflowError): mt.full(3, value, dtype=dtype)
+
+
+@pytest.mark.parametrize("f", [lambda m: m.zeros((2**40, 2**40)), lambda m: m.ones((2**31, 2**31)), lambda m: m.full((2**62, 4), 1.0),
+                               lambda m: m.asarray(np.ones(0)).reshape(2**40, 2**40, 0),
+                               lambda m: m.broadcast_to(m.asarray(1.0), (2**40, 2**40))],
+                         ids=["zeros", "ones", "full", "reshape_of_empty", "broadcast_to"])
+def test_shape_whose_size_overflows_raises_at_the_call(f):
+  with pytest.raises(ValueError): f(np)
+  with pytest.raises(ValueError): f(mt)
+
+
+@pytest.mark.parametrize("f", [lambda m: m.ones((1,) * 65), lambda m: m.asarray(np.ones(1)).reshape((1,) * 65),
+                               lambda m: m.expand_dims(m.ones((1,) * 64), 0)], ids=["ones", "reshape", "expand_dims"])
+def test_more_than_64_dimensions_raise_at_the_call(f):
+  with pytest.raises(ValueError): f(np)
+  with pytest.raises(ValueError): f(mt)
+
+
+# ---------------------------------------------------------------------- results, with NumPy as the oracle
+NAN = np.array([[1.0, np.nan, -np.inf], [np.inf, -0.0, 2.0]])
+RESULTS = [
+  # NaN and inf
+  ("max_min_propagate_nan", lambda x: (x.max(axis=0), x.min(axis=1), x.max()), (NAN,)),
+  ("argmax_argmin_find_first_nan", lambda x: (x.argmax(axis=1), x.argmin(axis=0), x.argmax()), (NAN,)),
+  ("inf_arithmetic", lambda x: (x - x, x * 0, x / x, x + np.inf), (NAN,)),
+  ("float_division_by_zero", lambda x: (x / 0.0, -x / 0.0, x // 0.0, x % 0.0), (NAN,)),
+  ("int_division_by_zero", lambda x: (x // 0, x % 0, x // np.zeros(3, np.int8), x % np.zeros(3, np.int8)), (I8,)),
+  ("int_min_by_minus_1", lambda x: (x // -1, x % -1, -x, abs(x)), (I8,)),
+  ("fmax_fmin_ignore_nan", lambda x: (ns(x).fmax(x, 0.5), ns(x).fmin(x, 0.5)), (NAN,)),
+  ("sum_of_infinities", lambda x: (x.sum(axis=0), x.sum(), x.prod(axis=1), x.mean(axis=1)), (NAN,)),
+  ("comparisons_with_nan", lambda x: (x < 1, x == x, x != x, x >= np.nan), (NAN,)),
+  ("classify", lambda x: (ns(x).isnan(x), ns(x).isinf(x), ns(x).isfinite(x), ns(x).sign(x)), (NAN,)),
+  ("nan_to_bool", lambda x: (x.astype(bool), x.any(axis=1), x.all(axis=0)), (NAN,)),
+  ("float_to_int_in_range", lambda x: (x * 1000).astype(np.int16), (np.array([0.0015, -2.9, 32.7, -0.0]),)),
+  # empty arrays
+  ("reductions_of_empty", lambda x: (x.sum(axis=0), x.prod(axis=0), x.any(axis=0), x.all(axis=0), x.sum()), (np.zeros((0, 3)),)),
+  ("reductions_to_empty", lambda x: (x.sum(axis=1), x.max(axis=0)), (np.zeros((0, 3)),)),
+  ("mean_of_empty_is_nan", lambda x: x.mean(), (np.zeros(0),)),
+  ("matmul_of_empty_inner", lambda a, b: a @ b, (np.ones((2, 0), np.float32), np.ones((0, 3), np.float32))),
+  ("matmul_of_empty_outer", lambda a, b: a @ b, (np.ones((0, 3)), np.ones((3, 2)))),
+  ("concatenate_with_empty_piece", lambda a, b: ns(a).concatenate([a, b, a], axis=0), (np.ones((2, 3)), np.zeros((0, 3)))),
+  ("index_empty", lambda x: (x[:, :0], x[[]], x[np.zeros(0, np.int64)]), (np.ones((2, 3)),)),
+  ("reshape_empty", lambda x: x.reshape(3, 0, 5), (np.zeros((0, 3, 5)),)),
+  # layouts and byte orders of the input arrays
+  ("transposed_input", lambda x: (x + 1, x.sum(axis=0), x[1]), (np.arange(12.0).reshape(3, 4).T,)),
+  ("fortran_order_input", lambda x: x * 2 - x[:, :1], (np.asfortranarray(np.arange(12.0).reshape(3, 4)),)),
+  ("negative_stride_input", lambda x: (x * 2, x.max(axis=1), x[::-1]), (np.arange(24.0).reshape(4, 6)[::-1, ::-2],)),
+  ("zero_stride_input", lambda x: (x + 1, x.sum(axis=0)), (np.broadcast_to(np.arange(3.0), (4, 3)),)),
+  ("big_endian_float", lambda x: (x + 1, x.sum(axis=1), x[1]), (np.arange(6.0).reshape(2, 3).astype(">f8"),)),
+  ("big_endian_int", lambda x: (x * 3, x.max()), (np.arange(-3, 3, dtype=">i4"),)),
+  ("read_only_input", lambda x: (x + 1, x[::-1]), (np.arange(5.0).copy(),)),
+  # many dimensions
+  ("32_dimensions", lambda x: (x + 1, x.sum(), x.sum(axis=(0, 5, -1)), x.reshape(-1), x.transpose(), x[(0,) * 31]),
+   (np.arange(2.0).reshape((2,) + (1,) * 31),)),
+  ("64_dimensions", lambda x: (x * 2, x.sum(axis=-1)), (np.ones((1,) * 64),)),
+  # large values
+  ("float32_plus_huge_python_int", lambda x: (x + 2**70, x * 2**64), (np.arange(3, dtype=np.float32),)),
+  ("int64_extremes_wrap", lambda x: (x + 1, x * 2, x - x[::-1]), (np.array([2**63 - 1, -2**63, 0]),)),
+  ("uint8_wraps", lambda x: (x + np.uint8(200), x * 3, x - 1), (np.array([0, 100, 255], np.uint8),)),
+]
+
+
+@pytest.mark.parametrize("f, args", [c[1:] for c in RESULTS], ids=[c[0] for c in RESULTS])
+def test_gives_numpys_result(f, args):
+  mtt.assert_matches_numpy(f, *args)
+
+
+def test_read_only_input_stays_untouched():
+  a = np.arange(5.0)
+  a.setflags(write=False)
+  t = mt.asarray(a)
+  t[1:3] = -1.0
+  assert t.numpy().tolist() == [0, -1, -1, 3, 4] and a.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_input_array_mutated_later_keeps_numpy_semantics():
+  a = np.arange(4.0)
+  t = mt.asarray(a)        # as np.asarray: shares a contiguous array, no copy
+  b = np.asarray(a)
+  a[0] = 9.0
+  assert (t + 0).numpy().tolist() == (b + 0).tolist() == [9, 1, 2, 3]
+
+
+# ---------------------------------------------------------------------- Python and NumPy scalars of every type
+SCALARS = [True, 3, -2, 2.5, -0.0, math.inf, np.float32(1.5), np.float64(-0.5), np.int8(-3), np.uint8(200), np.int64(7),
+           np.bool_(False)]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "float32", "float64"])
+def test_mixing_with_scalars_of_every_type(dtype):
+  x = np.array([0, 1, 1, 0], dtype=dtype)
+  def f(a):
+    out = []
+    for s in SCALARS:
+      if a.dtype == np.uint8 and isinstance(s, int) and not isinstance(s, (bool, np.integer)) and s < 0: continue  # OverflowError
+      out += [a + s, s * a, ns(a).maximum(s, a)]
+    return tuple(out)
+  mtt.assert_matches_numpy(f, x)
+
+
+def test_mixing_tensors_with_ndarrays():
+  b = np.arange(3, dtype=np.float32)           # stays an ndarray on minitensor's side too
+  mtt.assert_matches_numpy(lambda a: (a + b, b - a, a * b.astype(np.int16), ns(a).where(b > 0, a, b)),
+                           np.arange(6, dtype=np.int8).reshape(2, 3))
+  t, b = mt.asarray(np.arange(3, dtype=np.int8)), np.arange(3, dtype=np.float32)
+  assert isinstance(t + b, mt.Tensor) and (t + b).dtype == np.float32
+  assert isinstance(mt.add(b, t), mt.Tensor) and mt.maximum(b, t).numpy().tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("f", [lambda t: np.arange(3.0) + t, lambda t: np.exp(t), lambda t: np.float64(2) * t, lambda t: np.add(t, 1)],
+                         ids=["ndarray_plus_tensor", "np_exp_tensor", "numpy_scalar_times_tensor", "np_add_tensor"])
+def test_numpy_operands_on_the_left_give_tensors(f):
+  t = mt.asarray(np.arange(3.0))
+  r = f(t)
+  assert isinstance(r, mt.Tensor)
+  np.testing.assert_allclose(r.numpy(), f(np.arange(3.0)), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------- regressions and known bugs
+@pytest.mark.parametrize("f", [lambda x: x + 1, lambda x: ns(x).exp(x), lambda x: ns(x).broadcast_to(x[:, :1] * 2, (0, 5))],
+                         ids=["add", "exp", "broadcast_of_computed"])
+def test_size0_result_of_computation_realizes(f):
+  mtt.assert_matches_numpy(f, np.zeros((0, 3)))
+
+
+def test_var_with_ddof_past_n_is_nan():
+  mtt.assert_matches_numpy(lambda x: (x.var(ddof=3), x.std(ddof=4)), np.ones(2))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="an integer array to a negative integer power from an array: "
+                   "NumPy raises ValueError, minitensor silently computes 0 (the error depends on the data, so a lazy "
+                   "library must check at realize or define a value)")
+def test_int_array_to_negative_array_power():
+  mtt.assert_matches_numpy(lambda a, b: a ** b, np.arange(3), np.array([-1, 1, 2]))

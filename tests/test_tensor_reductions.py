@@ -1,0 +1,137 @@
+"""Reductions against NumPy: sum, prod, max, min, mean, var, std, argmax, argmin, any, all, count_nonzero.
+
+Both spellings are checked (`mt.sum(t, ...)` and `t.sum(...)`), with axis None / int / negative / tuple, keepdims,
+ddof, size-0 axes, NaN propagation, NumPy's accumulation dtypes and its exceptions (AxisError for a bad axis,
+ValueError for a duplicate axis or an empty max/argmax). Float data are drawn from values whose sums and products
+are exact in any order (so NumPy's pairwise summation and minitensor's loops must agree to the last bit, zero
+signs included); integer data span the whole range (sums and products wrap identically in any order).
+"""
+import warnings
+import numpy as np
+import pytest
+from numpy.exceptions import AxisError
+from hypothesis import given, strategies as st
+import minitensor as mt
+import minitensor.testing as mtt
+
+DTYPES = [np.dtype(d) for d in ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64")]
+NAMES = ["sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin", "any", "all", "count_nonzero"]
+ERRORS = (AxisError, TypeError, ValueError, OverflowError)
+# float16 values never shrink a product (no intermediate overflow whatever the order); wider floats have room
+FLOAT16_VALUES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, np.nan, np.inf, -np.inf]
+FLOAT_VALUES = FLOAT16_VALUES + [0.5, -2.5, 3.0]
+RTOL = {2: 1e-2, 4: 1e-5, 8: 1e-10}
+
+
+def values(d: np.dtype) -> st.SearchStrategy:
+  if d.kind == "f": return st.sampled_from(FLOAT16_VALUES if d.itemsize == 2 else FLOAT_VALUES)
+  return mtt.elements(d)
+
+
+def numpy_or_error(f, *args, **kwargs):
+  """NumPy's result as an ndarray, or the public exception type it raises (its warnings silenced)."""
+  with np.errstate(all="ignore"), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    try: return np.asarray(f(*args, **kwargs))
+    except ERRORS as e: return next(t for t in ERRORS if isinstance(e, t))
+
+
+def reduce_mt(name: str, t: mt.Tensor, method: bool, **kw):
+  """minitensor's reduction, as a method (count_nonzero has none) or as the module function."""
+  return getattr(t, name)(**kw) if method and name != "count_nonzero" else getattr(mt, name)(t, **kw)
+
+
+def _scale(name: str, a: np.ndarray, kw: dict) -> np.ndarray | float:
+  """The size of the terms of a float reduction: rounding in a different order may differ by tol * scale."""
+  if name not in ("sum", "mean", "var", "std"): return 0.0
+  m = np.abs(a.astype(np.float64))
+  m = np.where(np.isfinite(m), m, 0)
+  axes = {k: v for k, v in kw.items() if k in ("axis", "keepdims")}
+  with np.errstate(all="ignore"), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    s = np.sum(m, **axes) if name == "sum" else np.mean(m ** (1 if name == "mean" else 2), **axes)
+  return np.nan_to_num(np.sqrt(s) if name == "std" else s)
+
+
+def assert_same(got, want: np.ndarray, what: str, scale=0.0) -> None:
+  got = np.asarray(got)
+  assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, NumPy {want.dtype}"
+  assert got.shape == want.shape, f"{what}: shape {got.shape}, NumPy {want.shape}"
+  if want.dtype.kind == "f":
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    tol = RTOL[want.dtype.itemsize]
+    with np.errstate(invalid="ignore"):
+      bad = ~np.isclose(g, w, rtol=tol, atol=0, equal_nan=True) & ~(np.abs(g - w) <= tol * np.asarray(scale))
+    bad |= (g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w))
+  else: bad = got != want
+  if np.any(bad):
+    i = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
+    raise AssertionError(f"{what}: {int(np.sum(bad))} of {bad.size} differ, first at {i}: got {got[i]!r}, NumPy {want[i]!r}")
+
+
+def check(t: mt.Tensor, a: np.ndarray, calls: list[tuple[str, dict, bool]]) -> None:
+  """Each (name, kwargs, as-method) on t against NumPy on a; realized together; exceptions as NumPy's."""
+  cases = []
+  for name, kw, method in calls:
+    want = numpy_or_error(getattr(np, name), a, **kw)
+    what = f"{'t.' if method else 'mt.'}{name}({a.dtype}{a.shape}, {kw})"
+    if isinstance(want, type):
+      with pytest.raises(want): reduce_mt(name, t, method, **kw)
+    else: cases.append((what, reduce_mt(name, t, method, **kw), want, _scale(name, a, kw)))
+  mt.realize(*(c[1] for c in cases))
+  for what, got, want, scale in cases: assert_same(got, want, what, scale)
+
+
+@st.composite
+def _reductions(draw):
+  d = draw(st.sampled_from(DTYPES))
+  a = draw(mtt.arrays(d, mtt.shapes(max_dims=3, max_side=4), elements=values(d)))
+  calls = []
+  for name in draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique=True)):
+    kw = {"axis": draw(mtt.axes(a.ndim, max_size=1 if name.startswith("arg") else None)), "keepdims": draw(st.booleans())}
+    if name in ("var", "std"): kw["ddof"] = draw(st.sampled_from([0, 1, 2]))
+    calls.append((name, kw, draw(st.booleans())))
+  return a, calls
+
+
+@given(case=_reductions())
+def test_reductions_match_numpy(case):
+  a, calls = case
+  check(mt.asarray(a), a, calls)
+
+
+@pytest.mark.parametrize("d", DTYPES, ids=str)
+def test_accumulation_dtypes(d):
+  """int8 sum -> int64, uint8 -> uint64, bool -> int64, mean of ints -> float64, float32 stays float32; dtype=."""
+  a = np.arange(-3, 9).reshape(3, 4).astype(d) if d.kind != "b" else np.arange(12).reshape(3, 4) % 3 == 0
+  calls = [(n, {}, True) for n in NAMES] + [(n, {"axis": 0}, False) for n in ("sum", "prod", "mean", "var")]
+  calls += [(n, {"dtype": dt}, True) for n in ("sum", "prod", "mean") for dt in (np.float32, np.int64, np.float64)]
+  check(mt.asarray(a), a, calls)
+
+
+def test_empty():
+  """Sum of nothing is 0, prod 1, mean NaN; max/min/argmax/argmin of nothing raise ValueError (not over other axes)."""
+  for shape in ((0,), (0, 3), (2, 0, 3)):
+    a = np.zeros(shape, np.float32)
+    calls = [(n, {"axis": ax}, True) for n in NAMES for ax in (None, 0, -1)]
+    check(mt.asarray(a), a, calls)
+
+
+def test_nan_propagation():
+  """max/min propagate NaN; argmax/argmin return the first NaN; any NaN is true."""
+  a = np.array([[1.0, np.nan, 3.0, np.nan], [np.inf, -np.inf, 2.0, 0.0], [-0.0, 0.0, np.nan, 5.0]], np.float32)
+  calls = [(n, {"axis": ax}, m) for n in ("max", "min", "argmax", "argmin", "any", "all", "sum", "mean")
+           for ax in (None, 0, 1) for m in (True, False)]
+  check(mt.asarray(a), a, calls)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_axes(name):
+  """Axis out of range: AxisError; duplicate axis: ValueError; a float axis: TypeError; argmax of a tuple: TypeError."""
+  a = np.ones((2, 3), np.float32)
+  t = mt.asarray(a)
+  for axis in (2, -3, (0, 2), (0, 0), (1, -1), 1.5, (0, 1)):
+    want = numpy_or_error(getattr(np, name), a, axis=axis)
+    if not isinstance(want, type): continue
+    for method in (True, False):
+      with pytest.raises(want): reduce_mt(name, t, method, axis=axis)
