@@ -7,18 +7,20 @@
     flip_stack                     reversal as a STACK of n one-element SHRINKs (exercise 5): O(n) nodes
     pad_guarded, flip              the primitive PAD (exercise 9, a clamped and guarded load) and FLIP
 
-Which the library uses (measured by benchmarks/bench_composite.py on this machine, float32, median of 5, the
-kernel call only, compile time apart):
+Which the library uses (measured with benchmarks/bench_composite.py on this machine: float32, median of 5
+kernel calls after a warm-up, compile time apart; the machine was shared, so figures vary by ~30 %):
 
-    pad (1024, 1024) by 1 on each side       composite 3.1 ms      primitive PAD 0.9 ms
-    flip (4096,) / (65536,)                  anti_eye  10.3 ms / (n^2: minutes)   flip_stack 2.2 ms / 560 ms
-                                             primitive FLIP 0.003 ms / 0.03 ms
+    pad (1024, 1024) by 1 on each side    composite pad 0.69 ms            primitive PAD 0.33 ms
+    flip (1024,)                          anti_eye flip_axis 0.064 ms      flip_stack 0.003 ms, but 27 s to compile
+                                          primitive FLIP 0.003 ms (35 ms to compile)
+    flip (4096,)                          anti_eye flip_axis 0.89 ms (n^2 work)   flip_stack: stopped after a minute of compiling
 
-The composite PAD evaluates both sides of each doubling STACK and keeps every // and % of the doubled
-shape in its index; the primitive PAD is one clamped load and one select per padded axis. Both flips are
-quadratic in work (each output element sums or selects over the whole axis, because a WHERE evaluates both
-branches), so the library uses the primitives PAD and FLIP by default (`default_pad`, `default_flip`);
-the composites stay as executable specifications and are tested against NumPy like everything else.
+The composite PAD evaluates both sides of each doubling STACK and keeps the // and % of the doubled shape in
+its index; the primitive PAD is one clamped load and one select per padded axis. Both composite flips are
+quadratic (each output element sums over, or selects along, the whole axis: a WHERE evaluates both branches,
+and flip_stack's chain of n selects makes C the compiler needs seconds for). So the library uses the
+primitives PAD and FLIP (`default_pad`, `default_flip`); the composites stay as executable specifications and
+are tested against NumPy like everything else.
 """
 from __future__ import annotations
 from minitensor.backend.uop import UOp, Ops
