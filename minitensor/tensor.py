@@ -221,8 +221,6 @@ class Tensor:
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
     keep = [k for k in range(self.ndim) if k not in axes]
     r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
-    # NumPy's sums start from +0.0 (sum([-0.0]) and sum([]) are 0.0); a float REDUCE ADD starts from -0.0
-    if op is Ops.ADD and u.dtype.is_float: r = r + r.const_like(0.0)
     if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
     return Tensor(r)
 

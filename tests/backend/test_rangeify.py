@@ -327,7 +327,7 @@ def test_gemm_from_movement_ops():
   # the textbook triple loop: the accumulator lives in the j loop, the update in the k loop
   src = c_source(parse(_gemm_uir(4)), 2)
   (init,) = loops_around(src, r"acc0 = 0\.0f;")
-  (upd,) = loops_around(src, r"acc0 = \(")
+  (upd,) = loops_around(src, r"acc0 = (\(|fmaf\()")       # a sum of products is one fused multiply-add
   assert len(init) == 2 and len(upd) == 3 and upd[:2] == init, src
 
 
@@ -349,7 +349,7 @@ def test_syllabus_gemm_is_not_a_gemm():
   # A's load does not mention k, so it sits outside the k loop
   src = c_source(g, 2)
   (a_load,) = loops_around(src, r"= data0\[")
-  (upd,) = loops_around(src, r"acc0 = \(")
+  (upd,) = loops_around(src, r"acc0 = (\(|fmaf\()")
   assert len(a_load) == 2 and len(upd) == 3, src
 
 
@@ -461,7 +461,7 @@ def test_neighbors_two_accumulators_one_loop():
   np.testing.assert_array_equal(run_shaped(z, [xa]), s[:3] + s[1:])
   src = c_source(z, 1)
   inits = loops_around(src, r"acc\d+ = 0\.0f;")
-  upds = loops_around(src, r"acc\d+ = \(")
+  upds = loops_around(src, r"acc\d+ = (\(|fmaf\()")
   assert len(inits) == 2 and len(set(inits)) == 1 and len(inits[0]) == 1, src
   assert len(upds) == 2 and len(set(upds)) == 1 and len(upds[0]) == 2, src       # both in the same reduce loop
   assert len(_FOR.findall(src)) == 2, src
@@ -738,6 +738,6 @@ def test_upcast_shares_one_reduce_loop():
   # an output axis upcast by 4 asks for the same REDUCE at four constant offsets: four accumulators, one k loop
   src = c_source(gemm(8, 8, 8), 2, Opts(upcast={0: 4}))
   inits = loops_around(src, r"acc\d+ = 0\.0f;")
-  upds = loops_around(src, r"acc\d+ = \(")
+  upds = loops_around(src, r"acc\d+ = (\(|fmaf\()")
   assert len(inits) == 4 and len(set(inits)) == 1 and len(upds) == 4 and len(set(upds)) == 1, src
   assert len(_FOR.findall(src)) == 3, src
