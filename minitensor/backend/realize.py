@@ -1,9 +1,10 @@
 """realize: shaped graphs over realized buffers -> ndarrays.
 
 The frontend's realized data are BUFFER leaves whose slot is a process-unique buffer id (`buffer_of`).
-realize(outputs) renumbers those leaves 0..n-1 in graph order: the renumbered graph, being hash-consed, is
-itself the key of the compiled-schedule cache (structure, shapes, dtypes; not data). A hit runs the compiled
-kernels on the new buffers without kernelizing, lowering, rendering or compiling anything.
+realize(outputs) keys the compiled-schedule cache on the graph's structure with those leaves abstracted to
+their position, dtype and size (`structure`: no data). A hit runs the compiled kernels on the new buffers
+without kernelizing, lowering, rendering or compiling anything; a miss renumbers the leaves 0..n-1
+(`normalize`) and compiles the schedule of that graph.
 
 Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
@@ -13,7 +14,7 @@ import itertools, logging, os, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, prod
+from minitensor.backend.uop import UOp, Ops, ParamArg, prod, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.render_c import PRELUDE, render_function
@@ -58,30 +59,28 @@ class Compiled:
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     s = self.sched
     bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
-    if DEBUG: self._logged(bufs)
-    elif self.checked: self._checked(bufs)
+    if DEBUG or self.checked: self._run_slow(bufs)
     else:
       for k, slots in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots])
     self.runs += 1
     return [bufs[o] for o in s.outputs]
 
-  def _checked(self, bufs: list[np.ndarray]) -> None:
+  def _run_slow(self, bufs: list[np.ndarray]) -> None:
+    """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
+    origin = f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit"
     err = np.zeros(3, np.int64)
     for (k, slots), spec in zip(self.fns, self.sched.kernels):
-      k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots], _from_buffer(err))
+      args = [_from_buffer(bufs[i], require_writable=False) for i in slots] + ([_from_buffer(err)] if self.checked else [])
+      t = time.perf_counter()
+      k.fn(*args)
+      dt = time.perf_counter() - t
       if err[0]:
         what = f"buffer data{err[1]} (schedule buffer {slots[err[1]]}, size {bufs[slots[err[1]]].size})" if err[1] >= 0 else f"accumulator acc{-1 - err[1]}"
         raise IndexError(f"checked mode: kernel {k.name} computing {spec.ast.shape} {spec.ast.dtype.name} accessed index {err[2]} of {what}")
-
-  def _logged(self, bufs: list[np.ndarray]) -> None:
-    origin = f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit"
-    for (k, slots), spec in zip(self.fns, self.sched.kernels):
-      t = time.perf_counter()
-      k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots])
-      dt = time.perf_counter() - t
-      nbytes = sum(bufs[i].nbytes for i in slots)
-      log.debug(f"{k.name:4s} {str(spec.ast.shape):18s} {spec.ast.dtype.name:8s} {dt * 1e6:9.1f} us "
-                f"{nbytes / max(dt, 1e-9) / 1e9:7.2f} GB/s  {origin}")
+      if DEBUG:
+        nbytes = sum(bufs[i].nbytes for i in slots)
+        log.debug(f"{k.name:4s} {str(spec.ast.shape):18s} {spec.ast.dtype.name:8s} {dt * 1e6:9.1f} us "
+                  f"{nbytes / max(dt, 1e-9) / 1e9:7.2f} GB/s  {origin}")
 
 
 VIEW_COPY_LIMIT = 1 << 16      # larger non-contiguous views are copied by a compiled kernel (faster than NumPy)
@@ -115,23 +114,42 @@ def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
   return hit[0], [b.data for b in hit[1]]
 
 
+def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
+  """A hashable key of the outputs' graph with realized leaves abstracted to (position, dtype, size), and the
+  leaves in that order: equal keys mean the same computation on other data. Builds no nodes (the hot path)."""
+  pos: dict[UOp, int] = {}
+  leaves: list[UOp] = []
+  key: list = []
+  for o in outputs:
+    for u in o.toposort():
+      if u in pos: continue
+      if u.op is Ops.BUFFER:
+        key.append((Ops.BUFFER, u.arg.dtype, u.arg.shape, len(leaves)))
+        leaves.append(u)
+      else: key.append((u.op, u.dtype, _argkey(u.arg), tuple(pos[x] for x in u.src)))
+      pos[u] = len(key) - 1
+  key.append(tuple(pos[o] for o in outputs))
+  return tuple(key), leaves
+
+
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     return [np.ascontiguousarray(v) for v in views]
-  norm, arrays = normalize(outputs)
-  key = (norm, os.environ.get("MINITENSOR_CHECK") == "1")
+  skey, leaves = structure(outputs)
+  key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
   with _lock:
     prog = _cache.get(key)
     if prog is None:
       stats.graph_misses += 1
-      prog = _cache[key] = compile_schedule(norm, len(arrays))
+      norm, _ = normalize(outputs)
+      prog = _cache[key] = compile_schedule(norm, len(leaves))
       if len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
     else:
       stats.graph_hits += 1
       _cache.move_to_end(key)
-  res = prog(arrays)
+  res = prog([b.data for b in leaves])
   return [r.reshape(o.shape) for r, o in zip(res, outputs)]
 
 
