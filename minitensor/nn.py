@@ -206,3 +206,25 @@ def cross_entropy(logits, target, axis: int = -1, reduction: str = "mean") -> Te
   if reduction == "sum": return loss.sum()
   if reduction == "none": return loss
   raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+# ---------------------------------------------------------------------- NumPy-style parameter docs
+def _params(fn, params: str, returns: str = "Tensor") -> None:
+  lines = [p.strip() for p in params.split(";") if p.strip()]
+  fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\nParameters\n----------\n" + "\n".join(lines) + f"\n\nReturns\n-------\n{returns}"
+
+
+_X = "x : Tensor or array_like"
+for _fn, _p in [(softmax, f"{_X}; axis : int, default -1"), (log_softmax, f"{_X}; axis : int, default -1"),
+                (logsumexp, f"{_X}; axis : None, int or tuple of ints; keepdims : bool, default False"),
+                (relu, _X), (sigmoid, _X), (silu, _X), (softplus, _X), (gelu, f"{_X}; approximate : 'none' or 'tanh'"),
+                (layer_norm, f"{_X}; normalized_shape : int or tuple of ints (the trailing axes); weight, bias : array_like, optional; eps : float, default 1e-5"),
+                (conv2d, "x : (N, C, H, W); weight : (O, C/groups, KH, KW); bias : (O,), optional; stride, dilation : int or pair; "
+                         "padding : int, pair, 'same' or 'valid'; groups : int"),
+                (conv1d, "x : (N, C, L); weight : (O, C/groups, K); bias : (O,), optional; stride, dilation : int; padding : int, 'same' or 'valid'; groups : int"),
+                (max_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; padding : int or pair"),
+                (avg_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; padding : int or pair"),
+                (scaled_dot_product_attention, "q, k, v : (..., L, d), (..., S, d), (..., S, dv); mask : bool or additive, optional; is_causal : bool; scale : float, optional"),
+                (one_hot, "indices : integer Tensor or array_like; num_classes : int; dtype : dtype-like, default float32"),
+                (cross_entropy, "logits : (..., C); target : integer class indices or probabilities; axis : int; reduction : 'mean', 'sum' or 'none'")]:
+  _params(_fn, _p)

@@ -381,7 +381,18 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
 # ---------------------------------------------------------------------- creation
 def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   """A Tensor of obj (ndarray, nested sequence, Python or NumPy scalar, Tensor). An ndarray that is
-  C-contiguous, native-endian and of a supported dtype is used without a copy (unless copy=True)."""
+  C-contiguous, native-endian and of a supported dtype is used without a copy (unless copy=True).
+
+  Parameters
+  ----------
+  obj : array_like or Tensor
+  dtype : dtype-like, optional (default: NumPy's: float64 for Python floats, int64 for ints)
+  copy : bool, optional (True: always copy the data)
+
+  Returns
+  -------
+  Tensor
+  """
   if isinstance(obj, Tensor):
     return obj if dtype is None or _dtype(dtype).np == obj.dtype else obj.astype(dtype)
   if type(obj) is int and not -2 ** 63 <= obj < 2 ** 64:
@@ -533,3 +544,57 @@ def tensordot(a, b, axes=2) -> Tensor:
   am = a.transpose(free_a + ax_a).reshape(prod(a.shape[i] for i in free_a), ka)
   bm = b.transpose(ax_b + free_b).reshape(ka, prod(b.shape[i] for i in free_b))
   return matmul(am, bm).reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b))
+
+
+# ---------------------------------------------------------------------- NumPy-style docs of the short methods
+def _doc(summary: str, params: str, returns: str = "Tensor") -> str:
+  lines = [summary, "", "Parameters", "----------"]
+  lines += [p.strip() for p in params.split(";") if p.strip()] or ["(none)"]
+  return "\n".join(lines + ["", "Returns", "-------", returns])
+
+
+_AXIS = "axis : None, int or tuple of ints, optional (negative counts from the end, None: all axes)"
+_DOCS = {
+  "realize": ("Compute the value now (unless computed already) and keep it.", "", "Tensor\n    self"),
+  "numpy": ("The value as a fresh, writable ndarray.", "", "numpy.ndarray"),
+  "tolist": ("The value as nested Python lists of Python scalars (no compile for a realized Tensor).", "", "list or scalar"),
+  "item": ("One element as a Python scalar.", "*args : int or tuple of ints, optional (a flat or multi-dimensional index; none for size 1)", "int, float or bool"),
+  "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.", "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
+  "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
+  "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
+  "conj": ("The complex conjugate: the Tensor itself (only real dtypes exist).", ""),
+  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "prod": ("Product over `axis`, with NumPy's accumulation dtype.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
+  "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
+  "mean": ("Mean over `axis` (float64 for integer input).", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "var": ("Variance over `axis`: mean squared deviation, divided by N - ddof.", f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; correction : float, optional (Array API name of ddof)"),
+  "std": ("Standard deviation over `axis` (the square root of var).", f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; correction : float, optional"),
+  "any": ("Whether any element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
+  "all": ("Whether every element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
+  "argmax": ("Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).", "axis : int or None; keepdims : bool, default False"),
+  "argmin": ("Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).", "axis : int or None; keepdims : bool, default False"),
+  "reshape": ("The same elements in row-major order with another shape (no copy; one -1 is inferred).", "*shape : ints or a tuple of ints; order : 'C'"),
+  "transpose": ("The axes permuted (reversed by default); no copy.", "*axes : ints, a tuple of ints, or none"),
+  "permute_dims": ("The axes permuted (Array API name of transpose).", "axes : tuple of ints"),
+  "swapaxes": ("Axes a and b exchanged.", "a, b : int"),
+  "flatten": ("The elements as a 1-D Tensor in row-major order (no copy: Tensors are immutable).", ""),
+  "ravel": ("The elements as a 1-D Tensor in row-major order.", ""),
+  "squeeze": ("Size-1 axes removed (all of them, or those in `axis`; ValueError for an axis of another size).", f"{_AXIS}"),
+  "expand_dims": ("Size-1 axes inserted at the positions `axis` (of the result).", "axis : int or tuple of ints"),
+  "broadcast_to": ("The Tensor broadcast to `shape` (NumPy's rules; no copy).", "shape : int or tuple of ints"),
+  "flip": ("The order of elements reversed along `axis` (all axes for None); no copy.", f"{_AXIS}"),
+  "dot": ("numpy.dot with another operand.", "other : Tensor or array_like"),
+  "explain": ("The schedule realizing this Tensor runs: kernels, their C, buffers, loop-iteration counts.", "", "minitensor.inspect.Explanation"),
+}
+for _name, _d in _DOCS.items(): getattr(Tensor, _name).__doc__ = _doc(*_d)
+
+broadcast_shapes.__doc__ = _doc("NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do not broadcast.",
+                                "*shapes : tuples of ints; op : str (the operation named in errors)", "tuple of ints")
+where.__doc__ = _doc("x where cond is true, else y (broadcast together; x and y promoted as NumPy does).", "cond : array_like of bool; x, y : array_like or scalar")
+clip.__doc__ = _doc("Values of a limited to [a_min, a_max] (NumPy's clip).", "a : array_like; a_min, a_max : scalar, array_like or None")
+round.__doc__ = _doc("Values rounded half to even to `decimals` places (NumPy's round).", "a : array_like; decimals : int, default 0")
+matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast.", "a, b : array_like (at least 1-D)")
+dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's second-to-last axis otherwise.", "a, b : array_like")
+tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).", "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
+realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.", "*tensors : Tensor", "list of numpy.ndarray")
