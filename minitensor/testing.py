@@ -64,6 +64,10 @@ def shapes(min_dims: int = 0, max_dims: int = 4, min_side: int = 0, max_side: in
 def dtypes(include_float16: bool = False) -> st.SearchStrategy[np.dtype]:
   """The dtypes minitensor supports: bool, int8, uint8, int32, int64, float32, float64 (and float16 on request).
 
+  Parameters
+  ----------
+  include_float16 : bool, default False
+
   Returns
   -------
   SearchStrategy of numpy.dtype
@@ -362,7 +366,16 @@ def movement_chains(draw, shape: tuple[int, ...], max_steps: int = 6) -> Movemen
 # ---------------------------------------------------------------------- the NumPy oracle
 def default_tolerance(dtype) -> float:
   """The rtol (and atol) assert_matches_numpy uses for a result of dtype: 0 (exact) for bool and integers,
-  1e-3 for float16, 1e-5 for float32, 1e-10 for float64."""
+  1e-3 for float16, 1e-5 for float32, 1e-10 for float64.
+
+  Parameters
+  ----------
+  dtype : dtype-like
+
+  Returns
+  -------
+  float
+  """
   return _TOL.get(np.dtype(dtype), 0.0)
 
 
