@@ -1,6 +1,6 @@
 """linearize (through render_c): hand-built loop programs with accumulators, checked for loop structure in the
 linearized program and the generated C, compiled with -Wall -Werror, and run against NumPy."""
-import os, re, shutil, subprocess, tempfile
+import re
 import numpy as np
 import pytest
 from minitensor.backend.uop import UOp, Ops, AxisType, ParamArg, range_, buf, sink
@@ -10,16 +10,7 @@ from minitensor.backend.linearize import linearize, LinearizeError
 from minitensor.backend.render_c import render_c, render_function
 from minitensor.backend.runtime import run_c
 
-CC = shutil.which("cc") or shutil.which("gcc")
-
-
-def compile_strict(src: str) -> None:
-  """The source compiles with warnings as errors (an unused variable, a bad conversion, a missing return...)."""
-  with tempfile.TemporaryDirectory() as d:
-    path = os.path.join(d, "k.c")
-    with open(path, "w") as f: f.write(src)
-    p = subprocess.run([CC, "-Wall", "-Werror", "-fwrapv", "-std=gnu99", "-c", path, "-o", path[:-2] + ".o"], capture_output=True, text=True)
-    assert p.returncode == 0, f"{CC} -Wall -Werror rejected the kernel:\n{p.stderr}\n{src[src.index('void '):]}"
+from strict_c import CC, compile_strict
 
 
 def run_kernel(s: UOp, bufs: dict, name: str) -> str:

@@ -1,7 +1,7 @@
 """render_c: the prelude's semantics checked through real kernels against NumPy (floor division and modulo,
 NaN-propagating max/min, shifts past the width, small-int wrapping), literals, casts, the index type, and
 every kernel compiled with -Wall -Werror."""
-import os, re, shutil, subprocess, sys, tempfile
+import os, re, subprocess, sys
 import numpy as np
 import pytest
 from minitensor.backend.uop import UOp, Ops, range_, buf, sink
@@ -10,16 +10,7 @@ from minitensor.backend.symbolic import simplify
 from minitensor.backend.render_c import render_c, render_function, index_type, PRELUDE
 from minitensor.backend.runtime import run_c
 
-CC = shutil.which("cc") or shutil.which("gcc")
-
-
-def compile_strict(src: str) -> None:
-  """The source compiles with warnings as errors (an unused variable, a bad conversion, a missing return...)."""
-  with tempfile.TemporaryDirectory() as d:
-    path = os.path.join(d, "k.c")
-    with open(path, "w") as f: f.write(src)
-    p = subprocess.run([CC, "-Wall", "-Werror", "-fwrapv", "-std=gnu99", "-c", path, "-o", path[:-2] + ".o"], capture_output=True, text=True)
-    assert p.returncode == 0, f"{CC} -Wall -Werror rejected the kernel:\n{p.stderr}\n{src[src.index('void '):]}"
+from strict_c import CC, compile_strict
 
 
 def elementwise(fns, d: DType, n: int):
