@@ -10,7 +10,7 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, os, threading, time, weakref
+import itertools, logging, os, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -100,18 +100,14 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels], time.perf_counter() - t, checked=checked)
 
 
-_normalized: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
-  """The outputs with realized leaves renumbered 0..n-1 in graph order, and the arrays of those leaves."""
-  root = outputs[0] if len(outputs) == 1 else UOp(Ops.SINK, tuple(outputs))
-  if (hit := _normalized.get(root)) is None:
-    leaves: dict[UOp, UOp] = {}
-    for u in root.toposort():
+  """The outputs with realized leaves renumbered 0..n-1 in graph order, and the arrays of those leaves (the
+  graph a schedule is compiled for, on a cache miss)."""
+  leaves: dict[UOp, UOp] = {}
+  for o in outputs:
+    for u in o.toposort():
       if u.op is Ops.BUFFER and u not in leaves: leaves[u] = UOp(Ops.BUFFER, (), ParamArg(len(leaves), u.arg.dtype, u.arg.shape))
-    hit = _normalized[root] = (tuple(o.substitute(leaves) for o in outputs), tuple(leaves))
-  return hit[0], [b.data for b in hit[1]]
+  return tuple(o.substitute(leaves) for o in outputs), [b.data for b in leaves]
 
 
 def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
