@@ -36,6 +36,7 @@ def _scalar_uop(v, d: DType, op: str = "operation") -> UOp:
 
 def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
   """NumPy's broadcast of shapes; ValueError naming the op and the shapes when they don't broadcast."""
+  if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple: return shapes[0]   # the common case
   n = max((len(s) for s in shapes), default=0)
   out = []
   for k in range(n):
@@ -72,24 +73,43 @@ _WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64}
 
 class Tensor:
   """A lazy n-dimensional array with NumPy's API; values are computed by minitensor's compiler on demand."""
-  __slots__ = ("uop", "__weakref__")
+  __slots__ = ("_uop", "_data", "__weakref__")
   __array_priority__ = 100.0
 
   def __init__(self, data: Any = None, dtype=None):
-    if isinstance(data, UOp): self.uop = data
-    else: self.uop = asarray(data, dtype=dtype).uop
+    if isinstance(data, UOp): self._uop, self._data = data, None
+    else:
+      t = asarray(data, dtype=dtype)
+      self._uop, self._data = t._uop, t._data
+
+  @classmethod
+  def _of(cls, a: np.ndarray) -> Tensor:
+    """A realized tensor holding the C-contiguous ndarray a (its graph leaf is made when first needed)."""
+    t = object.__new__(cls)
+    t._uop, t._data = None, a
+    return t
+
+  @property
+  def uop(self) -> UOp:
+    """The graph of this tensor. A realized tensor is a load of its buffer, made when first used in a graph
+    (so a result that is only read costs no node)."""
+    if (u := self._uop) is None: u = self._uop = buffer_of(self._data).reshape(self._data.shape)
+    return u
+
+  @uop.setter
+  def uop(self, u: UOp) -> None: self._uop, self._data = u, None
 
   # ------------------------------------------------------------------ attributes
   @property
-  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  def shape(self) -> tuple[int, ...]: return self._data.shape if self._data is not None else self._uop.shape
   @property
-  def dtype(self) -> np.dtype: return self.uop.dtype.np
+  def dtype(self) -> np.dtype: return self._data.dtype if self._data is not None else self._uop.dtype.np
   @property
-  def ndim(self) -> int: return len(self.uop.shape)
+  def ndim(self) -> int: return len(self.shape)
   @property
-  def size(self) -> int: return prod(self.uop.shape)
+  def size(self) -> int: return prod(self.shape)
   @property
-  def itemsize(self) -> int: return self.uop.dtype.itemsize
+  def itemsize(self) -> int: return self.dtype.itemsize
   @property
   def nbytes(self) -> int: return self.size * self.itemsize
   @property
@@ -108,7 +128,8 @@ class Tensor:
     return self
 
   def _realized(self) -> np.ndarray | None:
-    u = self.uop
+    if self._data is not None: return self._data
+    u = self._uop
     if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: u = u.src[0]
     return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER else None
 
@@ -161,8 +182,8 @@ class Tensor:
     return r if "dtype=" in r else r[:-1] + f", dtype={self.dtype})"
   def __str__(self) -> str: return str(self._value())
   def __hash__(self): return id(self)
-  def __copy__(self) -> Tensor: return Tensor(self.uop)
-  def __deepcopy__(self, memo) -> Tensor: return Tensor(self.uop)
+  def __copy__(self) -> Tensor: return Tensor._of(self._data) if self._data is not None else Tensor(self._uop)
+  def __deepcopy__(self, memo) -> Tensor: return self.__copy__()
   def __reduce__(self): return (asarray, (self.numpy(),))
 
   # ------------------------------------------------------------------ elementwise
@@ -409,7 +430,7 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
     raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
   want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
   if a.dtype != want.np or not a.flags.c_contiguous or copy: a = np.array(a, dtype=want.np, order="C", copy=True)
-  return Tensor(buffer_of(a).reshape(a.shape))
+  return Tensor._of(a)
 
 
 array = asarray
@@ -446,8 +467,7 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
   """Compute several tensors together (shared work is done once); each keeps its result."""
   todo = [t for t in tensors if t._realized() is None]
   if todo:
-    for t, a in zip(todo, _realize([t.uop for t in todo])):
-      t.uop = buffer_of(a).reshape(t.shape)
+    for t, a in zip(todo, _realize([t.uop for t in todo])): t._uop, t._data = None, a
   return [t._realized() for t in tensors]
 
 

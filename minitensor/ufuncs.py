@@ -129,32 +129,39 @@ def resolve(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = None) -> 
     raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} ({e})") from e
 
 
+_TYPED: dict = {}
+
+
+def _typed(ufunc: np.ufunc, operands: tuple, dtype) -> tuple:
+  """(input DTypes, output DType) of the loop NumPy picks for these operands, cached by operand types."""
+  key = (ufunc, dtype, *(_np_dtype_of(x) for x in operands))
+  if (r := _TYPED.get(key)) is None:
+    dts = resolve(ufunc, operands, None if dtype is None else np.dtype(dtype))
+    r = _TYPED[key] = (tuple(dtypes.from_numpy(d) for d in dts[:ufunc.nin]), dtypes.from_numpy(dts[-1]))
+  return r
+
+
 def apply(ufunc: np.ufunc, *operands, dtype=None):
   """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting."""
   T = _T or _tensor()
-  Tensor, asarray, broadcast_shapes, _scalar_uop = T.Tensor, T.asarray, T.broadcast_shapes, T._scalar_uop
-  if ufunc not in TABLE: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
+  Tensor = T.Tensor
+  if (build := TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
-  dts = resolve(ufunc, operands, None if dtype is None else np.dtype(dtype))
-  ins, out_dt = dts[:ufunc.nin], dts[-1]
-  tensors = [x if isinstance(x, Tensor) or is_weak(x) else asarray(x) for x in operands]
-  shape = broadcast_shapes(*(t.shape for t in tensors if isinstance(t, Tensor)), op=ufunc.__name__)
+  ins, out = _typed(ufunc, operands, dtype)
+  tensors = [x if type(x) in _PY_SCALARS or isinstance(x, Tensor) else T.asarray(x) for x in operands]
+  shape = T.broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY_SCALARS], op=ufunc.__name__)
   if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))
-  uops = []
-  for t, d in zip(tensors, ins):
-    dt = dtypes.from_numpy(d)
-    u = t.uop.cast(dt) if isinstance(t, Tensor) else _scalar_uop(t, dt, ufunc.__name__)
-    uops.append(_broadcast(u, shape))
-  if ufunc is np.power and ins[1].kind in "iu" and isinstance(e := operands[1], (int, np.integer)) and e < 0:
+  uops = [_broadcast(t.uop.cast(d) if type(t) not in _PY_SCALARS else T._scalar_uop(t, d, ufunc.__name__), shape)
+          for t, d in zip(tensors, ins)]
+  if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
     raise ValueError("Integers to negative integer powers are not allowed.")
-  r = TABLE[ufunc](*uops)
-  return Tensor(r.cast(dtypes.from_numpy(out_dt)))
+  return Tensor(build(*uops).cast(out))
 
 
-def _out_of_range(ufunc: np.ufunc, operands: list, ins: tuple[np.dtype, ...]) -> UOp | None:
+def _out_of_range(ufunc: np.ufunc, operands: list, ins: tuple) -> UOp | None:
   """NumPy 2 compares an integer array with a Python int its dtype cannot hold as if the int were infinite."""
   for k, (x, d) in enumerate(zip(operands, ins)):
-    if type(x) is int and d.kind in "iu" and not np.iinfo(d).min <= x <= np.iinfo(d).max:
+    if type(x) is int and d.is_int and not d.min <= x <= d.max:
       return UOp.const(bool(ufunc(*[(1 if x > 0 else -1) if j == k else 0 for j in range(2)])), dtypes.bool)
   return None
 

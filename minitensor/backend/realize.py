@@ -101,13 +101,15 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
-  """The outputs with realized leaves renumbered 0..n-1 in graph order, and the arrays of those leaves (the
-  graph a schedule is compiled for, on a cache miss)."""
-  leaves: dict[UOp, UOp] = {}
-  for o in outputs:
-    for u in o.toposort():
-      if u.op is Ops.BUFFER and u not in leaves: leaves[u] = UOp(Ops.BUFFER, (), ParamArg(len(leaves), u.arg.dtype, u.arg.shape))
-  return tuple(o.substitute(leaves) for o in outputs), [b.data for b in leaves]
+  """The outputs with realized leaves renumbered 0..n-1 in the order `structure` lists them, and the arrays of
+  those leaves (the graph a schedule is compiled for, on a cache miss)."""
+  leaves = structure(outputs)[1]
+  return _renumber(outputs, leaves), [b.data for b in leaves]
+
+
+def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
+  slots = {u: UOp(Ops.BUFFER, (), ParamArg(k, u.arg.dtype, u.arg.shape)) for k, u in enumerate(leaves)}
+  return tuple(o.substitute(slots) for o in outputs)
 
 
 def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
@@ -117,14 +119,19 @@ def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
   leaves: list[UOp] = []
   key: list = []
   for o in outputs:
-    for u in o.toposort():
-      if u in pos: continue
+    stack = [o]
+    while stack:
+      u = stack[-1]
+      if u in pos: stack.pop(); continue
+      todo = [s for s in u.src if s not in pos]
+      if todo: stack.extend(reversed(todo)); continue
+      stack.pop()
       if u.op is Ops.BUFFER:
         key.append((Ops.BUFFER, u.arg.dtype, u.arg.shape, len(leaves)))
         leaves.append(u)
-      else: key.append((u.op, u.dtype, _argkey(u.arg), tuple(pos[x] for x in u.src)))
+      else: key.append((u.op, u.dtype, _argkey(u.arg), tuple([pos[x] for x in u.src])))
       pos[u] = len(key) - 1
-  key.append(tuple(pos[o] for o in outputs))
+  key.append(tuple([pos[o] for o in outputs]))
   return tuple(key), leaves
 
 
@@ -132,15 +139,14 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
-    return [np.ascontiguousarray(v) for v in views]
+    return [np.asarray(v, order="C") for v in views]      # (ascontiguousarray would make 0-d arrays 1-d)
   skey, leaves = structure(outputs)
   key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
   with _lock:
     prog = _cache.get(key)
     if prog is None:
       stats.graph_misses += 1
-      norm, _ = normalize(outputs)
-      prog = _cache[key] = compile_schedule(norm, len(leaves))
+      prog = _cache[key] = compile_schedule(_renumber(outputs, leaves), len(leaves))
       if len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
     else:
       stats.graph_hits += 1

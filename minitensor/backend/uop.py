@@ -92,6 +92,8 @@ MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
 REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN)
 _FLOAT_ONLY = FLOAT_UNARY | {Ops.FDIV, Ops.ATAN2}
 _INT_ONLY = {Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}      # AND/OR/XOR also take bool
+_NOT_BOOL = {Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW}
+_ALU_NO_CAST = ALU - {Ops.CAST}
 
 
 def prod(xs) -> int:
@@ -113,8 +115,11 @@ def _shape(s) -> tuple[int, ...]:
 
 def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tuple[DType, tuple[int, ...]]:
   """The type rule of every op: (dtype, shape) of a well-formed node, else UOpError."""
-  _check(isinstance(op, Ops), lambda: f"not an op: {op!r}")
-  _check(isinstance(src, tuple) and all(isinstance(s, UOp) for s in src), lambda: f"{op.name}: sources must be UOps")
+  if type(op) is not Ops: raise UOpError(f"not an op: {op!r}")
+  if type(src) is not tuple: raise UOpError(f"{op.name}: sources must be a tuple of UOps")
+  for s in src:
+    if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
+  if op in _ALU_NO_CAST: return _infer_alu(op, src)
   n = op._name_
   if op is Ops.CONST:
     _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, lambda: f"CONST: needs a dtype and no sources")
@@ -137,22 +142,27 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   if op is Ops.CAST:
     _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void, "CAST: one source and a target dtype")
     return dtype, src[0].shape
-  if op in ALU:
-    arity = 1 if op in UNARY else 3 if op is Ops.WHERE else 2
-    _check(len(src) == arity, lambda: f"{n}: takes {arity} sources, got {len(src)}")
-    vals = src[1:] if op is Ops.WHERE else src
-    for s in src[1:]:
-      _check(s.shape == src[0].shape, lambda: f"{n}: shape mismatch {src[0].shape} vs {s.shape} (broadcast with EXPAND)")
-    for s in vals[1:]:
-      _check(s.dtype is vals[0].dtype, lambda: f"{n}: dtype mismatch {vals[0].dtype.name} vs {s.dtype.name} (insert a CAST)")
-    d = vals[0].dtype
-    _check(d is not dtypes.void, lambda: f"{n}: operand has no value (void)")
-    if op is Ops.WHERE: _check(src[0].dtype is dtypes.bool, lambda: f"WHERE: condition must be bool, got {src[0].dtype.name}")
-    if op in _FLOAT_ONLY: _check(d.is_float, lambda: f"{n}: needs a float operand, got {d.name}")
-    if op in _INT_ONLY: _check(d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR)), lambda: f"{n}: needs an integer operand, got {d.name}")
-    if op in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW): _check(not d.is_bool, lambda: f"{n}: not defined for bool")
-    return (dtypes.bool if op in COMPARE else d), src[0].shape
   return _infer_shape(op, src, arg)
+
+
+def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
+  # the hot path of graph building: plain tests, messages made only on failure
+  arity = 1 if op in UNARY else 3 if op is Ops.WHERE else 2
+  if len(src) != arity: raise UOpError(f"{op.name}: takes {arity} sources, got {len(src)}")
+  shape = src[0].shape
+  vals = src[1:] if op is Ops.WHERE else src
+  d = vals[0].dtype
+  for s in src:
+    if s.shape != shape: raise UOpError(f"{op.name}: shape mismatch {shape} vs {s.shape} (broadcast with EXPAND)")
+  for s in vals:
+    if s.dtype is not d: raise UOpError(f"{op.name}: dtype mismatch {d.name} vs {s.dtype.name} (insert a CAST)")
+  if d is dtypes.void: raise UOpError(f"{op.name}: operand has no value (void)")
+  if op is Ops.WHERE and src[0].dtype is not dtypes.bool: raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
+  if op in _FLOAT_ONLY and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
+  if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR))):
+    raise UOpError(f"{op.name}: needs an integer operand, got {d.name}")
+  if d.is_bool and op in _NOT_BOOL: raise UOpError(f"{op.name}: not defined for bool")
+  return (dtypes.bool if op in COMPARE else d), shape
 
 
 def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
