@@ -44,7 +44,12 @@ def test_checked_results_are_identical(name, monkeypatch):
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   checked = run(fn, arrays)
   for p, c in zip(plain, checked):
-    assert p.dtype == c.dtype and p.shape == c.shape and p.tobytes() == c.tobytes()
+    assert p.dtype == c.dtype and p.shape == c.shape
+    if name == "elementwise":
+      # the plain loop is vectorized, so exp comes from the vector math library; the guards of checked mode
+      # keep its loop scalar (glibc's expf): the two may round the float32 exponential 1 ulp apart
+      np.testing.assert_allclose(c, p, rtol=2 * np.finfo(np.float32).eps)
+    else: assert p.tobytes() == c.tobytes()
   mtt.assert_matches_numpy(fn, *arrays)      # checked mode is still set
 
 
@@ -54,7 +59,7 @@ def test_checked_mode_compiles_checked_kernels(monkeypatch):
   key = (R.structure([y.uop])[0], True)        # the compiled-schedule cache keeps checked and plain programs apart
   y.numpy()
   prog = R._cache[key]
-  assert prog.checked and all("mt_err" in k.src and "mt_oob" in k.src for k, _ in prog.fns)
+  assert prog.checked and all("mt_err" in k.src and "mt_oob" in k.src for k, *_ in prog.fns)
 
 
 def kernel(sink_uop, name="oob") -> Kernel:
@@ -103,7 +108,7 @@ def test_violation_raises_index_error_naming_kernel_buffer_and_index():
   k = kernel(sink(buf(1, 8).index(r).store(buf(0, 4).index(r).load()).end(r)), "k_oob")
   spec = SimpleNamespace(ast=SimpleNamespace(shape=(8,), dtype=dtypes.float32))
   sched = SimpleNamespace(kernels=[spec], buffers=[(8, dtypes.float32)], outputs=[1])
-  prog = R.Compiled(sched, [(k, (0, 1))], checked=True)
+  prog = R.Compiled(sched, [(k, (0, 1), ())], checked=True)
   with pytest.raises(IndexError, match=r"kernel k_oob computing \(8,\) float32 accessed index 4 of buffer data0 "
                                        r"\(schedule buffer 0, size 4\)"):
     prog([np.zeros(4, np.float32)])

@@ -22,6 +22,11 @@ along the last axis (their reductions become sibling loops inside the row loop, 
 schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer
 slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
 linearize) counts the loop iterations of a lowered kernel: the work accounting tests and `explain` use.
+
+Flat kernels are size-generic. An elementwise kernel whose every operand is read whole, in its own order
+(ALU and CAST over buffers, reshapes, broadcast constants) computes the same thing on the buffers read as
+(n,) arrays, whatever its shape: it is lowered as one threaded loop over n, and its `size` n is passed to the
+C function at the call, so the same compiled code serves every shape (one compile, not one per shape).
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -39,6 +44,7 @@ class KernelSpec:
   sink: UOp                   # lowered, kernel-local slots
   slots: tuple[int, ...]      # local slot k reads/writes schedule buffer slots[k]
   out: int                    # the schedule buffer it writes
+  size: int | None = None     # a flat kernel: its loop bound, an argument of the C function
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,28 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   return best
 
 
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx, UOp, dict]:
+def flat(body: UOp) -> UOp | None:
+  """body computed on its buffers read as (n,) arrays, when it is elementwise over operands read whole in their
+  own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
+  n = prod(body.shape)
+  if n < 2: return None
+  new: dict[UOp, UOp] = {}
+  for u in body.toposort():
+    if u.op is Ops.CONST: new[u] = u
+    elif u.op is Ops.BUFFER: new[u] = u
+    elif u.op is Ops.RESHAPE: new[u] = new[u.src[0]]
+    elif u.op is Ops.EXPAND and (c := new[u.src[0]]).op is Ops.CONST: new[u] = c
+    elif u.op in ALU:
+      m = prod(u.shape)
+      new[u] = u.replace(src=tuple(x.reshape((1,)).expand((m,)) if x.op is Ops.CONST else x for x in (new[s] for s in u.src)))
+    else: return None
+  return new[body] if new[body].shape == (n,) else None
+
+
+def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx, UOp, dict, int | None]:
   """Lower the kernel of staged node `root`, other staged nodes read from their buffers. Also returns the
-  body that was lowered and, for its nodes, the node of the scheduled graph each one stands for."""
+  body that was lowered, for its nodes the node of the scheduled graph each one stands for, and the size of
+  a flat kernel (None for others)."""
   body = root.src[0] if root.op is Ops.STAGE else root
   new: dict[UOp, UOp] = {}
   orig: dict[UOp, UOp] = {}
@@ -112,8 +137,11 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
     new[u] = n = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
     orig[n] = u
   body = new[body]
+  if optimize and (f := flat(body)) is not None:
+    ctx = Ctx(opts=Opts(thread=0))
+    return lower(f, out, ctx), ctx, body, orig, f.shape[0]
   ctx = Ctx(opts=choose_opts(body) if optimize else Opts())
-  return lower(body, out, ctx), ctx, body, orig
+  return lower(body, out, ctx), ctx, body, orig, None
 
 
 def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
@@ -142,13 +170,13 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
     for u in order:
       if prod(u.shape) == 0: continue
       out = buf(slot[u], prod(u.shape), u.dtype)
-      sink, ctx, body, orig = _lower_kernel(u, bufs, out, optimize)
+      sink, ctx, body, orig, size = _lower_kernel(u, bufs, out, optimize)
       loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
                      key=lambda r: r.arg.idx)
-      if (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
+      if size is None and (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
       new = None
       local, slots = _localize(sink)
-      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u]))
+      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u], size))
     if new is None: break
     staged.append(new)
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)

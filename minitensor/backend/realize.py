@@ -50,7 +50,7 @@ if DEBUG and not log.handlers:
 class Compiled:
   """A schedule with its kernels compiled: run it on a list of input arrays."""
   sched: Schedule
-  fns: list[tuple[Kernel, tuple[int, ...]]]
+  fns: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]]     # (kernel, buffer slots, size arguments)
   compile_seconds: float = 0.0
   runs: int = 0
 
@@ -61,7 +61,7 @@ class Compiled:
     bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
     if DEBUG or self.checked: self._run_slow(bufs)
     else:
-      for k, slots in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots])
+      for k, slots, sizes in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots], *sizes)
     self.runs += 1
     return [bufs[o] for o in s.outputs]
 
@@ -69,8 +69,8 @@ class Compiled:
     """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
     origin = f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit"
     err = np.zeros(3, np.int64)
-    for (k, slots), spec in zip(self.fns, self.sched.kernels):
-      args = [_from_buffer(bufs[i], require_writable=False) for i in slots] + ([_from_buffer(err)] if self.checked else [])
+    for (k, slots, sizes), spec in zip(self.fns, self.sched.kernels):
+      args = [_from_buffer(bufs[i], require_writable=False) for i in slots] + list(sizes) + ([_from_buffer(err)] if self.checked else [])
       t = time.perf_counter()
       k.fn(*args)
       dt = time.perf_counter() - t
@@ -94,10 +94,11 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule(list(outputs), n_inputs)
   if not sched.kernels: return Compiled(sched, [])
-  src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked) for k in sched.kernels)
+  src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked, k.size is not None) for k in sched.kernels)
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   lib = compile_c(src)
-  return Compiled(sched, [(lib[k.name], k.slots) for k in sched.kernels], time.perf_counter() - t, checked=checked)
+  fns = [(lib[k.name], k.slots, () if k.size is None else (k.size,)) for k in sched.kernels]
+  return Compiled(sched, fns, time.perf_counter() - t, checked=checked)
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:

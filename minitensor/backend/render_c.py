@@ -100,10 +100,10 @@ def index_type(sink: UOp) -> str:
 
 
 class _Renderer:
-  def __init__(self, sink: UOp, name: str, checked: bool = False):
-    self.sink, self.name, self.checked = sink, name, checked
+  def __init__(self, sink: UOp, name: str, checked: bool = False, sized: bool = False):
+    self.sink, self.name, self.checked, self.sized = sink, name, checked, sized
     self.prog = linearize(sink)
-    self.itype = index_type(sink)
+    self.itype = "int64_t" if sized else index_type(sink)
     self.r: dict[UOp, str] = {}
     self.n = 0
     self.lines: list[str] = []
@@ -141,7 +141,8 @@ class _Renderer:
     if not self.checked or (base.op is Ops.ALLOC and n == 1): return None
     slot = base.arg.slot if base.op is Ops.BUFFER else -1 - base.arg.slot
     e = self.expr(i)
-    return f"((uint64_t)({e}) < {n}ULL)", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
+    bound = "(uint64_t)n" if self.sized else f"{n}ULL"
+    return f"((uint64_t)({e}) < {bound})", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
 
   def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
 
@@ -220,6 +221,7 @@ class _Renderer:
     bufs = sorted({u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.BUFFER}.items())
     stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
     params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
+    if self.sized: params.append("int64_t n")
     if self.checked: params.append("int64_t* restrict mt_err")
     # an accumulator is declared where its scope (an AFTER on RANGEs only) is; otherwise at the top
     scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
@@ -230,9 +232,11 @@ class _Renderer:
       ind = "  " * depth
       if s.kind == "open":
         r = s.u
-        if r.arg.kind is AxisType.THREAD: self.lines.append(f"{ind}#pragma omp parallel for schedule(static)")
+        size = "n" if self.sized else r.arg.size
+        if r.arg.kind is AxisType.THREAD:
+          self.lines.append(f"{ind}#pragma omp parallel for schedule(static){f' if(n >= {SIZED_THREAD_MIN})' if self.sized else ''}")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
-        self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {r.arg.size}; ridx{r.arg.idx}++) {{")
+        self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"
         depth += 1
       elif s.kind == "close":
@@ -242,10 +246,16 @@ class _Renderer:
     return f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
 
-def render_function(sink: UOp, name: str = "kernel", checked: bool = False) -> str:
+SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more
+
+
+def render_function(sink: UOp, name: str = "kernel", checked: bool = False, sized: bool = False) -> str:
   """The C function of one kernel, without the prelude. checked: every load and store tests its index
-  against its buffer's size and reports a violation through a last `int64_t* mt_err` argument instead."""
-  return _Renderer(sink, name, checked).render()
+  against its buffer's size and reports a violation through a last `int64_t* mt_err` argument instead.
+  sized: a flat kernel (one loop, every buffer as long as it) whose loop bound is an argument `int64_t n`
+  after the buffers, so the same source serves every size."""
+  if sized and sum(u.op is Ops.RANGE for u in sink.toposort()) != 1: raise ValueError("render_c: a sized kernel has exactly one loop")
+  return _Renderer(sink, name, checked, sized).render()
 
 
 def render_c(sink: UOp, name: str = "kernel", checked: bool = False) -> str:

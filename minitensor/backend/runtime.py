@@ -203,14 +203,15 @@ def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
       try: os.utime(path)                       # recently used: last to be evicted
       except OSError: pass
     else: _build(src, path, flags)
-    sigs = [(name, len([p for p in params.split(",") if p.strip()])) for name, params in _SIG.findall(src)]
+    # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
+    sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
     ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
-    ffi.cdef("\n".join(f"void {name}({', '.join(['void*'] * n) or 'void'});" for name, n in sigs))
+    ffi.cdef("\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs))
     try: lib = ffi.dlopen(path)
     except OSError:                             # damaged after the check (or by another process): rebuild once
       _build(src, path, flags)
       lib = ffi.dlopen(path)
-    ks = _loaded[key] = {name: Kernel(name, src, getattr(lib, name), n, lib) for name, n in sigs}
+    ks = _loaded[key] = {name: Kernel(name, src, getattr(lib, name), len(ps), lib) for name, ps in sigs}
     return ks
 
 

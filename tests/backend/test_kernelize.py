@@ -424,3 +424,41 @@ def test_random_dags_on_larger_shapes_schedule_within_constant_factor_of_eager_w
   come into play, and a cut the cost model misses recomputes work by a factor that grows with the size."""
   outs, eager, _ = _dag(data.draw, st.sampled_from([64, 16, 3]))
   _scheduled_within_factor(outs, eager)
+
+
+# ---------------------------------------------------------------------- size-generic (flat) kernels
+SHAPES = [(2,), (7, 3), (2, 1, 5), (4, 4, 4, 4), (1, 300_001)]     # the last is threaded (n >= SIZED_THREAD_MIN)
+
+
+def test_flat_elementwise_kernels_compile_once_for_every_shape():
+  """Elementwise kernels over whole operands are rendered with the size as an argument: one compile serves
+  every shape (values checked against NumPy, including a threaded size)."""
+  from minitensor.backend.runtime import stats
+  rng = np.random.default_rng(3)
+  before = None
+  for shape in SHAPES:
+    a, b = rng.standard_normal(shape).astype(np.float32), rng.integers(-9, 9, shape).astype(np.int16)
+    got = np.tanh(mt.asarray(a)) * 3 - mt.asarray(b) / 2.5
+    np.testing.assert_allclose(np.asarray(got), np.tanh(a) * 3 - b / 2.5, rtol=1e-6, atol=1e-6)
+    if before is None: before = stats.compiles
+  assert stats.compiles == before
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 2, 2)])
+def test_flat_kernel_source_does_not_mention_the_size(shape):
+  x = mt.asarray(np.ones(shape, np.float64))
+  s = sched((x * 2 + 1).astype(np.float32))
+  (k,) = s.kernels
+  assert k.size == prod(shape)
+  src = render_function(k.sink, k.name, sized=True)
+  assert "int64_t n)" in src and "ridx0 < n" in src and str(prod(shape)) not in src
+
+
+@pytest.mark.parametrize("make", [lambda x: x * 2 + x.T, lambda x: x[::2] + 1, lambda x: x.sum(axis=1, keepdims=True) + x,
+                                  lambda x: x + mt.asarray(np.arange(4.0))])
+def test_kernels_that_move_data_are_not_flat(make):
+  """A transpose, a strided slice, a reduce or a broadcast operand reads in another order: sized by shape."""
+  x = mt.asarray(np.arange(16.0).reshape(4, 4))
+  t = make(x)
+  assert all(k.size is None for k in sched(t).kernels)
+  np.testing.assert_allclose(np.asarray(t), make(np.arange(16.0).reshape(4, 4)))
