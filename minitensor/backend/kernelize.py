@@ -151,8 +151,32 @@ def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
   return sink.substitute(mapping), tuple(b.arg.slot for b in bufs)
 
 
+SPLIT_MIN = 1 << 16     # a reduction to one value over this many elements runs in two stages
+SPLIT_PARTS = 64
+
+
+def split_reduces(outputs: list[UOp]) -> list[UOp]:
+  """Every REDUCE to a single value over R >= SPLIT_MIN elements as two: C partial reductions of R/C
+  consecutive elements (staged: a kernel whose C outputs the threads share, each reduced in vector lanes),
+  then one over the C partials. The terms still combine in an order fixed by the graph (the same bits on any
+  number of threads), in two levels (a smaller rounding error for sums)."""
+  new: dict[UOp, UOp] = {}
+  for u in UOp(Ops.SINK, tuple(outputs)).toposort():
+    src = tuple(new[x] for x in u.src)
+    v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    if v.op is Ops.REDUCE and prod(v.shape) == 1:
+      r = prod(v.src[0].shape[len(v.shape):])
+      c = SPLIT_PARTS
+      while c > 1 and r % c: c //= 2
+      if r >= SPLIT_MIN and c > 1:
+        v = v.src[0].reshape(v.shape + (c, r // c)).reduce(v.arg[0], 1).stage().reduce(v.arg[0], 1)
+    new[u] = v
+  return [new[o] for o in outputs]
+
+
 def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedule:
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1."""
+  if optimize: outputs = split_reduces(outputs)
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):

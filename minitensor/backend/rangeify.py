@@ -168,7 +168,9 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   rop, n = u.arg
   x = u.src[0]
   rshape = x.shape[len(x.shape) - n:]
-  if n == 0: return rangeify(x, idx, ctx)
+  zero = [UOp.const(0.0, u.dtype)] if rop is Ops.ADD and u.dtype.is_float else []
+  # NumPy starts a float sum from +0.0 even with no loop: a sum of one -0.0 (or over no axes) is 0.0
+  if n == 0: return _tree(rop, [rangeify(x, idx, ctx)] + zero)
   if prod(rshape) == 0: return UOp.const(identity(rop, u.dtype), u.dtype)
   # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
   rkey = (u, frozenset(ranges_in(*idx)))
@@ -189,8 +191,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   if parts[-1][1] == 0: return _reduce_lanes(u, idx, parts, ctx)
   real = [r for r, _ in parts if r.op is Ops.RANGE]
   vals = [rangeify(x, idx + c, ctx) for c in _combos(parts)]
-  # no loop: NumPy still starts a float sum from +0.0 (a sum of one -0.0 is 0.0)
-  if not real: return _tree(rop, vals + ([UOp.const(0.0, u.dtype)] if rop is Ops.ADD and u.dtype.is_float else []))
+  if not real: return _tree(rop, vals + zero)
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))

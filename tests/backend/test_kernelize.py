@@ -462,3 +462,18 @@ def test_kernels_that_move_data_are_not_flat(make):
   t = make(x)
   assert all(k.size is None for k in sched(t).kernels)
   np.testing.assert_allclose(np.asarray(t), make(np.arange(16.0).reshape(4, 4)))
+
+
+# ---------------------------------------------------------------------- reductions to one value, split
+@pytest.mark.parametrize("n", [1 << 17, 3 * (1 << 16), (1 << 17) + 1])     # at least THREAD_WORK
+@pytest.mark.parametrize("fn", ["sum", "max", "min", "any", "mean"])
+def test_large_reductions_to_one_value_split_across_threads(n, fn):
+  """Over SPLIT_MIN elements or more, a full reduction is SPLIT_PARTS partials in a threaded kernel, then one
+  reduction of the partials (a size with no power-of-two divisor stays one loop); values as NumPy's."""
+  x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+  t = getattr(mt.asarray(x).reshape(-1, 1) if n % 2 == 0 else mt.asarray(x), fn)()
+  s = sched(t)
+  threaded = [k for k in s.kernels if any(r.op is Ops.RANGE and r.arg.kind.name == "THREAD" for r in k.sink.toposort())]
+  assert (len(s.kernels), len(threaded)) == ((2, 1) if n % 2 == 0 else (1, 0))
+  want = getattr(x.astype(np.float64), fn)()
+  np.testing.assert_allclose(np.asarray(t), want, rtol=1e-6, atol=1e-6 * np.abs(x).sum() / n)
