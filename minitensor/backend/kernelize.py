@@ -23,10 +23,9 @@ schedule(outputs) returns the kernels in dependency order, each a lowered SINK o
 slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
 linearize) counts the loop iterations of a lowered kernel: the work accounting tests and `explain` use.
 
-Flat kernels are size-generic. An elementwise kernel whose every operand is read whole, in its own order
-(ALU and CAST over buffers, reshapes, broadcast constants) computes the same thing on the buffers read as
-(n,) arrays, whatever its shape: it is lowered as one threaded loop over n, and its `size` n is passed to the
-C function at the call, so the same compiled code serves every shape (one compile, not one per shape).
+Elementwise kernels over whole operands or small strided views are size-generic (generic.py): their size,
+and for strided ones an array of sizes, offsets and strides, are arguments of the C function, so one compile
+serves every shape.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, buf, prod
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.linearize import iterations
 from minitensor.backend.opt import choose_opts
+from minitensor.backend.generic import flat, strided, PARAMS_SLOT
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ class KernelSpec:
   sink: UOp                   # lowered, kernel-local slots
   slots: tuple[int, ...]      # local slot k reads/writes schedule buffer slots[k]
   out: int                    # the schedule buffer it writes
-  size: int | None = None     # a flat kernel: its loop bound, an argument of the C function
+  size: int | None = None     # a size-generic kernel: its loop bound, an argument of the C function...
+  params: tuple[int, ...] = ()   # ...and for a strided one, its argument array (sizes, offsets, strides)
 
 
 @dataclass(frozen=True)
@@ -106,28 +107,10 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   return best
 
 
-def flat(body: UOp) -> UOp | None:
-  """body computed on its buffers read as (n,) arrays, when it is elementwise over operands read whole in their
-  own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
-  n = prod(body.shape)
-  if n < 2: return None
-  new: dict[UOp, UOp] = {}
-  for u in body.toposort():
-    if u.op is Ops.CONST: new[u] = u
-    elif u.op is Ops.BUFFER: new[u] = u
-    elif u.op is Ops.RESHAPE: new[u] = new[u.src[0]]
-    elif u.op is Ops.EXPAND and (c := new[u.src[0]]).op is Ops.CONST: new[u] = c
-    elif u.op in ALU:
-      m = prod(u.shape)
-      new[u] = u.replace(src=tuple(x.reshape((1,)).expand((m,)) if x.op is Ops.CONST else x for x in (new[s] for s in u.src)))
-    else: return None
-  return new[body] if new[body].shape == (n,) else None
-
-
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx, UOp, dict, int | None]:
+def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx, UOp, dict, tuple | None]:
   """Lower the kernel of staged node `root`, other staged nodes read from their buffers. Also returns the
-  body that was lowered, for its nodes the node of the scheduled graph each one stands for, and the size of
-  a flat kernel (None for others)."""
+  body that was lowered, for its nodes the node of the scheduled graph each one stands for, and for a
+  size-generic kernel its (size, argument array) (None for others)."""
   body = root.src[0] if root.op is Ops.STAGE else root
   new: dict[UOp, UOp] = {}
   orig: dict[UOp, UOp] = {}
@@ -139,7 +122,8 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   body = new[body]
   if optimize and (f := flat(body)) is not None:
     ctx = Ctx(opts=Opts(thread=0))
-    return lower(f, out, ctx), ctx, body, orig, f.shape[0]
+    return lower(f, out, ctx), ctx, body, orig, (f.shape[0], ())
+  if optimize and (g := strided(body, out)) is not None: return g[0], Ctx(), body, orig, (prod(body.shape), tuple(g[1].tolist()))
   ctx = Ctx(opts=choose_opts(body) if optimize else Opts())
   return lower(body, out, ctx), ctx, body, orig, None
 
@@ -194,13 +178,15 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
     for u in order:
       if prod(u.shape) == 0: continue
       out = buf(slot[u], prod(u.shape), u.dtype)
-      sink, ctx, body, orig, size = _lower_kernel(u, bufs, out, optimize)
+      sink, ctx, body, orig, generic = _lower_kernel(u, bufs, out, optimize)
       loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
                      key=lambda r: r.arg.idx)
-      if size is None and (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
+      if generic is None and (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
       new = None
       local, slots = _localize(sink)
-      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u], size))
+      size, params = generic or (None, ())
+      if params: slots = slots[:-1]      # the argument array (PARAMS_SLOT, last) is not a schedule buffer
+      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u], size, params))
     if new is None: break
     staged.append(new)
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)

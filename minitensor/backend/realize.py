@@ -97,8 +97,14 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked, k.size is not None) for k in sched.kernels)
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   lib = compile_c(src)
-  fns = [(lib[k.name], k.slots, () if k.size is None else (k.size,)) for k in sched.kernels]
+  fns = [(lib[k.name], k.slots, _extra(k)) for k in sched.kernels]
   return Compiled(sched, fns, time.perf_counter() - t, checked=checked)
+
+
+def _extra(k) -> tuple:
+  """The arguments after the buffers: a size-generic kernel's argument array and size."""
+  if k.size is None: return ()
+  return ((_from_buffer(np.array(k.params, np.int64), require_writable=False),) if k.params else ()) + (k.size,)
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:

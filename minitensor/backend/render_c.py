@@ -141,8 +141,7 @@ class _Renderer:
     if not self.checked or (base.op is Ops.ALLOC and n == 1): return None
     slot = base.arg.slot if base.op is Ops.BUFFER else -1 - base.arg.slot
     e = self.expr(i)
-    bound = "(uint64_t)n" if self.sized else f"{n}ULL"
-    return f"((uint64_t)({e}) < {bound})", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
+    return f"((uint64_t)({e}) < {n}ULL)", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
 
   def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
 
@@ -252,8 +251,8 @@ SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this 
 def render_function(sink: UOp, name: str = "kernel", checked: bool = False, sized: bool = False) -> str:
   """The C function of one kernel, without the prelude. checked: every load and store tests its index
   against its buffer's size and reports a violation through a last `int64_t* mt_err` argument instead.
-  sized: a flat kernel (one loop, every buffer as long as it) whose loop bound is an argument `int64_t n`
-  after the buffers, so the same source serves every size."""
+  sized: a kernel of one loop whose bound is an argument `int64_t n` after the buffers, so the same source
+  serves every size (unless checked: the guards name each buffer's size)."""
   if sized and sum(u.op is Ops.RANGE for u in sink.toposort()) != 1: raise ValueError("render_c: a sized kernel has exactly one loop")
   return _Renderer(sink, name, checked, sized).render()
 

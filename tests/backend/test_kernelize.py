@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, reject, settings, strategies as st
 import minitensor as mt
 import minitensor.nn as nn
 from minitensor.backend.dtype import dtypes
-from minitensor.backend import kernelize, realize as realize_mod
+from minitensor.backend import generic, kernelize, realize as realize_mod
 from minitensor.backend.kernelize import Schedule
 from minitensor.backend.linearize import iterations, linearize
 from minitensor.backend.realize import normalize
@@ -223,7 +223,8 @@ def test_matmul_bias_relu_is_one_kernel():
 def _has_accumulator(sink) -> bool: return any(u.op is Ops.ALLOC for u in sink.toposort())
 
 
-def test_realize_two_outputs_sharing_a_reduce_does_it_once():
+def test_realize_two_outputs_sharing_a_reduce_does_it_once(monkeypatch):
+  monkeypatch.setattr(generic, "STRIDED_MAX", 0)     # loop nests: the flop counts below assume hoisted broadcasts
   x = rand(24, 40, dtype=np.float64)
   X = mt.asarray(x)
   s = X.sum(axis=1, keepdims=True)
@@ -430,9 +431,10 @@ def test_random_dags_on_larger_shapes_schedule_within_constant_factor_of_eager_w
 SHAPES = [(2,), (7, 3), (2, 1, 5), (4, 4, 4, 4), (1, 300_001)]     # the last is threaded (n >= SIZED_THREAD_MIN)
 
 
-def test_flat_elementwise_kernels_compile_once_for_every_shape():
+def test_flat_elementwise_kernels_compile_once_for_every_shape(monkeypatch):
   """Elementwise kernels over whole operands are rendered with the size as an argument: one compile serves
-  every shape (values checked against NumPy, including a threaded size)."""
+  every shape (values checked against NumPy, including a threaded size). Checked kernels name their sizes."""
+  monkeypatch.setenv("MINITENSOR_CHECK", "0")
   from minitensor.backend.runtime import stats
   rng = np.random.default_rng(3)
   before = None
@@ -454,14 +456,31 @@ def test_flat_kernel_source_does_not_mention_the_size(shape):
   assert "int64_t n)" in src and "ridx0 < n" in src and str(prod(shape)) not in src
 
 
-@pytest.mark.parametrize("make", [lambda x: x * 2 + x.T, lambda x: x[::2] + 1, lambda x: x.sum(axis=1, keepdims=True) + x,
-                                  lambda x: x + mt.asarray(np.arange(4.0))])
-def test_kernels_that_move_data_are_not_flat(make):
-  """A transpose, a strided slice, a reduce or a broadcast operand reads in another order: sized by shape."""
-  x = mt.asarray(np.arange(16.0).reshape(4, 4))
-  t = make(x)
-  assert all(k.size is None for k in sched(t).kernels)
-  np.testing.assert_allclose(np.asarray(t), make(np.arange(16.0).reshape(4, 4)))
+MOVERS = [lambda x: x * 2 + x.T, lambda x: x[1:, ::-1] + x[:-1, :1], lambda x: x + np.arange(x.shape[-1], dtype=np.float32),
+          lambda x: mt.exp(x[:, 1:]) if isinstance(x, mt.Tensor) else np.exp(x[:, 1:])]
+
+
+@pytest.mark.parametrize("make", MOVERS)
+def test_elementwise_kernels_over_strided_views_compile_once_for_every_shape(make, monkeypatch):
+  """A transpose, a strided or reversed slice, a broadcast operand: strided kernels whose sizes, offsets and
+  strides are an argument array; the same function over new shapes calls no compiler (values as NumPy's)."""
+  monkeypatch.setenv("MINITENSOR_CHECK", "0")
+  from minitensor.backend.runtime import stats
+  before = None
+  for n in (4, 6, 9, 16):
+    x = np.random.default_rng(n).standard_normal((n, n)).astype(np.float32)
+    t = make(mt.asarray(x))
+    (k,) = sched(t).kernels
+    assert k.params and k.size == prod(t.shape)
+    np.testing.assert_allclose(np.asarray(t), make(x), rtol=1e-6)
+    if before is None: before = stats.compiles
+  assert stats.compiles == before
+
+
+def test_reductions_and_large_views_are_lowered_for_their_shape():
+  x = mt.asarray(np.ones((300, 300), np.float32))
+  assert all(k.size is None for k in sched(x.sum(axis=1, keepdims=True) + x).kernels)
+  assert sched(x.T * 2).kernels[0].size is None         # 90,000 elements > STRIDED_MAX: nested loops
 
 
 # ---------------------------------------------------------------------- reductions to one value, split
