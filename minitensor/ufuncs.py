@@ -106,39 +106,31 @@ def _tensor():
 
 def _np_dtype_of(x):
   """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
-  if isinstance(x, (_T or _tensor()).Tensor): return x.uop.dtype.np
+  if isinstance(x, (_T or _tensor()).Tensor): return x.dtype
   if type(x) is bool: return np.dtype(bool)   # resolve_dtypes takes no weak bool; bool is the lowest kind anyway
   if is_weak(x): return type(x)
   return np.asarray(x).dtype
 
 
-_RESOLVED: dict = {}
+_RESOLVED: dict = {}      # (ufunc, dtype, operand types) -> (NumPy's loop dtypes, input DTypes, output DType)
+
+
+def _resolved(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None) -> tuple:
+  key = (ufunc, dtype, *(_np_dtype_of(x) for x in operands))
+  if (r := _RESOLVED.get(key)) is not None: return r
+  kw = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
+  try: dts = ufunc.resolve_dtypes(key[2:] + (None,) * ufunc.nout, casting="same_kind", **kw)
+  except TypeError as e:
+    names = ", ".join(getattr(d, "__name__", str(d)) for d in key[2:])
+    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} ({e})") from e
+  r = _RESOLVED[key] = (dts, tuple(dtypes.from_numpy(d) for d in dts[:ufunc.nin]), dtypes.from_numpy(dts[-1]))
+  return r
 
 
 def resolve(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = None) -> tuple[np.dtype, ...]:
   """NumPy's loop dtypes (inputs..., output) for these operands, with `dtype=` as NumPy's keyword (the loop
   whose output is dtype, inputs cast 'same_kind'); TypeError as NumPy raises it."""
-  key = (ufunc, dtype, *(_np_dtype_of(x) for x in operands))
-  if (r := _RESOLVED.get(key)) is not None: return r
-  kw = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
-  try:
-    r = _RESOLVED[key] = ufunc.resolve_dtypes(key[2:] + (None,) * ufunc.nout, casting="same_kind", **kw)
-    return r
-  except TypeError as e:
-    names = ", ".join(getattr(d, "__name__", str(d)) for d in key[2:])
-    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} ({e})") from e
-
-
-_TYPED: dict = {}
-
-
-def _typed(ufunc: np.ufunc, operands: tuple, dtype) -> tuple:
-  """(input DTypes, output DType) of the loop NumPy picks for these operands, cached by operand types."""
-  key = (ufunc, dtype, *(_np_dtype_of(x) for x in operands))
-  if (r := _TYPED.get(key)) is None:
-    dts = resolve(ufunc, operands, None if dtype is None else np.dtype(dtype))
-    r = _TYPED[key] = (tuple(dtypes.from_numpy(d) for d in dts[:ufunc.nin]), dtypes.from_numpy(dts[-1]))
-  return r
+  return _resolved(ufunc, operands, dtype)[0]
 
 
 def apply(ufunc: np.ufunc, *operands, dtype=None):
@@ -147,7 +139,7 @@ def apply(ufunc: np.ufunc, *operands, dtype=None):
   Tensor = T.Tensor
   if (build := TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
-  ins, out = _typed(ufunc, operands, dtype)
+  _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
   tensors = [x if type(x) in _PY_SCALARS or isinstance(x, Tensor) else T.asarray(x) for x in operands]
   shape = T.broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY_SCALARS], op=ufunc.__name__)
   if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))

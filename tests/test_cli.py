@@ -1,36 +1,11 @@
 """The command line and the inspection API, run as a user runs them (subprocesses)."""
-import logging, os, subprocess, sys, textwrap
+import logging, os, subprocess, sys
+from pathlib import Path
 import numpy as np
 import pytest
 import minitensor as mt
 
-ROWSUM = textwrap.dedent("""\
-  %0 = buffer 3 : dtype=f32 slot=1
-  %1 = range 3 : idx=0 kind=loop
-  %2 = index %0, %1
-  %3 = alloc 1 : dtype=f32 slot=0
-  %4 = after %3, %1
-  %5 = index %4, 0
-  %6 = store %5, 0.0
-  %7 = range 4 : idx=1 kind=reduce
-  %8 = after %4, %6, %7
-  %9 = index %8, 0
-  %10 = load %9
-  %11 = buffer 12 : dtype=f32 slot=0
-  %12 = mul %1, 4
-  %13 = add %12, %7
-  %14 = index %11, %13
-  %15 = load %14
-  %16 = add %10, %15
-  %17 = store %9, %16
-  %18 = end %17, %7
-  %19 = after %4, %18
-  %20 = index %19, 0
-  %21 = load %20
-  %22 = store %2, %21
-  %23 = end %22, %1
-  %24 = sink %23
-""")
+ROWSUM = (Path(__file__).parent / "rowsum.uir").read_text()      # section 6.7 of the course, as in test_uir
 
 
 def run(*args, env=None, check=True):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, buf, prod
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.linearize import iterations
-from minitensor.backend.opt import choose_opts
+from minitensor.backend.opt import choose_opts, divisor
 from minitensor.backend.generic import flat, strided, PARAMS_SLOT
 
 
@@ -150,9 +150,7 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
     v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
     if v.op is Ops.REDUCE and prod(v.shape) == 1:
       r = prod(v.src[0].shape[len(v.shape):])
-      c = SPLIT_PARTS
-      while c > 1 and r % c: c //= 2
-      if r >= SPLIT_MIN and c > 1:
+      if r >= SPLIT_MIN and (c := divisor(r, SPLIT_PARTS)) > 1:
         v = v.src[0].reshape(v.shape + (c, r // c)).reduce(v.arg[0], 1).stage().reduce(v.arg[0], 1)
     new[u] = v
   return [new[o] for o in outputs]

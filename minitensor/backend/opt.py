@@ -30,7 +30,8 @@ WIDE = 128      # column-sum lanes: 16 zmm of float64 accumulators (measured on 
 def _lanes(itemsize: int) -> int: return max(64 // max(itemsize, 1), 1)       # one 512-bit vector
 
 
-def _divisor(n: int, want: int) -> int:
+def divisor(n: int, want: int) -> int:
+  """The largest of want, want/2, want/4, ... 1 that divides n."""
   f = want
   while f > 1 and n % f: f //= 2
   return f
@@ -70,21 +71,21 @@ def choose_opts(root: UOp) -> Opts:
   if reduce_inner:
     rr = reduce_inner[0]
     gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1 for i in loads)
-    reduce_lanes = _divisor(rr.arg.size, lanes) if unit(rr) else 1
+    reduce_lanes = divisor(rr.arg.size, lanes) if unit(rr) else 1
     if reduce_lanes > 1 and not gemm_like: opts.unroll = reduce_lanes
-    elif inner is not None and unit(inner) and (f := _divisor(shape[axis_of[inner]], lanes)) > 1:
+    elif inner is not None and unit(inner) and (f := divisor(shape[axis_of[inner]], lanes)) > 1:
       opts.vector[axis_of[inner]] = f
       # a register tile: rows that one load broadcasts (stride 0) while another walks them
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
-      if rows and (f := _divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], 8)) > 1:
+      if rows and (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], 8)) > 1:
         opts.upcast[axis_of[max(rows, key=lambda r: r.arg.idx)]] = f
         # 8 rows x 2 vectors: 16 accumulators, within the 32 vector registers (measured: 169 vs 143 GFLOP/s)
-        opts.vector[axis_of[inner]] = _divisor(shape[axis_of[inner]], 2 * lanes)
+        opts.vector[axis_of[inner]] = divisor(shape[axis_of[inner]], 2 * lanes)
       elif not rows and len(axis_of) == 1:
         # nothing to reuse in registers (a column sum): WIDE lanes, as many accumulators as the registers
         # hold, each pass over the rows reading a 512-byte run per row; the blocks are shared by the threads
         n = shape[axis_of[inner]]
-        opts.vector[axis_of[inner]] = _divisor(n, min(WIDE, n // 2 if work >= THREAD_WORK else n))
+        opts.vector[axis_of[inner]] = divisor(n, min(WIDE, n // 2 if work >= THREAD_WORK else n))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0:
