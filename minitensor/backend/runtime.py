@@ -169,25 +169,34 @@ def _build(src: str, so_path: str, flags: tuple) -> None:
 
 
 def _evict(root: str, keep: str) -> None:
-  """Delete least recently used entries (never `keep`, the one just built) while the cache is larger than
-  $MINITENSOR_CACHE_BYTES."""
+  """Keep the cache within $MINITENSOR_CACHE_BYTES after building `keep`: delete least recently used entries
+  (never `keep`). The cache's byte count is kept in `root/usage`, which each build adds to; the directory is
+  walked (and the count made exact) only when that count is missing or passes the bound, so a build does not
+  stat every entry. Concurrent builds may lose an addition: the count is a lower bound, exact after a walk."""
   limit = int(os.environ.get("MINITENSOR_CACHE_BYTES", str(1 << 30)))
-  entries = []
-  for dp, _, files in os.walk(root):
-    for f in files:
-      if f.endswith(".so"):
-        p = os.path.join(dp, f)
-        try: st = os.stat(p)
-        except OSError: continue
-        entries.append((st.st_mtime, st.st_size, p))
-  total = sum(e[1] for e in entries)
-  for _, size, p in sorted(entries):
-    if total <= limit: break
-    if p == keep: continue
-    for q in (p, p[:-3] + ".sha256"):
-      try: os.unlink(q)
-      except OSError: pass
-    total -= size
+  usage = os.path.join(root, "usage")
+  try:
+    with open(usage) as f: total = int(f.read()) + os.path.getsize(keep)
+  except (OSError, ValueError): total = None
+  if total is None or total > limit:
+    entries = []
+    for dp, _, files in os.walk(root):
+      for f in files:
+        if f.endswith(".so"):
+          p = os.path.join(dp, f)
+          try: st = os.stat(p)
+          except OSError: continue
+          entries.append((st.st_mtime, st.st_size, p))
+    total = sum(e[1] for e in entries)
+    for _, size, p in sorted(entries):
+      if total <= limit: break
+      if p == keep: continue
+      for q in (p, p[:-3] + ".sha256"):
+        try: os.unlink(q)
+        except OSError: pass
+      total -= size
+  try: _atomic_write(usage, str(total).encode())
+  except OSError: pass
 
 
 def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
