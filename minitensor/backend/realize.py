@@ -10,7 +10,7 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, os, threading, time
+import itertools, logging, os, time
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -18,12 +18,11 @@ from minitensor.backend.uop import UOp, Ops, ParamArg, prod, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend.runtime import compile_c, Kernel, stats, _ffi
+from minitensor.backend.runtime import compile_c, Kernel, Once, stats, _ffi
 
 _from_buffer = _ffi.from_buffer
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
-_lock = threading.RLock()
 
 
 def buffer_of(a: np.ndarray) -> UOp:
@@ -88,6 +87,22 @@ _cache: OrderedDict = OrderedDict()
 CACHE_SIZE = 4096
 
 
+def _graph_hit(key) -> Compiled | None:
+  if (prog := _cache.get(key)) is not None:
+    stats.graph_hits += 1
+    _cache.move_to_end(key)
+  return prog
+
+
+def _keep(key, prog: Compiled) -> None:
+  stats.graph_misses += 1
+  _cache[key] = prog
+  if len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
+
+
+_schedules = Once(_graph_hit, _keep)     # compiled once per graph; different graphs compile in parallel
+
+
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit)."""
   t = time.perf_counter()
@@ -149,15 +164,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     return [np.asarray(v, order="C") for v in views]      # (ascontiguousarray would make 0-d arrays 1-d)
   skey, leaves = structure(outputs)
   key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
-  with _lock:
-    prog = _cache.get(key)
-    if prog is None:
-      stats.graph_misses += 1
-      prog = _cache[key] = compile_schedule(_renumber(outputs, leaves), len(leaves))
-      if len(_cache) > CACHE_SIZE: _cache.popitem(last=False)
-    else:
-      stats.graph_hits += 1
-      _cache.move_to_end(key)
+  prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
   res = prog([b.data for b in leaves])
   return [r.reshape(o.shape) for r, o in zip(res, outputs)]
 

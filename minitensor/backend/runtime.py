@@ -16,6 +16,7 @@ keeps compiled objects in a temporary directory for this process only.
 from __future__ import annotations
 import hashlib, os, re, shutil, subprocess, tempfile, threading, time, warnings
 from dataclasses import dataclass, field
+from typing import Callable
 import numpy as np
 import cffi
 from minitensor.backend.uop import UOp, Ops
@@ -44,7 +45,33 @@ class Stats:
 
 
 stats = Stats()
-_lock = threading.RLock()
+
+
+class Once:
+  """A cache filled once per key by concurrent threads. The first caller of a missing key makes its value
+  outside the lock, so values of different keys are made at the same time (their compilers run in
+  parallel); later callers of that key wait for it rather than make it again (if making it failed, the next
+  waiter tries). lookup(key) and store(key, value) run under the lock."""
+  def __init__(self, lookup: Callable, store: Callable):
+    self.lookup, self.store = lookup, store
+    self.lock = threading.Lock()
+    self.busy: dict = {}
+
+  def get(self, key, make: Callable):
+    while True:
+      with self.lock:
+        if (v := self.lookup(key)) is not None: return v
+        if (done := self.busy.get(key)) is None:
+          done = self.busy[key] = threading.Event()
+          break
+      done.wait()
+    try:
+      v = make()
+      with self.lock: self.store(key, v)
+      return v
+    finally:
+      with self.lock: del self.busy[key]
+      done.set()
 # threads of a parallel kernel sleep instead of spinning between regions: on a loaded machine spinning
 # threads steal the core the others need (set OMP_WAIT_POLICY yourself to override)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -199,29 +226,39 @@ def _evict(root: str, keep: str) -> None:
   except OSError: pass
 
 
+def _memory_hit(key: str) -> dict[str, Kernel] | None:
+  if (ks := _loaded.get(key)) is not None: stats.memory_hits += 1
+  return ks
+
+
+def _keep(key: str, ks: dict[str, Kernel]) -> None: _loaded[key] = ks
+
+
+_libraries = Once(_memory_hit, _keep)
+
+
 def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
   """Compile (or fetch from the caches) a translation unit; its kernels by name."""
   key = _key(src, flags)
-  with _lock:
-    if (ks := _loaded.get(key)) is not None:
-      stats.memory_hits += 1
-      return ks
-    path = os.path.join(cache_dir(), key[:2], key + ".so")
-    if _valid(path):
-      stats.disk_hits += 1
-      try: os.utime(path)                       # recently used: last to be evicted
-      except OSError: pass
-    else: _build(src, path, flags)
-    # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
-    sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
-    ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
-    ffi.cdef("\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs))
-    try: lib = ffi.dlopen(path)
-    except OSError:                             # damaged after the check (or by another process): rebuild once
-      _build(src, path, flags)
-      lib = ffi.dlopen(path)
-    ks = _loaded[key] = {name: Kernel(name, src, getattr(lib, name), len(ps), lib) for name, ps in sigs}
-    return ks
+  return _libraries.get(key, lambda: _load(src, key, flags))
+
+
+def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
+  path = os.path.join(cache_dir(), key[:2], key + ".so")
+  if _valid(path):
+    stats.disk_hits += 1
+    try: os.utime(path)                       # recently used: last to be evicted
+    except OSError: pass
+  else: _build(src, path, flags)
+  # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
+  sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
+  ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
+  ffi.cdef("\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs))
+  try: lib = ffi.dlopen(path)
+  except OSError:                             # damaged after the check (or by another process): rebuild once
+    _build(src, path, flags)
+    lib = ffi.dlopen(path)
+  return {name: Kernel(name, src, getattr(lib, name), len(ps), lib) for name, ps in sigs}
 
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:

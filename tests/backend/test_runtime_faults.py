@@ -222,6 +222,31 @@ def test_eight_threads_realizing_one_new_graph_compile_it_once(cache):
   assert stats.compiles - c0 == 1
 
 
+def test_threads_compiling_different_graphs_run_their_compilers_at_once(cache, tmp_path, monkeypatch):
+  """A compiler that logs when each call starts and ends (and takes its time): two threads realizing two new
+  graphs have their compiler calls in flight together (neither waits for the other's compile)."""
+  log, cc = tmp_path / "calls.log", tmp_path / "slowcc"
+  real = runtime.compiler()
+  cc.write_text(f'#!/bin/sh\ncase "$1" in --version) exec "{real}" "$@";; esac\n'
+                f'echo start >> "{log}"\nsleep 1\n"{real}" "$@"; rc=$?\necho end >> "{log}"\nexit $rc\n')
+  cc.chmod(0o755)
+  monkeypatch.setenv("MINITENSOR_CC", str(cc))
+  barrier, got, errors = threading.Barrier(2), [None, None], []
+  def work(k):
+    try:
+      g, want = _graph(_data(30 + k), c=4.0 + k)
+      barrier.wait()
+      got[k] = (g.numpy(), want)
+    except Exception as e:                               # noqa: BLE001  (reported below)
+      errors.append(e)
+  threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+  for th in threads: th.start()
+  for th in threads: th.join(120)
+  assert not errors, errors
+  for g, want in got: np.testing.assert_allclose(g, want, rtol=1e-12)
+  assert log.read_text().split() == ["start", "start", "end", "end"]
+
+
 # ---------------------------------------------------------------------- cache counters
 def test_same_graph_on_new_data_is_a_graph_cache_hit(cache):
   _, _ = _graph(_data(5))
