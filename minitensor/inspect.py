@@ -68,7 +68,7 @@ def explain(*tensors) -> Explanation:
   norm, arrays = normalize([t.uop for t in tensors])
   s = schedule(list(norm), len(arrays))
   ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, iterations(k.sink), tuple(x for x in k.slots if x != k.out), k.out,
-                        render_function(k.sink, k.name, sized=k.size is not None)) for k in s.kernels)
+                        render_function(k.sink, k.name, sized=bool(k.sizes))) for k in s.kernels)
   return Explanation(ks, tuple((a.shape, a.dtype.name) for a in arrays), tuple((n, d.name) for n, d in s.buffers), s.outputs)
 
 

@@ -19,9 +19,9 @@ The kernelizer asks `flat` first, then `strided`; anything else is lowered for i
 """
 from __future__ import annotations
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ALU, AxisType, buf, range_, sink, prod
+from minitensor.backend.uop import UOp, Ops, ALU, AxisType, ParamArg, buf, range_, sink, prod
+from minitensor.backend.rangeify import identity, _combine
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.symbolic import simplify
 
 STRIDED_MAX = 1 << 16
 PARAMS_SLOT = 1 << 40     # the argument array's slot: after every buffer of a schedule
@@ -47,6 +47,7 @@ def flat(body: UOp) -> UOp | None:
 def _reshape(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
   """The strides of a view reshaped to `new` without a copy (as NumPy's reshape of a view): groups of axes
   with equal products map onto each other; a group of old axes must be contiguous among itself."""
+  if 0 in shape: return None
   old = [(d, t) for d, t in zip(shape, strides) if d != 1]
   out = [0] * len(new)
   oi = ni = 0
@@ -84,43 +85,107 @@ def _view(u: UOp) -> tuple[UOp, tuple[int, ...] | None, int] | None:
   return b, st, off
 
 
-def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray] | None:
-  """The lowered kernel storing body into `out` as a strided kernel, and its argument array; None when body
-  is not elementwise over strided views, or is larger than STRIDED_MAX."""
-  n = prod(body.shape)
-  if not 2 <= n <= STRIDED_MAX: return None
-  if body.op not in ALU: return None
-  leaves: dict[UOp, tuple] = {}      # the operands of the ALU nodes that are not ALU nodes themselves
-  for u in body.toposort():
+_MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP)
+
+
+def _moved_down(root: UOp) -> UOp:
+  """root with every movement of an elementwise value applied to that value's operands instead (the same
+  value: a permute of x * y is permute(x) * permute(y)), so movement sits only on buffers and constants."""
+  memo: dict[UOp, UOp] = {}
+  def go(u: UOp) -> UOp:
+    if u not in memo:
+      src = tuple(go(x) for x in u.src)
+      if u.op in _MOVES and src[0].op in ALU: memo[u] = src[0].replace(src=tuple(go(u.replace(src=(x,))) for x in src[0].src))
+      else: memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    return memo[u]
+  return go(root)
+
+
+def _operands(root: UOp) -> dict[UOp, tuple] | None:
+  """The view of every operand of root's ALU nodes that is not an ALU node (root's own, if it is not one);
+  None if one is not a strided view or a broadcast constant."""
+  if root.op not in ALU: return None if (v := _view(root)) is None else {root: v}
+  found: dict[UOp, tuple] = {}
+  for u in root.toposort():
     if u.op not in ALU: continue
     for s in u.src:
-      if s.op not in ALU and s not in leaves:
+      if s.op not in ALU and s not in found:
         if (v := _view(s)) is None: return None
-        leaves[s] = v
-  views = [(u, v) for u, v in leaves.items() if v[1] is not None]
-  # output axes of size 1 go; neighbours merge when every operand steps over them as one axis
-  dims = [(d, [v[1][j] for _, v in views]) for j, d in enumerate(body.shape) if d != 1]
+        found[s] = v
+  return found
+
+
+def _merge(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> list[tuple[int, list[int]]]:
+  """(size, stride of every operand) per axis, with axes of size 1 dropped and neighbours merged where every
+  operand steps over them as over one axis."""
   merged: list[tuple[int, list[int]]] = []
-  for d, st in dims:
+  for j, d in enumerate(shape):
+    if d == 1: continue
+    st = [t[j] for t in strides]
     if merged and all(a == b * d for a, b in zip(merged[-1][1], st)): merged[-1] = (merged[-1][0] * d, st)
     else: merged.append((d, st))
-  sizes = [d for d, _ in merged]
-  after = [prod(sizes[j + 1:]) for j in range(len(sizes))]
-  params = sizes + after + [x for k, (_, v) in enumerate(views) for x in (v[2], *(st[k] for _, st in merged))]
-  p = buf(PARAMS_SLOT, len(params), dtypes.int64)
+  return merged
+
+
+def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray, tuple[int, ...]] | None:
+  """The lowered kernel storing body into `out` as a strided kernel, its argument array and its loop sizes;
+  None when body is not elementwise over strided views (optionally around one REDUCE of such a value, read at
+  the output's own flat index: only reshapes, elementwise nodes and constants after it), or does more than
+  STRIDED_MAX iterations."""
+  reduces = [u for u in body.toposort() if u.op is Ops.REDUCE]
+  if len(reduces) > 1: return None
+  red = reduces[0] if reduces else None
+  try: inner = _moved_down(red.src[0] if red is not None else body)
+  except RecursionError: return None
+  n_out, n_red = prod(body.shape), prod(inner.shape[len(red.shape):]) if red is not None else 1
+  if (red is not None and red.arg[1] == 0) or not 1 <= n_red or not (1 if red is not None else 2) <= n_out * n_red <= STRIDED_MAX: return None
+  if (pre := _operands(inner)) is None: return None
+  views = [(u, v) for u, v in pre.items() if v[1] is not None]
+  k_out = len(inner.shape) - (red.arg[1] if red is not None else 0)
+  groups = [_merge(inner.shape[:k_out], [v[1][:k_out] for _, v in views])]
+  if red is not None: groups.append(_merge(inner.shape[k_out:], [v[1][k_out:] for _, v in views]))
+  # the argument array: per loop its axis sizes d_j and P_j, then per operand its offset and strides
+  args: list[int] = []
+  at = []
+  for g in groups:
+    at.append(len(args))
+    args += [d for d, _ in g] + [prod(d for d, _ in g[j + 1:]) for j in range(len(g))]
+  axes = [a for g in groups for a in g]
+  view_at = []
+  for n, (_, (_, _, off)) in enumerate(views):
+    view_at.append(len(args))
+    args += [off, *(st[n] for _, st in axes)]
+  p = buf(PARAMS_SLOT, max(len(args), 1), dtypes.int64)
   arg = lambda k: p.index(k).load().cast(dtypes.index)
-  i = range_(n, 0, AxisType.THREAD)
-  r = len(sizes)
+  loops = [range_(n_out, 0)]     # (at most STRIDED_MAX iterations: not worth starting threads)
+  loops = loops + ([range_(n_red, 1, AxisType.REDUCE)] if red is not None else [])
   coords = []
-  for j in range(r):
-    c = i if j == r - 1 else i // arg(r + j)        # the last axis has P = 1
-    coords.append(c if j == 0 else c % arg(j))      # the first needs no modulo
-  val: dict[UOp, UOp] = {u: b for u, (b, st, _) in leaves.items() if st is None}     # broadcast constants
-  for k, (u, (b, _, _)) in enumerate(views):
-    base = 2 * r + k * (r + 1)
-    idx = arg(base)
-    for j, c in enumerate(coords): idx = idx + c * arg(base + 1 + j)
+  for loop, g, base in zip(loops, groups, at):
+    for j in range(len(g)):
+      c = loop if j == len(g) - 1 else loop // arg(base + len(g) + j)     # the last axis has P = 1
+      coords.append(c if j == 0 else c % arg(base + j))                   # the first needs no modulo
+  val: dict[UOp, UOp] = {u: b for u, (b, st, _) in pre.items() if st is None}     # broadcast constants
+  for (u, (b, _, _)), vat in zip(views, view_at):
+    idx = arg(vat)
+    for j, c in enumerate(coords): idx = idx + c * arg(vat + 1 + j)
     val[u] = b.index(idx).load()
-  for u in body.toposort():
+  for u in inner.toposort():
     if u.op in ALU and u not in val: val[u] = u.replace(src=tuple(val[s] for s in u.src))
-  return simplify(sink(out.index(i).store(val[body]).end(i))), np.array(params, np.int64)
+  if red is not None:
+    rop, i, k = red.arg[0], loops[0], loops[1]
+    acc = UOp(Ops.ALLOC, (), ParamArg(0, red.dtype, (1,))).after(i)
+    init = acc.index(0).store(UOp.const(identity(rop, red.dtype), red.dtype))
+    loop = acc.after(init, k)
+    upd = loop.index(0).store(_combine(rop, loop.index(0).load(), val[inner]))
+    below = set(red.toposort())
+    val[red] = acc.after(upd.end(k)).index(0).load()
+    for u in body.toposort():
+      if u in below: continue
+      if u.op in ALU and all(s is red or s not in below for s in u.src): val[u] = u.replace(src=tuple(val[s] for s in u.src))
+      elif u.op is Ops.RESHAPE and (u.src[0] is red or u.src[0] not in below) and u.src[0] in val: val[u] = val[u.src[0]]
+      elif (v := _view(u)) is not None and v[1] is None: val[u] = v[0]
+      else: return None
+  value = val[body] if red is not None else val[inner]
+  # not simplified: its term order would follow the buffers' sizes, and the source must not
+  used = args if views else []      # with no operand to load, the kernel reads no argument array
+  return sink(out.index(loops[0]).store(value).end(loops[0])), np.array(used, np.int64), (n_out, n_red)[:len(loops)]

@@ -44,7 +44,7 @@ class KernelSpec:
   sink: UOp                   # lowered, kernel-local slots
   slots: tuple[int, ...]      # local slot k reads/writes schedule buffer slots[k]
   out: int                    # the schedule buffer it writes
-  size: int | None = None     # a size-generic kernel: its loop bound, an argument of the C function...
+  sizes: tuple[int, ...] = ()    # a size-generic kernel: its loop bounds, arguments of the C function...
   params: tuple[int, ...] = ()   # ...and for a strided one, its argument array (sizes, offsets, strides)
 
 
@@ -122,8 +122,8 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   body = new[body]
   if optimize and (f := flat(body)) is not None:
     ctx = Ctx(opts=Opts(thread=0))
-    return lower(f, out, ctx), ctx, body, orig, (f.shape[0], ())
-  if optimize and (g := strided(body, out)) is not None: return g[0], Ctx(), body, orig, (prod(body.shape), tuple(g[1].tolist()))
+    return lower(f, out, ctx), ctx, body, orig, ((f.shape[0],), ())
+  if optimize and (g := strided(body, out)) is not None: return g[0], Ctx(), body, orig, (g[2], tuple(g[1].tolist()))
   ctx = Ctx(opts=choose_opts(body) if optimize else Opts())
   return lower(body, out, ctx), ctx, body, orig, None
 
@@ -182,9 +182,9 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
       if generic is None and (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
       new = None
       local, slots = _localize(sink)
-      size, params = generic or (None, ())
+      sizes, params = generic or ((), ())
       if params: slots = slots[:-1]      # the argument array (PARAMS_SLOT, last) is not a schedule buffer
-      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u], size, params))
+      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u], sizes, params))
     if new is None: break
     staged.append(new)
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)

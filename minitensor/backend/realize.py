@@ -109,7 +109,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule(list(outputs), n_inputs)
   if not sched.kernels: return Compiled(sched, [])
-  src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked, k.size is not None) for k in sched.kernels)
+  src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked, bool(k.sizes)) for k in sched.kernels)
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   lib = compile_c(src)
   fns = [(lib[k.name], k.slots, _extra(k)) for k in sched.kernels]
@@ -117,9 +117,8 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
 
 
 def _extra(k) -> tuple:
-  """The arguments after the buffers: a size-generic kernel's argument array and size."""
-  if k.size is None: return ()
-  return ((_from_buffer(np.array(k.params, np.int64), require_writable=False),) if k.params else ()) + (k.size,)
+  """The arguments after the buffers: a size-generic kernel's argument array and loop sizes."""
+  return ((_from_buffer(np.array(k.params, np.int64), require_writable=False),) if k.params else ()) + k.sizes
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:

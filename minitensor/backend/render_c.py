@@ -220,7 +220,7 @@ class _Renderer:
     bufs = sorted({u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.BUFFER}.items())
     stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
     params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
-    if self.sized: params.append("int64_t n")
+    if self.sized: params += [f"int64_t n{r.arg.idx}" for r in sorted((u for u in self.sink.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg.idx)]
     if self.checked: params.append("int64_t* restrict mt_err")
     # an accumulator is declared where its scope (an AFTER on RANGEs only) is; otherwise at the top
     scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
@@ -231,9 +231,9 @@ class _Renderer:
       ind = "  " * depth
       if s.kind == "open":
         r = s.u
-        size = "n" if self.sized else r.arg.size
+        size = f"n{r.arg.idx}" if self.sized else r.arg.size
         if r.arg.kind is AxisType.THREAD:
-          self.lines.append(f"{ind}#pragma omp parallel for schedule(static){f' if(n >= {SIZED_THREAD_MIN})' if self.sized else ''}")
+          self.lines.append(f"{ind}#pragma omp parallel for schedule(static){f' if({size} >= {SIZED_THREAD_MIN})' if self.sized else ''}")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"
@@ -251,9 +251,8 @@ SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this 
 def render_function(sink: UOp, name: str = "kernel", checked: bool = False, sized: bool = False) -> str:
   """The C function of one kernel, without the prelude. checked: every load and store tests its index
   against its buffer's size and reports a violation through a last `int64_t* mt_err` argument instead.
-  sized: a kernel of one loop whose bound is an argument `int64_t n` after the buffers, so the same source
-  serves every size (unless checked: the guards name each buffer's size)."""
-  if sized and sum(u.op is Ops.RANGE for u in sink.toposort()) != 1: raise ValueError("render_c: a sized kernel has exactly one loop")
+  sized: every loop bound is an argument `int64_t n<idx>` after the buffers (in the order of the loops'
+  indices), so the same source serves every size (unless checked: the guards name each buffer's size)."""
   return _Renderer(sink, name, checked, sized).render()
 
 

@@ -451,9 +451,9 @@ def test_flat_kernel_source_does_not_mention_the_size(shape):
   x = mt.asarray(np.ones(shape, np.float64))
   s = sched((x * 2 + 1).astype(np.float32))
   (k,) = s.kernels
-  assert k.size == prod(shape)
+  assert k.sizes == (prod(shape),)
   src = render_function(k.sink, k.name, sized=True)
-  assert "int64_t n)" in src and "ridx0 < n" in src and str(prod(shape)) not in src
+  assert "int64_t n0)" in src and "ridx0 < n0" in src and str(prod(shape)) not in src
 
 
 MOVERS = [lambda x: x * 2 + x.T, lambda x: x[1:, ::-1] + x[:-1, :1], lambda x: x + np.arange(x.shape[-1], dtype=np.float32),
@@ -471,16 +471,39 @@ def test_elementwise_kernels_over_strided_views_compile_once_for_every_shape(mak
     x = np.random.default_rng(n).standard_normal((n, n)).astype(np.float32)
     t = make(mt.asarray(x))
     (k,) = sched(t).kernels
-    assert k.params and k.size == prod(t.shape)
+    assert k.params and k.sizes == (prod(t.shape),)
     np.testing.assert_allclose(np.asarray(t), make(x), rtol=1e-6)
     if before is None: before = stats.compiles
   assert stats.compiles == before
 
 
-def test_reductions_and_large_views_are_lowered_for_their_shape():
+REDUCERS = [lambda x: x.sum(axis=1), lambda x: x.T.max(axis=0, keepdims=True) * 2, lambda x: (x[::-1] * x).sum(),
+            lambda x: (x.astype(np.float64).T[1:] + 1).prod(axis=-1)]
+
+
+@pytest.mark.parametrize("make", REDUCERS)
+def test_one_reduce_over_strided_views_compiles_once_for_every_shape(make, monkeypatch):
+  """One reduction of an elementwise value of strided views, read at the output's own index: the output loop
+  and the reduce loop both take their sizes as arguments (values as NumPy's)."""
+  from minitensor.backend.runtime import stats
+  monkeypatch.setenv("MINITENSOR_CHECK", "0")
+  before = None
+  for n in (3, 5, 8, 13):
+    x = np.random.default_rng(n).standard_normal((n, n + 2)).astype(np.float32)
+    t = make(mt.asarray(x))
+    (k,) = sched(t).kernels
+    assert k.params and len(k.sizes) == 2
+    np.testing.assert_allclose(np.asarray(t), make(x), rtol=1e-5)
+    if before is None: before = stats.compiles
+  assert stats.compiles == before
+
+
+def test_large_kernels_and_two_level_reductions_are_lowered_for_their_shape():
   x = mt.asarray(np.ones((300, 300), np.float32))
-  assert all(k.size is None for k in sched(x.sum(axis=1, keepdims=True) + x).kernels)
-  assert sched(x.T * 2).kernels[0].size is None         # 90,000 elements > STRIDED_MAX: nested loops
+  assert all(not k.sizes for k in sched(x.sum(axis=1, keepdims=True) + x).kernels)
+  assert not sched(x.T * 2).kernels[0].sizes            # 90,000 elements > STRIDED_MAX: nested loops
+  y = mt.asarray(np.ones((4, 5), np.float32))
+  assert all(not k.sizes for k in sched(y.var(axis=1)).kernels)     # a reduce of a broadcast reduce
 
 
 # ---------------------------------------------------------------------- reductions to one value, split
