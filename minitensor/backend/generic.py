@@ -1,26 +1,28 @@
 """generic: size-generic kernels, compiled once for every shape.
 
-An elementwise kernel (ALU and CAST nodes over views of buffers and broadcast constants) need not have its
-sizes in its C source. Two families are lowered so that it does not:
+A kernel need not have its sizes in its C source. Two families are lowered so that it does not:
 
-    flat      every operand is read whole, in its own order (reshapes keep that order): the kernel is one
-              loop over n = prod(shape), on the buffers read as (n,) arrays. Lowered by rangeify; n is an
-              argument of the C function.
-    strided   every operand is a strided view of a buffer (a reshape of contiguous data, expand, permute,
-              shrink, flip): its element for flat output index i is at
-                  off_k + sum_j ((i / P_j) % d_j) * s_kj
-              over the output axes j (sizes d_j, P_j the product of the sizes after j; axes merged where every
-              operand's strides allow). Sizes, offsets and strides travel in an int64 argument array, so the
-              source depends only on the expression, the dtypes and the number of axes. The divisions cost
-              more than nested loops do, so the family serves kernels of up to STRIDED_MAX elements: the many
-              small shapes of a prototype or a property test, not a benchmark's arrays.
+    flat      an elementwise kernel whose operands are all read whole, in their own order (reshapes keep
+              that order): one loop over n = prod(shape) on the buffers read as (n,) arrays. Lowered by
+              rangeify; n is an argument of the C function. Any size (the loop is threaded when n is large).
+    strided   an elementwise kernel whose operands are strided views of buffers (a reshape NumPy could do
+              without a copy, expand, permute, shrink, flip; movement above elementwise nodes is moved
+              below them first), optionally reducing such a value over its trailing axes with elementwise
+              work after the reduce. Operand k's element for output index i (and reduce index r) is at
+                  off_k + sum_j ((i / P_j) % d_j) * s_kj  [+ the same over the reduce axes with r]
+              (sizes d_j, P_j the product of the sizes after j; neighbouring axes merged where every operand
+              allows). Loop bounds are arguments, and sizes, offsets and strides an int64 argument array, so
+              the source depends only on the expression, the dtypes and the number of merged axes. The
+              divisions cost more than nested loops do: kernels of up to STRIDED_MAX iterations only (the
+              many small shapes of a prototype or a property test, not a benchmark's arrays).
 
-The kernelizer asks `flat` first, then `strided`; anything else is lowered for its shape.
+The kernelizer asks `flat` first, then `strided`; anything else is lowered for its shape. Checked mode
+names buffer sizes in its guards, so checked kernels are compiled per shape.
 """
 from __future__ import annotations
 import numpy as np
 from minitensor.backend.uop import UOp, Ops, ALU, AxisType, ParamArg, buf, range_, sink, prod
-from minitensor.backend.rangeify import identity, _combine
+from minitensor.backend.rangeify import identity, combine
 from minitensor.backend.dtype import dtypes
 
 STRIDED_MAX = 1 << 16
@@ -127,6 +129,18 @@ def _merge(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> list[tuple
   return merged
 
 
+def _after_reduce(body: UOp, red: UOp, below: set[UOp], val: dict[UOp, UOp]) -> bool:
+  """Fill val for body's nodes after the reduce, all read at the output's flat index: elementwise nodes,
+  reshapes and broadcast constants. False if another node comes (a broadcast of the reduce, a view)."""
+  for u in body.toposort():
+    if u in below: continue
+    if u.op in ALU and all(s is red or s not in below for s in u.src): val[u] = u.replace(src=tuple(val[s] for s in u.src))
+    elif u.op is Ops.RESHAPE and (u.src[0] is red or u.src[0] not in below) and u.src[0] in val: val[u] = val[u.src[0]]
+    elif (v := _view(u)) is not None and v[1] is None: val[u] = v[0]
+    else: return False
+  return True
+
+
 def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray, tuple[int, ...]] | None:
   """The lowered kernel storing body into `out` as a strided kernel, its argument array and its loop sizes;
   None when body is not elementwise over strided views (optionally around one REDUCE of such a value, read at
@@ -157,8 +171,8 @@ def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray, tuple[int, ...]] | No
     args += [off, *(st[n] for _, st in axes)]
   p = buf(PARAMS_SLOT, max(len(args), 1), dtypes.int64)
   arg = lambda k: p.index(k).load().cast(dtypes.index)
-  loops = [range_(n_out, 0)]     # (at most STRIDED_MAX iterations: not worth starting threads)
-  loops = loops + ([range_(n_red, 1, AxisType.REDUCE)] if red is not None else [])
+  # plain loops: at most STRIDED_MAX iterations are not worth starting threads
+  loops = [range_(n_out, 0)] + ([range_(n_red, 1, AxisType.REDUCE)] if red is not None else [])
   coords = []
   for loop, g, base in zip(loops, groups, at):
     for j in range(len(g)):
@@ -176,15 +190,10 @@ def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray, tuple[int, ...]] | No
     acc = UOp(Ops.ALLOC, (), ParamArg(0, red.dtype, (1,))).after(i)
     init = acc.index(0).store(UOp.const(identity(rop, red.dtype), red.dtype))
     loop = acc.after(init, k)
-    upd = loop.index(0).store(_combine(rop, loop.index(0).load(), val[inner]))
+    upd = loop.index(0).store(combine(rop, loop.index(0).load(), val[inner]))
     below = set(red.toposort())
     val[red] = acc.after(upd.end(k)).index(0).load()
-    for u in body.toposort():
-      if u in below: continue
-      if u.op in ALU and all(s is red or s not in below for s in u.src): val[u] = u.replace(src=tuple(val[s] for s in u.src))
-      elif u.op is Ops.RESHAPE and (u.src[0] is red or u.src[0] not in below) and u.src[0] in val: val[u] = val[u.src[0]]
-      elif (v := _view(u)) is not None and v[1] is None: val[u] = v[0]
-      else: return None
+    if not _after_reduce(body, red, below, val): return None
   value = val[body] if red is not None else val[inner]
   # not simplified: its term order would follow the buffers' sizes, and the source must not
   used = args if views else []      # with no operand to load, the kernel reads no argument array

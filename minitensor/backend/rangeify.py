@@ -198,7 +198,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   init = acc0.index(0).store(UOp.const(identity(rop, u.dtype), u.dtype))
   # ...is re-read every iteration of the reduce loops...
   accl = acc0.after(init, *real)
-  upd = accl.index(0).store(_combine(rop, accl.index(0).load(), vals[0]))
+  upd = accl.index(0).store(combine(rop, accl.index(0).load(), vals[0]))
   # ...and is read once more after the loops end
   return acc0.after(upd.end(*real)).index(0).load()
 
@@ -216,7 +216,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
   li = ctx.rng(lanes, AxisType.VECTOR)
   init = acc0.index(li).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(li)
   accl = acc0.after(init, *real)
-  upd = accl.index(lane).store(_combine(rop, accl.index(lane).load(), v))
+  upd = accl.index(lane).store(combine(rop, accl.index(lane).load(), v))
   done = acc0.after(upd.end(*real))
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
 
@@ -234,18 +234,18 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   acc0 = acc.after(*[r for r in ranges_in(*idx) if r is not lane])
   init = acc0.index(init_lane).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(init_lane)
   accl = acc0.after(init, *real, upd_lane)
-  upd = accl.index(upd_lane).store(_combine(rop, accl.index(upd_lane).load(), v))
+  upd = accl.index(upd_lane).store(combine(rop, accl.index(upd_lane).load(), v))
   return acc0.after(upd.end(*real, upd_lane)).index(lane).load()
 
 
 def _tree(rop: Ops, vals: list[UOp]) -> UOp:
   """vals combined with rop as a balanced tree (a fixed order: results do not depend on scheduling)."""
   while len(vals) > 1:
-    vals = [_combine(rop, vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+    vals = [combine(rop, vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
   return vals[0]
 
 
-def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
+def combine(op: Ops, a: UOp, b: UOp) -> UOp:
   if a.dtype.is_bool and op in (Ops.ADD, Ops.MUL): return UOp(Ops.OR if op is Ops.ADD else Ops.AND, (a, b))
   return UOp(op, (a, b))
 
