@@ -1,14 +1,24 @@
 """NumPy-named module functions: the ufunc table as functions, reductions, and movement."""
 from __future__ import annotations
+import functools
 import numpy as np
 from minitensor import ufuncs as U
 from minitensor.tensor import Tensor, asarray
+from minitensor.interop import ufunc_at, copyto  # noqa: F401  (copyto: numpy.copyto on Tensors)
+
+
+def _at(f: np.ufunc, a, indices, b=None) -> None:
+  """`ufunc.at(a, indices, b)`: unbuffered in place, as NumPy's (repeated indices accumulate). On a Tensor the
+  result is written into it, so its aliases and views see it; on an ndarray NumPy does it."""
+  if isinstance(a, Tensor): ufunc_at(f, a, indices, b)
+  else: f.at(a, indices, *(() if b is None else (b,)))
 
 
 def _ufunc(f: np.ufunc):
   def fn(*args):
     return U.apply(f, *args)
   fn.__name__ = fn.__qualname__ = f.__name__
+  fn.at = functools.partial(_at, f)
   fn.__doc__ = f"""Elementwise ``numpy.{f.__name__}`` as a lazy Tensor (NumPy's dtypes and broadcasting).
 
   Parameters
@@ -27,4 +37,4 @@ divide = globals()["divide"]
 abs = globals()["absolute"]
 pow = globals()["power"]
 mod = globals()["remainder"]
-__all__ = [f.__name__ for f in U.TABLE] + ["abs", "pow", "mod"]
+__all__ = [f.__name__ for f in U.TABLE] + ["abs", "pow", "mod", "copyto"]

@@ -35,12 +35,13 @@ Only WHERE combines old and new values, so every value, -0.0 and NaN included, i
 assignment adds a WHERE on top of t's graph: realize t now and then in a long loop of small assignments.
 """
 from __future__ import annotations
-import operator
+import functools, operator
 from typing import Any, NamedTuple
 import numpy as np
 from minitensor.backend.uop import UOp, prod
 from minitensor.backend.dtype import DType
 from minitensor.tensor import Tensor, asarray, _scalar_uop
+from minitensor import views as V
 
 _BAD = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices"
 _ADVANCED = ("int", "arr", "bool0")
@@ -238,13 +239,48 @@ def getitem(t: Tensor, idx) -> Tensor:
       arrays and masks are realized now; bad indices raise IndexError (NumPy's messages) at the call.
   """
   entries = _parse(t.shape, idx)
-  x = _take_all(t.uop.reshape(_view_shape(t.shape, entries)), entries)
   if not _is_advanced(entries):
-    out = x.reshape(tuple(m for m, e in zip(x.shape, entries) if e.kind != "int"))
-    return Tensor(_zeros(out.shape, out.dtype) if 0 in out.shape else out)
+    fwd = functools.partial(_basic_get, entries=entries)
+    # an element (an integer for every axis) is a scalar in NumPy, not a view
+    if _numpy_path(idx, t.ndim) == "element": return Tensor(fwd(t.uop))
+    return V.make_view(t, V.Step(fwd, functools.partial(_basic_set, entries=entries)), _basic_strides(V.strides_of(t), entries))
+  x = _take_all(t.uop.reshape(_view_shape(t.shape, entries)), entries)
   adv, arrays, S, front = _arrays(entries)
   shape = _advanced_shape(x.shape, adv, S, front)
   return Tensor(_zeros(shape, x.dtype) if 0 in shape else _gather(x, adv, arrays, S, front))
+
+
+def _basic_get(u: UOp, entries: list[_Entry]) -> UOp:
+  """u[basic index]: the view's graph."""
+  x = _take_all(u.reshape(_view_shape(u.shape, entries)), entries)
+  out = x.reshape(tuple(m for m, e in zip(x.shape, entries) if e.kind != "int"))
+  return _zeros(out.shape, out.dtype) if 0 in out.shape else out
+
+
+def _basic_set(u: UOp, v: UOp, entries: list[_Entry]) -> UOp:
+  """u with the region a basic index selects replaced by v (of that region's shape): moved back into u's shape
+  by the inverse movements and selected by a WHERE."""
+  view = _view_shape(u.shape, entries)
+  sliced = _take_all(u.reshape(view), entries).shape
+  if 0 in sliced: return u
+  v = v.reshape(sliced)
+  mask = UOp.const(True).reshape((1,) * len(sliced)).expand(sliced)
+  for k, e in enumerate(entries):
+    if e.plan is not None: v, mask = _put(v, k, e.plan, view[k], 0), _put(mask, k, e.plan, view[k], False)
+  if all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)): return v.reshape(u.shape)
+  return mask.where(v, u.reshape(view)).reshape(u.shape)
+
+
+def _basic_strides(strides: tuple[int, ...], entries: list[_Entry]) -> tuple[int, ...]:
+  """The element strides of a basic index's view, from those of the indexed tensor."""
+  it, out = iter(strides), []
+  for e in entries:
+    if e.kind == "new": out.append(0)
+    elif e.kind == "bool0": continue
+    else:
+      st = next(it)
+      if e.kind == "slice": out.append(-st * e.plan.s if e.plan.rev else st * e.plan.s)
+  return tuple(out)
 
 
 def _value(value, d: DType) -> UOp:
@@ -305,15 +341,8 @@ def setitem(t: Tensor, idx, value) -> Tensor:
     raise TypeError(f"boolean array indexing assignment requires a 0 or 1-dimensional input, input has {len(v.shape)} "
                     "dimensions")
   if not _is_advanced(entries):
-    sliced = _take_all(t.uop.reshape(view), entries).shape
-    region = tuple(m for m, e in zip(sliced, entries) if e.kind != "int")
-    v = _fit(v, region, False, isinstance(value, (list, tuple))).reshape(sliced)
-    if 0 in region: return Tensor(t.uop)
-    mask = UOp.const(True).reshape((1,) * len(sliced)).expand(sliced)
-    for k, e in enumerate(entries):
-      if e.plan is not None: v, mask = _put(v, k, e.plan, view[k], 0), _put(mask, k, e.plan, view[k], False)
-    if all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)): return Tensor(v.reshape(t.shape))
-    return Tensor(mask.where(v, t.uop.reshape(view)).reshape(t.shape))
+    region = tuple(m for m, e in zip(_take_all(t.uop.reshape(view), entries).shape, entries) if e.kind != "int")
+    return Tensor(_basic_set(t.uop, _fit(v, region, False, isinstance(value, (list, tuple))), entries))
   adv, arrays, S, front = _arrays(entries)
   region = _advanced_shape(_take_all(t.uop.reshape(view), entries).shape, adv, S, front)
   v = _fit(v, region, True, False)

@@ -6,8 +6,10 @@ Policy (NumPy's result where minitensor cannot compute lazily, never a silent ap
     ufunc(...) for a ufunc in ufuncs.TABLE     a lazy Tensor with NumPy's dtypes (`ndarray + t`, `np.exp(t)`)
         dtype=                                 NumPy's keyword: the loop whose output is dtype ('same_kind')
         out=ndarray(s)                         realized and written into them ('same_kind'); returns out
+        out=Tensor                             written into it as `out[...] = result` (its aliases and views
+                                               see it, as NumPy's); returns out
         where=mask                             only with out= (positions where mask is false keep out's values)
-        out= a Tensor, where= without out=, any other keyword (casting, order, subok, signature)
+        where= without out=, any other keyword (casting, order, subok, signature)
                                                TypeError (their NumPy defaults are accepted and ignored)
     ufunc(...) for a ufunc minitensor exports under its NumPy name outside the table (np.matmul, np.hypot...)
                                                minitensor's function, when called without keywords
@@ -15,7 +17,8 @@ Policy (NumPy's result where minitensor cannot compute lazily, never a silent ap
                                                Tensor.sum / prod / max / min / all / any (axis defaults to 0 as
                                                in ufunc.reduce); keywords axis, keepdims, out, and dtype for
                                                add and multiply; others: TypeError
-    at                                         NumPy on a copy; the Tensor then holds the updated values
+    at                                         NumPy on the realized values, written back into the Tensor
+                                               (unbuffered: repeated indices accumulate, as NumPy's)
     anything else (accumulate, outer, reduceat, other ufuncs, keywords with non-table ufuncs)
                                                NumPy on the realized arrays: an ndarray
   functions (Tensor.__array_function__)
@@ -34,7 +37,7 @@ import functools, inspect
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray
+from minitensor.tensor import Tensor, asarray, where as where_
 
 _REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
            np.logical_or: "any"}
@@ -83,8 +86,32 @@ def _into(r: Tensor, out: tuple | None, where=True):
     if where is not True: raise TypeError("where= without out= leaves the masked elements undefined; pass out= too")
     return r
   if len(out) != 1: raise TypeError(f"out= must hold one array, got {len(out)}")
+  if isinstance(out[0], Tensor):
+    copyto(out[0], r, where=where)
+    return out[0]
   np.copyto(out[0], r._value(), casting="same_kind", where=to_numpy(where))
   return out[0]
+
+
+def copyto(dst, src, casting: str = "same_kind", where=True) -> None:
+  """numpy.copyto: src (broadcast to dst's shape) written into dst where `where` is true, with NumPy's casting
+  check. dst a Tensor: written in place (its aliases and views see it); dst an ndarray: NumPy writes it."""
+  if not isinstance(dst, Tensor):
+    np.copyto(dst, to_numpy(src), casting=casting, where=to_numpy(where))
+    return
+  s = src if isinstance(src, Tensor) or U.is_weak(src) else asarray(src)
+  if not U.is_weak(s) and not np.can_cast(s.dtype, dst.dtype, casting):
+    raise TypeError(f"Cannot cast array data from {s.dtype!r} to {dst.dtype!r} according to the rule {casting!r}")
+  if where is True: dst[...] = s
+  else: dst[...] = where_(where, s, dst)
+
+
+def ufunc_at(ufunc: np.ufunc, a: Tensor, indices, b=None, **kwargs) -> None:
+  """ufunc.at(a, indices, b) on a Tensor: NumPy's unbuffered in-place operation on the realized values, written
+  back into a (its aliases and views see it)."""
+  v = a.numpy()
+  ufunc.at(v, *to_numpy((indices,) if b is None else (indices, b)), **kwargs)
+  a[...] = asarray(v, copy=False)
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
@@ -92,8 +119,6 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
   out = kwargs.get("out")
   out = out if out is None or isinstance(out, tuple) else (out,)
   if any(_foreign(x) for x in inputs + (out or ())): return NotImplemented
-  if out is not None and any(isinstance(o, Tensor) for o in out):
-    raise TypeError(f"{ufunc.__name__}: out= must be an ndarray; a Tensor is a value: rebind it (t = np.{ufunc.__name__}(...))")
   kw = _given(kwargs)
   kw.pop("out", None)
   name = f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}"
@@ -109,9 +134,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
     r = getattr(x, fn)(axis=axis, keepdims=keepdims, **({} if dtype is None else {"dtype": dtype}))
     return _into(r, out)
   if method == "at" and isinstance(inputs[0], Tensor):
-    a = inputs[0].numpy()
-    ufunc.at(a, *to_numpy(inputs[1:]), **kwargs)
-    inputs[0].uop = asarray(a).uop
+    ufunc_at(ufunc, *inputs, **kwargs)
     return None
   if method == "__call__" and not kw and out is None and (f := implementation(ufunc)) is not None:
     return f(*inputs)

@@ -15,8 +15,9 @@ import numpy as np
 from numpy.exceptions import AxisError
 from minitensor.backend.uop import UOp, Ops, prod
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.realize import buffer_of, array_of, realize as _realize
+from minitensor.backend.realize import buffer_of, array_of, borrow, is_borrowed, realize as _realize
 from minitensor import ufuncs as U
+from minitensor import views as V
 
 
 def _dtype(d) -> DType:
@@ -73,31 +74,32 @@ _WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64}
 
 class Tensor:
   """A lazy n-dimensional array with NumPy's API; values are computed by minitensor's compiler on demand."""
-  __slots__ = ("_uop", "_data", "__weakref__")
+  # _link: how a view derives from its root (views.py), None for a root; _version counts a root's writes and
+  # realizations (views compare it); _writes counts the writes pending since the root's last realization
+  __slots__ = ("_uop", "_data", "_link", "_version", "_writes", "__weakref__")
   __array_priority__ = 100.0
 
   def __init__(self, data: Any = None, dtype=None):
+    self._link, self._version, self._writes = None, 0, 0
     if isinstance(data, UOp): self._uop, self._data = data, None
     else:
       t = asarray(data, dtype=dtype)
-      self._uop, self._data = t._uop, t._data
+      self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
 
   @classmethod
   def _of(cls, a: np.ndarray) -> Tensor:
-    """A realized tensor holding the C-contiguous ndarray a (its graph leaf is made when first needed)."""
+    """A realized root holding the C-contiguous ndarray a (its graph leaf is made when first needed)."""
     t = object.__new__(cls)
-    t._uop, t._data = None, a
+    t._uop, t._data, t._link, t._version, t._writes = None, a, None, 0, 0
     return t
 
   @property
   def uop(self) -> UOp:
-    """The graph of this tensor. A realized tensor is a load of its buffer, made when first used in a graph
-    (so a result that is only read costs no node)."""
+    """The graph of this tensor's current value. A realized tensor is a load of its buffer, made when first
+    used in a graph (so a result that is only read costs no node)."""
+    if self._link is not None: V.sync(self)
     if (u := self._uop) is None: u = self._uop = buffer_of(self._data).reshape(self._data.shape)
     return u
-
-  @uop.setter
-  def uop(self, u: UOp) -> None: self._uop, self._data = u, None
 
   # ------------------------------------------------------------------ attributes
   @property
@@ -128,10 +130,12 @@ class Tensor:
     return self
 
   def _realized(self) -> np.ndarray | None:
+    if self._link is not None: V.sync(self)
     if self._data is not None: return self._data
     u = self._uop
     if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: u = u.src[0]
-    return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER else None
+    # a user's memory (asarray(copy=False)) is only the borrowing root's own value: results never alias it
+    return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER and not is_borrowed(u.data) else None
 
   def numpy(self) -> np.ndarray:
     """The value as an ndarray (a fresh, writable copy)."""
@@ -182,8 +186,12 @@ class Tensor:
     return r if "dtype=" in r else r[:-1] + f", dtype={self.dtype})"
   def __str__(self) -> str: return str(self._value())
   def __hash__(self): return id(self)
-  def __copy__(self) -> Tensor: return Tensor._of(self._data) if self._data is not None else Tensor(self._uop)
-  def __deepcopy__(self, memo) -> Tensor: return self.__copy__()
+  def copy(self) -> Tensor:
+    """A new Tensor with the same values that no view or write of self affects (and that affects none)."""
+    if self._link is None and self._data is not None and not is_borrowed(self._data): return Tensor._of(self._data)
+    return Tensor(self.uop)
+  def __copy__(self) -> Tensor: return self.copy()
+  def __deepcopy__(self, memo) -> Tensor: return self.copy()
   def __reduce__(self): return (asarray, (self.numpy(),))
 
   # ------------------------------------------------------------------ elementwise
@@ -225,6 +233,34 @@ class Tensor:
   def __ge__(self, x): return U.apply(np.greater_equal, self, x)
   def __eq__(self, x): return U.apply(np.equal, self, x)  # type: ignore[override]
   def __ne__(self, x): return U.apply(np.not_equal, self, x)  # type: ignore[override]
+
+  # in place: the result (computed from the current values) is written into self, so every alias and view of
+  # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
+  def _inplace(self, ufunc, x) -> Tensor:
+    r = matmul(self, x) if ufunc is np.matmul else U.apply(ufunc, self, x)
+    if not np.can_cast(r.dtype, self.dtype, "same_kind"):
+      raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} with casting rule 'same_kind'")
+    if r.shape != self.shape:
+      raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast shape {r.shape}")
+    V.write(self, r.uop.cast(self.uop.dtype))
+    return self
+  def __iadd__(self, x): return self._inplace(np.add, x)
+  def __isub__(self, x): return self._inplace(np.subtract, x)
+  def __imul__(self, x): return self._inplace(np.multiply, x)
+  def __itruediv__(self, x): return self._inplace(np.true_divide, x)
+  def __ifloordiv__(self, x): return self._inplace(np.floor_divide, x)
+  def __imod__(self, x): return self._inplace(np.remainder, x)
+  def __ipow__(self, x): return self._inplace(np.power, x)
+  def __imatmul__(self, x): return self._inplace(np.matmul, x)
+  def __iand__(self, x): return self._inplace(np.bitwise_and, x)
+  def __ior__(self, x): return self._inplace(np.bitwise_or, x)
+  def __ixor__(self, x): return self._inplace(np.bitwise_xor, x)
+  def __ilshift__(self, x): return self._inplace(np.left_shift, x)
+  def __irshift__(self, x): return self._inplace(np.right_shift, x)
+
+  def fill(self, value) -> None:
+    """Set every element to value (in place: aliases and views see it), as ndarray.fill."""
+    self[...] = value
 
   def astype(self, dtype, copy: bool = True) -> Tensor:
     """The values converted to dtype (C conversion rules, as NumPy's astype)."""
@@ -304,7 +340,7 @@ class Tensor:
       shape = tuple(self.size // known if s == -1 else s for s in shape)
     _check_shape(shape, "reshape", self.itemsize)
     if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-    return Tensor(self.uop.reshape(shape))
+    return V.reshaped(self, shape)
 
   def transpose(self, *axes) -> Tensor:
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or (len(axes) == 1 and axes[0] is None): axes = axes[0]
@@ -315,22 +351,22 @@ class Tensor:
       if not -self.ndim <= a < self.ndim: raise AxisError(a, self.ndim, "transpose")
     ax = [a % self.ndim for a in ax]
     if len(set(ax)) != len(ax): raise ValueError(f"transpose: repeated axis in {tuple(axes)}")
-    return Tensor(self.uop.permute(tuple(ax)))
+    return V.permuted(self, tuple(ax))
 
   def permute_dims(self, axes) -> Tensor: return self.transpose(axes)
   def swapaxes(self, a: int, b: int) -> Tensor:
     a, b = (normalize_axes(x, self.ndim, "swapaxes")[0] for x in (a, b))
     p = list(range(self.ndim)); p[a], p[b] = p[b], p[a]
-    return Tensor(self.uop.permute(tuple(p)))
+    return V.permuted(self, tuple(p))
 
-  def flatten(self) -> Tensor: return self.reshape(-1)
+  def flatten(self) -> Tensor: return Tensor(self.uop.reshape((self.size,)))
   def ravel(self) -> Tensor: return self.reshape(-1)
 
   def squeeze(self, axis=None) -> Tensor:
     axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim, "squeeze")
     for a in axes:
       if self.shape[a] != 1: raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one (axis {a} of shape {self.shape})")
-    return Tensor(self.uop.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes)))
+    return V.reshaped(self, tuple(s for k, s in enumerate(self.shape) if k not in axes))
 
   def expand_dims(self, axis) -> Tensor: return expand_dims(self, axis)
 
@@ -339,11 +375,12 @@ class Tensor:
     _check_shape(shape, "broadcast_to", self.itemsize)
     if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
       raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
-    return Tensor(U._broadcast(self.uop, shape))
+    st = (0,) * (len(shape) - self.ndim) + tuple(0 if n == 1 else s for n, s in zip(self.shape, V.strides_of(self)))
+    return V.readonly_view(self, lambda u: U._broadcast(u, shape), st)
 
   def flip(self, axis=None) -> Tensor:
     axes = normalize_axes(axis, self.ndim, "flip")
-    return Tensor(self.uop.flip(axes))
+    return V.flipped(self, axes)
 
   # ------------------------------------------------------------------ indexing and linear algebra
   def __getitem__(self, idx) -> Tensor:
@@ -351,8 +388,9 @@ class Tensor:
     return getitem(self, idx)
 
   def __setitem__(self, idx, value) -> None:
+    """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
     from minitensor.indexing import setitem
-    self.uop = setitem(self, idx, value).uop
+    V.write(self, setitem(self, idx, value).uop)
 
   def dot(self, other) -> Tensor: return dot(self, other)
 
@@ -401,36 +439,50 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
 
 # ---------------------------------------------------------------------- creation
 def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
-  """A Tensor of obj (ndarray, nested sequence, Python or NumPy scalar, Tensor). An ndarray that is
-  C-contiguous, native-endian and of a supported dtype is used without a copy (unless copy=True).
+  """A Tensor of obj (ndarray, nested sequence, Python or NumPy scalar, Tensor).
+
+  The values are those obj has now: an ndarray is copied (one pass over its memory), so changing it later
+  changes no Tensor and no lazy result. `copy=False` wraps a C-contiguous, native-endian ndarray of a supported
+  dtype without a copy instead: the Tensor is then a view of that memory (`np.asarray(t)` shows its current
+  values), and results computed from it read it when they are realized; use it only for arrays you do not
+  change while such results are pending.
 
   Parameters
   ----------
   obj : array_like or Tensor
   dtype : dtype-like, optional (default: NumPy's: float64 for Python floats, int64 for ints)
-  copy : bool, optional (True: always copy the data)
+  copy : bool, optional (None: copy a user's array, not a Tensor; True: always copy; False: never copy, and
+      ValueError when a copy is needed)
 
   Returns
   -------
   Tensor
   """
   if isinstance(obj, Tensor):
-    return obj if dtype is None or _dtype(dtype).np == obj.dtype else obj.astype(dtype)
+    if dtype is not None and _dtype(dtype).np != obj.dtype:
+      if copy is False: raise ValueError(f"asarray: unable to avoid a copy converting {obj.dtype} to {np.dtype(dtype)} (copy=False)")
+      return obj.astype(dtype)
+    return obj.copy() if copy else obj
   if type(obj) is int and not -2 ** 63 <= obj < 2 ** 64:
     raise OverflowError(f"asarray: Python int {obj} too large to convert to a 64-bit integer")
   if isinstance(obj, (str, bytes)) or obj is None:
     raise TypeError(f"asarray: cannot make a Tensor from {type(obj).__name__} {obj!r}")
+  fresh = False       # whether `a` is an array made here, which nobody else can change
   if isinstance(obj, np.ndarray): a = obj
+  elif hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"): a = np.asarray(obj)
   else:
-    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"): a = np.asarray(obj)
-    else:
-      try: a = np.array(obj)
-      except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
+    try: a, fresh = np.array(obj), True
+    except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
   if a.dtype.kind in "OUSVcMm":
     raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
   want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
-  if a.dtype != want.np or not a.flags.c_contiguous or copy: a = np.array(a, dtype=want.np, order="C", copy=True)
-  return Tensor._of(a)
+  if copy is False:
+    if a.dtype != want.np or not a.flags.c_contiguous:
+      raise ValueError(f"asarray: unable to avoid a copy of a {a.dtype} array of shape {a.shape} "
+                       f"({'not C-contiguous' if a.flags.c_contiguous is False else f'as {want.name}'}; copy=False)")
+    return Tensor._of(borrow(a))
+  if fresh and a.dtype == want.np and a.flags.c_contiguous and not copy: return Tensor._of(a)
+  return Tensor._of(np.array(a, dtype=want.np, order="C", copy=True))
 
 
 array = asarray
@@ -467,7 +519,9 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
   """Compute several tensors together (shared work is done once); each keeps its result."""
   todo = [t for t in tensors if t._realized() is None]
   if todo:
-    for t, a in zip(todo, _realize([t.uop for t in todo])): t._uop, t._data = None, a
+    for t, a in zip(todo, _realize([t.uop for t in todo])):
+      t._uop, t._data = None, a
+      if t._link is None: t._version, t._writes = t._version + 1, 0     # views re-derive from the buffer
   return [t._realized() for t in tensors]
 
 

@@ -213,12 +213,23 @@ def test_read_only_input_stays_untouched():
   assert t.numpy().tolist() == [0, -1, -1, 3, 4] and a.tolist() == [0, 1, 2, 3, 4]
 
 
-def test_input_array_mutated_later_keeps_numpy_semantics():
+def test_input_array_mutated_later_keeps_its_value_at_the_call():
   a = np.arange(4.0)
-  t = mt.asarray(a)        # as np.asarray: shares a contiguous array, no copy
-  b = np.asarray(a)
+  t = mt.asarray(a)        # a copy: the values a has now
+  r = t + 0                # NumPy computes this now, so must we
+  expect = np.asarray(a) + 0
   a[0] = 9.0
-  assert (t + 0).numpy().tolist() == (b + 0).tolist() == [9, 1, 2, 3]
+  assert r.numpy().tolist() == t.numpy().tolist() == expect.tolist() == [0, 1, 2, 3]
+
+
+def test_borrowed_input_is_a_view_and_results_never_alias_it():
+  a = np.arange(8.0)
+  t = mt.asarray(a, copy=False)         # the promise: a is not changed while results are pending
+  assert np.shares_memory(np.asarray(t), a)
+  for u in (t[2:5], t[::2], t.reshape(2, 4), t + 0):
+    assert not np.shares_memory(np.asarray(u), a)
+  with pytest.raises(ValueError, match="copy=False"): mt.asarray(a[::2], copy=False)
+  with pytest.raises(ValueError, match="copy=False"): mt.asarray(a, dtype=np.float32, copy=False)
 
 
 # ---------------------------------------------------------------------- Python and NumPy scalars of every type

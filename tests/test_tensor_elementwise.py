@@ -210,8 +210,9 @@ UNARY_OPS = [operator.neg, operator.pos, abs, operator.invert]
 
 
 def _numpy_op(op, *args):
-  """NumPy's result of a Python operator, or the exception type (in-place forms rebind: `a = a op b`)."""
-  return numpy_or_error(INPLACE_OPS.get(op, op), *args)
+  """NumPy's result of a Python operator, or the exception type (in-place forms on a copy of the first operand)."""
+  if op in INPLACE_OPS: args = (np.array(args[0], copy=True),) + args[1:]
+  return numpy_or_error(op, *args)
 
 
 @pytest.mark.parametrize("d", [np.dtype(d) for d in ("bool", "int8", "uint8", "int64", "float16", "float32")], ids=str)
@@ -234,14 +235,16 @@ def test_operators(d):
     case(f"ndarray {op.__name__} t", op, (a, tb), (a, b))
     case(f"3 {op.__name__} t", op, (3, ta), (3, a))
   for op in INPLACE_OPS:
-    t = ta
+    t = mt.asarray(a)
+    alias, view = t, t[1:]
     want = _numpy_op(op, a, b)
     if isinstance(want, type):
       with pytest.raises(want): op(t, tb)
+      assert_same(t, a, f"{op.__name__} failed: unchanged")
       continue
-    t = op(t, tb)
-    assert t is not ta and isinstance(t, mt.Tensor)
-    cases.append((f"t {op.__name__}= t", t, want))
+    assert op(t, tb) is t
+    cases += [(f"t {op.__name__}= t", t, want), (f"alias after {op.__name__}=", alias, want),
+              (f"view after {op.__name__}=", view, want[1:])]
   for op in UNARY_OPS: case(op.__name__, op, (ta,), (a,))
   q = _numpy_op(divmod, a, b)
   if isinstance(q, type):
@@ -252,14 +255,21 @@ def test_operators(d):
   assert_same(ta, a, "operands are unchanged by in-place forms")
 
 
-def test_inplace_rebinds():
+def test_inplace_updates_every_alias_as_numpy():
   t = mt.asarray(np.arange(4, dtype=np.int8))
-  u = t
-  t += 1
-  t *= 1.5                   # rebinding may change the dtype, as `t = t * 1.5` would
-  assert u is not t
-  assert_same(u, np.arange(4, dtype=np.int8), "the original")
-  assert_same(t, (np.arange(4, dtype=np.int8) + 1) * 1.5, "the rebound name")
+  a = np.arange(4, dtype=np.int8)
+  u, ua = t, a
+  t += 1; a += 1
+  t *= 3; a *= 3
+  assert u is t
+  assert_same(u, ua, "the alias")
+  with pytest.raises(TypeError, match="same_kind"): t *= 1.5      # float64 into int8: NumPy's casting error
+  with pytest.raises(ValueError, match="non-broadcastable"): t += mt.ones((2, 4), np.int8)
+  with pytest.raises(OverflowError): t += 1000
+  assert_same(t, a, "unchanged by the failed forms")
+  f = mt.asarray(np.arange(4, dtype=np.float32)); fa = np.arange(4, dtype=np.float32)
+  f /= np.float64(3); fa /= np.float64(3)                           # same kind: float32 stays
+  assert_same(f, fa, "float32 /= float64")
 
 
 def test_bad_operands():

@@ -251,16 +251,18 @@ def test_setitem_every_slice_of_an_axis():
   same(t.numpy(), c)
 
 
-def test_setitem_keeps_earlier_results():
+def test_setitem_keeps_earlier_results_and_views_see_it():
   a = data((4, 5), np.float32)
   t = mt.asarray(a)
-  view, derived = t[1:3], t * 2
+  c = a.copy()
+  view, cview, derived, element = t[1:3], c[1:3], t * 2, t[1, 0]
   t[1:3, ::2] = 7.0
   t[[0, 0, 3], [1, 1, 4]] = mt.asarray(np.array([1.0, 2.0, 3.0], np.float32))
-  c = a.copy(); c[1:3, ::2] = 7.0; c[[0, 0, 3], [1, 1, 4]] = [1.0, 2.0, 3.0]
+  c[1:3, ::2] = 7.0; c[[0, 0, 3], [1, 1, 4]] = [1.0, 2.0, 3.0]
   same(t.numpy(), c)
-  same(view.numpy(), a[1:3])
-  same(derived.numpy(), a * 2)
+  same(view.numpy(), cview)                  # a view, as NumPy's
+  same(derived.numpy(), a * 2)               # computed before: its values of then
+  same(element.numpy(), a[1, 0])             # an element is a scalar in NumPy, not a view
 
 
 def test_setitem_exact_values_and_casts():

@@ -89,7 +89,7 @@ def test_ufunc_out_and_where():
 
 def test_ufunc_rejections():
   t = mt.asarray(A)
-  with pytest.raises(TypeError): np.add(t, 1, out=mt.asarray(np.zeros((3, 4), np.float32)))   # out= a Tensor
+  with pytest.raises(TypeError): np.add(t, 1.5, out=mt.asarray(np.zeros((3, 4), np.int32)))   # casting
   with pytest.raises(TypeError): np.add(t, 1, where=A > 0)               # where= without out=
   with pytest.raises(TypeError): np.add(t, 1, casting="unsafe")
   with pytest.raises(TypeError): np.sqrt(t, order="F")

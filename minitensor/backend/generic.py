@@ -46,7 +46,7 @@ def flat(body: UOp) -> UOp | None:
   return new[body] if new[body].shape == (n,) else None
 
 
-def _reshape(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
+def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
   """The strides of a view reshaped to `new` without a copy (as NumPy's reshape of a view): groups of axes
   with equal products map onto each other; a group of old axes must be contiguous among itself."""
   if 0 in shape: return None
@@ -76,7 +76,7 @@ def _view(u: UOp) -> tuple[UOp, tuple[int, ...] | None, int] | None:
   if st is None: return v
   s = u.src[0].shape
   if u.op is Ops.RESHAPE:
-    if (st := _reshape(s, st, u.arg)) is None: return None
+    if (st := reshape_strides(s, st, u.arg)) is None: return None
   elif u.op is Ops.EXPAND: st = tuple(0 if a != b_ else t for a, b_, t in zip(s, u.arg, st))
   elif u.op is Ops.PERMUTE: st = tuple(st[i] for i in u.arg)
   elif u.op is Ops.SHRINK: off += sum(b_ * t for (b_, _), t in zip(u.arg, st))

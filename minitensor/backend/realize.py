@@ -10,7 +10,7 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, os, time
+import itertools, logging, os, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
@@ -36,6 +36,19 @@ def buffer_of(a: np.ndarray) -> UOp:
 def array_of(u: UOp) -> np.ndarray:
   """The ndarray behind a realized BUFFER leaf."""
   return u.data
+
+
+_borrowed: dict[int, weakref.ref] = {}
+
+
+def borrow(a: np.ndarray) -> np.ndarray:
+  """Mark a as a user's memory wrapped without a copy (`asarray(a, copy=False)`): results are never views of it."""
+  _borrowed[id(a)] = weakref.ref(a, lambda _, k=id(a): _borrowed.pop(k, None))
+  return a
+
+
+def is_borrowed(a: np.ndarray) -> bool:
+  return a is not None and (r := _borrowed.get(id(a))) is not None and r() is a
 
 
 DEBUG = int(os.environ.get("MINITENSOR_DEBUG", "0") or 0)
@@ -160,12 +173,19 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
-    return [np.asarray(v, order="C") for v in views]      # (ascontiguousarray would make 0-d arrays 1-d)
+    # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
+    return [np.array(v, order="C", copy=True) if is_borrowed(_leaf(o)) else np.asarray(v, order="C") for v, o in zip(views, outputs)]
   skey, leaves = structure(outputs)
   key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
   prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
   res = prog([b.data for b in leaves])
   return [r.reshape(o.shape) for r, o in zip(res, outputs)]
+
+
+def _leaf(u: UOp) -> np.ndarray | None:
+  """The array of the buffer (or nothing, for a constant) a graph of movement ops reads."""
+  while u.src: u = u.src[0]
+  return u.data
 
 
 def _numpy_view(u: UOp) -> np.ndarray | None:

@@ -1,7 +1,7 @@
 """generic: the strided-view algebra of size-generic kernels, against NumPy's own views."""
 import numpy as np
 from hypothesis import given, strategies as st
-from minitensor.backend.generic import _reshape
+from minitensor.backend.generic import reshape_strides
 
 
 @st.composite
@@ -22,12 +22,12 @@ def views_and_shapes(draw):
 
 @given(views_and_shapes())
 def test_reshape_of_a_view_is_numpys_no_copy_reshape(case):
-  """_reshape gives strides exactly when NumPy can reshape the view without a copy, and they address the same
+  """reshape_strides gives strides exactly when NumPy can reshape the view without a copy, and they address the same
   elements as NumPy's reshape."""
   v, new = case
   base = v.base if v.base is not None else v
   off = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // v.itemsize
-  got = _reshape(v.shape, tuple(s // v.itemsize for s in v.strides), new)
+  got = reshape_strides(v.shape, tuple(s // v.itemsize for s in v.strides), new)
   try:
     w = v.view()
     w.shape = new
@@ -40,4 +40,4 @@ def test_reshape_of_a_view_is_numpys_no_copy_reshape(case):
 
 
 def test_reshape_of_an_empty_view_is_not_strided():
-  assert _reshape((2, 0, 3), (0, 3, 1), (0, 6)) is None
+  assert reshape_strides((2, 0, 3), (0, 3, 1), (0, 6)) is None

@@ -1,0 +1,127 @@
+"""Views and writes: NumPy's observable mutation semantics over immutable graphs.
+
+A Tensor is a *root*, which owns its value (a graph, or a realized buffer), or a *view* of a root: the root
+and the chain of movement steps from the root's value to the view's. NumPy's view-making operations make
+views here: basic indexing (but not an element `t[i, j]`: NumPy returns a scalar), reshape and ravel where
+NumPy would not copy (decided by NumPy's stride rule on the view's strides over the root), transpose,
+swapaxes, moveaxis, `.T`, `.mT`, squeeze, expand_dims and flip; broadcast_to and diagonal make read-only
+views. Everything else returns a new root.
+
+    the value of a view     the steps applied to the root's current value, re-derived when the root's
+                            version has moved since the view last looked
+    a write into a root     the root's graph is replaced (a WHERE over the old value, built by
+                            indexing.setitem) and its version moves on
+    a write into a view     each step's inverse places the new value into its source (a functional scatter),
+                            from the view back to its root, which is then written
+
+So every later read of the root and of all its views sees a write, as with NumPy's shared memory, while a
+value computed earlier keeps what it had: it captured the graph of its time. No buffer is ever changed in
+place: realized arrays are immutable, and `np.asarray(t)` hands out read-only views of them.
+
+A root realizes its value once WRITE_CHAIN writes are pending on it, so a loop that mutates in place adds a
+bounded amount of graph per iteration.
+"""
+from __future__ import annotations
+from typing import Callable, NamedTuple, TYPE_CHECKING
+from minitensor.backend.uop import UOp
+from minitensor.backend.generic import reshape_strides
+if TYPE_CHECKING: from minitensor.tensor import Tensor
+
+WRITE_CHAIN = 16      # writes pending on one root before it is realized
+
+
+class Step(NamedTuple):
+  """One movement from a source value to a view of it, and the way back: bwd(source, new view) is the new
+  source value (None: the view is read-only)."""
+  fwd: Callable[[UOp], UOp]
+  bwd: Callable[[UOp, UOp], UOp] | None
+
+
+class Link:
+  """A view's tie to its root: the steps from the root's value, the view's element strides over the root's
+  row-major layout (NumPy's rule for reshape needs them), and the root version the view's graph is of."""
+  __slots__ = ("root", "steps", "strides", "seen")
+
+  def __init__(self, root: Tensor, steps: tuple[Step, ...], strides: tuple[int, ...], seen: int):
+    self.root, self.steps, self.strides, self.seen = root, steps, strides, seen
+
+  @property
+  def readonly(self) -> bool: return any(s.bwd is None for s in self.steps)
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+  out, st = [], 1
+  for s in reversed(shape):
+    out.append(st)
+    st *= s
+  return tuple(reversed(out))
+
+
+def strides_of(t: Tensor) -> tuple[int, ...]:
+  """t's element strides over its root's row-major layout."""
+  return t._link.strides if t._link is not None else c_strides(t.shape)
+
+
+def make_view(t: Tensor, step: Step, strides: tuple[int, ...]) -> Tensor:
+  """A view of t through `step` (t may itself be a view: the view hangs off t's root)."""
+  from minitensor.tensor import Tensor
+  v = Tensor(step.fwd(t.uop))
+  if t._link is None: v._link = Link(t, (step,), strides, t._version)
+  else: v._link = Link(t._link.root, t._link.steps + (step,), strides, t._link.seen)
+  return v
+
+
+def sync(t: Tensor) -> None:
+  """Re-derive view t's graph from its root when the root was written (or realized) since."""
+  link = t._link
+  root = link.root
+  if root._version != link.seen:
+    u = root.uop
+    for s in link.steps: u = s.fwd(u)
+    t._uop, t._data = u, None
+    link.seen = root._version
+
+
+def write(t: Tensor, value: UOp) -> None:
+  """Make `value` (of t's shape and dtype) the value of t: of its root, when t is a view, so that the root and
+  every view of it see the write."""
+  link = t._link
+  if link is None: return assign(t, value)
+  if link.readonly: raise ValueError(f"assignment destination is read-only (a broadcast or diagonal view, shape {t.shape})")
+  vals = [link.root.uop]
+  for s in link.steps[:-1]: vals.append(s.fwd(vals[-1]))
+  for s, src in zip(reversed(link.steps), reversed(vals)): value = s.bwd(src, value)
+  assign(link.root, value)
+
+
+def assign(root: Tensor, value: UOp) -> None:
+  """A root's new value; realized now when WRITE_CHAIN writes are pending on it."""
+  root._uop, root._data = value, None
+  root._version += 1
+  root._writes += 1
+  if root._writes >= WRITE_CHAIN: root.realize()
+
+
+def reshaped(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+  """t.reshape(shape) as NumPy does it: a view when the strides allow one, else a new root (a copy)."""
+  from minitensor.tensor import Tensor
+  st = reshape_strides(t.shape, strides_of(t), shape) if 0 not in t.shape else c_strides(shape)
+  if st is None: return Tensor(t.uop.reshape(shape))
+  return make_view(t, Step(lambda u: u.reshape(shape), lambda src, v: v.reshape(src.shape)), st)
+
+
+def permuted(t: Tensor, axes: tuple[int, ...]) -> Tensor:
+  inv = tuple(sorted(range(len(axes)), key=lambda k: axes[k]))
+  st = strides_of(t)
+  return make_view(t, Step(lambda u: u.permute(axes), lambda src, v: v.permute(inv)), tuple(st[a] for a in axes))
+
+
+def flipped(t: Tensor, axes: tuple[int, ...]) -> Tensor:
+  st = strides_of(t)
+  return make_view(t, Step(lambda u: u.flip(axes), lambda src, v: v.flip(axes)),
+                   tuple(-s if k in axes else s for k, s in enumerate(st)))
+
+
+def readonly_view(t: Tensor, fwd: Callable[[UOp], UOp], strides: tuple[int, ...]) -> Tensor:
+  """A view NumPy makes read-only (broadcast_to, diagonal): reads follow t, writes raise ValueError."""
+  return make_view(t, Step(fwd, None), strides)
