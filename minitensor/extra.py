@@ -21,6 +21,7 @@ from minitensor import ufuncs as U
 from minitensor.backend.uop import UOp, Ops, prod
 from minitensor.backend.composite import move_axis
 from minitensor.manipulation import _axis, concatenate
+from minitensor import views as V
 from minitensor.tensor import Tensor, asarray, full, where, tensordot, broadcast_shapes, _dtype, _acc_dtype
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diagonal", "trace", "diag", "take",
@@ -221,12 +222,15 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
   if t.ndim < 2: raise ValueError(f"diagonal: diag requires an array of at least two dimensions, got shape {t.shape}")
   a1, a2, k = _axis(axis1, t.ndim, "diagonal"), _axis(axis2, t.ndim, "diagonal"), operator.index(offset)
   if a1 == a2: raise ValueError(f"diagonal: axis1 and axis2 cannot be the same (both {a1})")
-  u = t.uop.permute(tuple(x for x in range(t.ndim) if x not in (a1, a2)) + (a1, a2))
-  *lead, r, c = u.shape
+  perm = tuple(x for x in range(t.ndim) if x not in (a1, a2)) + (a1, a2)
+  *lead, r, c = (t.shape[x] for x in perm)
   m = max(0, min(r, c - k) if k >= 0 else min(r + k, c))
   r0, c0 = (0, k) if k >= 0 else (-k, 0)
-  if m == 0: return full(tuple(lead) + (0,), 0, u.dtype)
-  return Tensor(_main_diagonal(u.shrink(tuple((0, x) for x in lead) + ((r0, r0 + m), (c0, c0 + m)))))
+  if m == 0: return full(tuple(lead) + (0,), 0, t.dtype)
+  st = V.strides_of(t)
+  # a read-only view, as NumPy's: it follows writes into t
+  return V.readonly_view(t, lambda u: _main_diagonal(u.permute(perm).shrink(tuple((0, x) for x in lead) + ((r0, r0 + m), (c0, c0 + m)))),
+                         tuple(st[x] for x in perm[:-2]) + (st[a1] + st[a2],))
 
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None) -> Tensor:

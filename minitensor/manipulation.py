@@ -390,14 +390,14 @@ def broadcast_to(array, shape) -> Tensor:
   t, s = asarray(array), _plain(shape)
   s = tuple(operator.index(x) for x in (s if np.ndim(s) else (s,)))
   if _any(x < 0 for x in s): raise ValueError(f"broadcast_to: all elements of broadcast shape must be non-negative, got {s}")
-  return _wrap(t.broadcast_to(s).uop)
+  return t.broadcast_to(s)
 
 
 @_doc("The arguments broadcast against each other.", "*args : array_like", returns="tuple of Tensor")
 def broadcast_arrays(*args) -> tuple[Tensor, ...]:
   ts = [asarray(x) for x in args]
   shape = broadcast_shapes(*(t.shape for t in ts), op="broadcast_arrays")
-  return tuple(_wrap(t.broadcast_to(shape).uop) for t in ts)
+  return tuple(t.broadcast_to(shape) for t in ts)
 
 
 def _atleast(arys, nd: int):

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.exceptions import AxisError
 from minitensor.backend.uop import UOp, Ops, prod
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.realize import buffer_of, array_of, borrow, is_borrowed, realize as _realize
+from minitensor.backend.realize import buffer_of, array_of, borrow, is_borrowed, realize_base, realize as _realize
 from minitensor import ufuncs as U
 from minitensor import views as V
 
@@ -141,8 +141,12 @@ class Tensor:
     """The value as an ndarray (a fresh, writable copy)."""
     return np.array(self._value(), copy=True)
 
-  def _value(self) -> np.ndarray:
-    if (a := self._realized()) is None: a = realize(self)[0]
+  def _value(self, element: bool = False) -> np.ndarray:
+    """The realized value. element: for an element read, which first computes a small lazy value the element
+    is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
+    if (a := self._realized()) is None:
+      if element: realize_base(self.uop)
+      a = realize(self)[0]
     return a
 
   def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -160,20 +164,20 @@ class Tensor:
   def tolist(self): return self._value().tolist()
   def item(self, *args):
     if not args and self.size != 1: raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
-    return self._value().item(*args)
+    return self._value(element=not args).item(*args)
   def __float__(self) -> float: return float(self._scalar("float"))
   def __int__(self) -> int: return int(self._scalar("int"))
   def __complex__(self) -> complex: return complex(self._scalar("complex"))
   def __bool__(self) -> bool:
     if self.size != 1: raise ValueError(f"The truth value of a Tensor with more than one element is ambiguous (shape {self.shape}); use .any() or .all()")
-    return bool(self._value().reshape(()))
+    return bool(self._value(element=True).reshape(()))
   def __index__(self) -> int:
     if not (self.uop.dtype.is_int or self.uop.dtype.is_bool) or self.ndim != 0:
       raise TypeError(f"only integer scalar tensors can be converted to an index, got {self.dtype} {self.shape}")
-    return int(self._value())
+    return int(self._value(element=True))
   def _scalar(self, what: str):
     if self.size != 1: raise TypeError(f"only size-1 tensors can be converted to Python {what}, got shape {self.shape}")
-    return self._value().reshape(()).item()
+    return self._value(element=True).reshape(()).item()
   def __len__(self) -> int:
     if self.ndim == 0: raise TypeError("len() of unsized object")
     return self.shape[0]

@@ -135,6 +135,30 @@ def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
   return sink.substitute(mapping), tuple(b.arg.slot for b in bufs)
 
 
+def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
+  """The computed nodes read at more than RECOMPUTE_LIMIT index maps, to be materialized before any lowering.
+
+  rangeify evaluates a node once per distinct index it is read at. An elementwise parent reads its sources at its
+  own index; a movement, a reduce or a gather reads them at a new one. In a stencil of a stencil (an in-place
+  update loop: u[1:-1] = u[2:] + u[:-2] + ...) every level multiplies the maps, so fused inline the work grows
+  exponentially with the depth; lowering would show it only after doing it. Maps are counted here on the shaped
+  graph, consumers first; a node over the limit is cut, and its sources count from one map again."""
+  order = UOp(Ops.SINK, tuple(outputs)).toposort()
+  maps: dict[UOp, set] = {o: {0} for o in outputs}
+  fresh = iter(range(1, 1 << 62))
+  cuts: list[UOp] = []
+  for u in reversed(order):
+    m = maps.get(u)
+    if m is None: continue
+    if len(m) > RECOMPUTE_LIMIT and (u.op in ALU or u.op is Ops.REDUCE):
+      cuts.append(u)
+      m = {next(fresh)}
+    same = u.op in ALU or u.op is Ops.STAGE
+    for x in u.src:
+      maps.setdefault(x, set()).update(m if same else {next(fresh) for _ in m})
+  return cuts
+
+
 SPLIT_MIN = 1 << 16     # a reduction to one value over this many elements runs in two stages
 SPLIT_PARTS = 64
 
@@ -163,7 +187,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):
     for u in o.toposort(): reach.setdefault(u, set()).add(k)
-  staged: list[UOp] = [u for u in nodes if u.op is Ops.STAGE]
+  staged: list[UOp] = [u for u in nodes if u.op is Ops.STAGE] + fanout_cuts(outputs)
   staged += [u for u in nodes if u.op is Ops.REDUCE and len(reach.get(u, ())) > 1]
   for o in outputs:
     if o not in staged and o.op is not Ops.BUFFER: staged.append(o)

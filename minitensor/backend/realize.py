@@ -14,7 +14,7 @@ import itertools, logging, os, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, prod, _argkey
+from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, prod, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.render_c import PRELUDE, render_function
@@ -142,13 +142,15 @@ def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
 
 
 def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
-  slots = {u: UOp(Ops.BUFFER, (), ParamArg(k, u.arg.dtype, u.arg.shape)) for k, u in enumerate(leaves)}
+  slots = {u: UOp(Ops.BUFFER, (), ParamArg(k, u.arg.dtype, u.arg.shape)) if u.op is Ops.BUFFER else
+           UOp(Ops.BUFFER, (), ParamArg(k, u.dtype, (prod(u.shape),))).reshape(u.shape) for k, u in enumerate(leaves)}
   return tuple(o.substitute(slots) for o in outputs)
 
 
 def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
   """A hashable key of the outputs' graph with realized leaves abstracted to (position, dtype, size), and the
-  leaves in that order: equal keys mean the same computation on other data. Builds no nodes (the hot path)."""
+  leaves in that order: equal keys mean the same computation on other data. A node whose value was realized
+  before (it holds `data`) is a leaf too: its graph is not computed again. Builds no nodes (the hot path)."""
   pos: dict[UOp, int] = {}
   leaves: list[UOp] = []
   key: list = []
@@ -157,11 +159,12 @@ def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
     while stack:
       u = stack[-1]
       if u in pos: stack.pop(); continue
-      todo = [s for s in u.src if s not in pos]
+      known = u.data is not None
+      todo = [s for s in u.src if s not in pos] if not known else None
       if todo: stack.extend(reversed(todo)); continue
       stack.pop()
-      if u.op is Ops.BUFFER:
-        key.append((Ops.BUFFER, u.arg.dtype, u.arg.shape, len(leaves)))
+      if known:
+        key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
         leaves.append(u)
       else: key.append((u.op, u.dtype, _argkey(u.arg), tuple([pos[x] for x in u.src])))
       pos[u] = len(key) - 1
@@ -174,23 +177,45 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
-    return [np.array(v, order="C", copy=True) if is_borrowed(_leaf(o)) else np.asarray(v, order="C") for v, o in zip(views, outputs)]
-  skey, leaves = structure(outputs)
-  key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
-  prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
-  res = prog([b.data for b in leaves])
-  return [r.reshape(o.shape) for r, o in zip(res, outputs)]
+    res = [np.array(v, order="C", copy=True) if is_borrowed(_leaf(o)) else np.asarray(v, order="C") for v, o in zip(views, outputs)]
+    borrowed = any(is_borrowed(_leaf(o)) for o in outputs)
+  else:
+    skey, leaves = structure(outputs)
+    key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
+    prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
+    res = [r.reshape(o.shape) for r, o in zip(prog([b.data for b in leaves]), outputs)]
+    borrowed = any(is_borrowed(b.data) for b in leaves)
+  # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
+  # they read a user's memory, which may change after this realization
+  if not borrowed:
+    for o, r in zip(outputs, res):
+      if o.op is not Ops.BUFFER and _base(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
+  return res
 
 
-def _leaf(u: UOp) -> np.ndarray | None:
-  """The array of the buffer (or nothing, for a constant) a graph of movement ops reads."""
-  while u.src: u = u.src[0]
-  return u.data
+def _base(u: UOp) -> UOp:
+  """The node whose value a graph of movement ops moves (a realized one, or the first that is not a movement)."""
+  while u.op in MOVEMENT and u.data is None: u = u.src[0]
+  return u
+
+
+def _leaf(u: UOp) -> np.ndarray | None: return _base(u).data
+
+
+ELEMENT_READ_WHOLE = 1 << 22
+
+
+def realize_base(u: UOp) -> None:
+  """Before an element read of u: when u only moves a computed value b of at most ELEMENT_READ_WHOLE elements,
+  realize b whole, so reading its other elements later costs no compile (a loop over t[i, j] reads one buffer)."""
+  b = _base(u)
+  if b is not u and b.data is None and b.op not in (Ops.BUFFER, Ops.CONST) and prod(b.shape) <= ELEMENT_READ_WHOLE:
+    realize([b])
 
 
 def _numpy_view(u: UOp) -> np.ndarray | None:
-  """u as a NumPy view when u only moves the data of one realized buffer (or of a constant); else None."""
-  if u.op is Ops.BUFFER: return u.data
+  """u as a NumPy view when u only moves the data of one realized value (or of a constant); else None."""
+  if u.data is not None or u.op is Ops.BUFFER: return u.data
   if u.op is Ops.CONST: return np.array(u.arg, dtype=u.dtype.np)
   if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP, Ops.PAD): return None
   x = _numpy_view(u.src[0])

@@ -1,0 +1,225 @@
+"""NumPy code that mutates: writes through views, arrays changed after capture, in-place operators and loops.
+
+Every test runs the same program on NumPy arrays and on Tensors and compares all the values it can see.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+import minitensor as mt
+from minitensor.backend.runtime import stats
+
+
+def same(t, a):
+  got = np.asarray(t)
+  assert got.shape == a.shape and got.dtype == a.dtype, (got.shape, got.dtype, a.shape, a.dtype)
+  np.testing.assert_array_equal(got, a)
+
+
+# ---------------------------------------------------------------------- writes through views
+def _both(f, shape=(4, 4)):
+  """f run on a NumPy zeros array and on mt.zeros; the final values of both compared."""
+  a, t = np.zeros(shape), mt.zeros(shape)
+  f(np, a)
+  f(mt, t)
+  same(t, a)
+
+
+@pytest.mark.parametrize("write", [
+  lambda xp, z: z[1:3, 1:3].__setitem__(np.array([[True, False], [False, True]]), 1),
+  lambda xp, z: z[0].__setitem__(slice(None), 5),
+  lambda xp, z: z.T.__setitem__(0, 1),
+  lambda xp, z: np.copyto(z[1:], np.arange(4.0)),
+  lambda xp, z: z[::-1, ::2].__setitem__((slice(None), 0), 7),
+  lambda xp, z: z.reshape(2, 8)[1].__setitem__(slice(2, 5), 3),
+  lambda xp, z: z.ravel()[::3].__setitem__(Ellipsis, 2),
+  lambda xp, z: z[None, 1:, 2].__setitem__(Ellipsis, np.arange(3.0)),
+  lambda xp, z: z[2:, 1:].T.reshape(-1).__setitem__(slice(None), 9),        # a copy in NumPy: nothing changes
+  lambda xp, z: z.swapaxes(0, 1)[::-1][0].__setitem__(slice(None), -1),
+  lambda xp, z: np.flip(z, 0)[0].__setitem__(slice(None), 4),
+  lambda xp, z: z[1].__iadd__(2),
+  lambda xp, z: z[:, 1:3].__imul__(0).__iadd__(np.arange(2.0)),
+  lambda xp, z: z.squeeze()[3, 3:].fill(6),
+], ids=lambda f: "")
+def test_write_through_view(write):
+  _both(write)
+
+
+def test_views_see_writes_to_the_base_and_to_each_other():
+  for xp in (np, mt):
+    z = xp.zeros((3, 4)) if xp is np else mt.zeros((3, 4))
+    row, col, t = z[1], z[:, 2], z.T
+    row[:] = 1
+    col += 10
+    t[3] = -1
+    if xp is np: ref = (z.copy(), row.copy(), col.copy(), t.copy())
+  for got, want in zip((z, row, col, t), ref): same(got, want)
+
+
+def test_read_only_views_raise_as_numpy():
+  t = mt.arange(3.0)
+  for v in (mt.broadcast_to(t, (2, 3)), t.broadcast_to((4, 3))[1:]):
+    with pytest.raises(ValueError, match="read-only"): v[0] = 1
+  same(t, np.arange(3.0))
+
+
+def test_element_reads_are_values_not_views():
+  t, a = mt.arange(4.0), np.arange(4.0)
+  e, ea = t[1], a[1]
+  t[1] = 9; a[1] = 9
+  assert float(e) == float(ea) == 1.0
+  ev, eva = t[1, ...], a[1, ...]          # with an Ellipsis NumPy returns a 0-d view
+  t[1] = 5; a[1] = 5
+  same(ev, eva)
+
+
+# ---------------------------------------------------------------------- arrays changed after capture
+def test_arrays_mutated_after_capture_keep_their_value_at_the_call():
+  w = np.ones(3)
+  t = mt.asarray(np.arange(3.0)) * w
+  w += 1
+  same(t, np.arange(3.0))
+  x, W = np.random.default_rng(0).random((4, 3)), np.random.default_rng(1).random((3, 2))
+  h = np.dot(mt.asarray(x), W)
+  want = x @ W
+  W += 1
+  np.testing.assert_allclose(np.asarray(h), want)
+  b = np.arange(4.0)
+  r = b + mt.asarray(np.ones(4))          # ndarray op Tensor: b captured now
+  b[:] = -1
+  same(r, np.arange(4.0) + 1)
+
+
+def test_training_loop_updating_numpy_weights_in_place():
+  rng = np.random.default_rng(2)
+  X, y = rng.random((16, 3)), rng.random(16)
+  w_np, w_mt = np.zeros(3), np.zeros(3)
+  for _ in range(5):
+    w_np -= 0.1 * (X.T @ (X @ w_np - y)) / 16
+    grad = mt.asarray(X).T @ (mt.asarray(X) @ w_mt - y) / 16     # uses w_mt as it is now
+    w_mt -= 0.1 * np.asarray(grad)
+  np.testing.assert_allclose(w_mt, w_np, rtol=1e-12)
+
+
+def test_inplace_operators_on_aliases():
+  t = mt.zeros(3)
+  u = t
+  t += 1
+  same(u, np.ones(3))
+  v = t
+  t **= 2
+  t -= np.arange(3.0)
+  same(v, 1 - np.arange(3.0))
+
+
+def test_ufunc_out_tensor_and_at():
+  t = mt.zeros(4)
+  row = t[1:]
+  np.add(np.arange(4.0), 1, out=t)
+  same(row, np.arange(1.0, 4.0) + 1)
+  np.multiply(t, 2, out=t, where=np.array([True, False, True, False]))
+  same(t, np.array([2.0, 2.0, 6.0, 4.0]))
+  a, z = np.zeros(5), mt.zeros(5)
+  np.add.at(a, [0, 0, 3], 1.5); mt.add.at(z, [0, 0, 3], 1.5)
+  same(z, a)
+  np.add.at(z, [4, 4], 2.0); np.add.at(a, [4, 4], 2.0)
+  same(z, a)
+
+
+# ---------------------------------------------------------------------- loops
+def _heat(u, up, n):
+  for _ in range(n):
+    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2] - 4 * up[1:-1, 1:-1])
+    up[:] = u[:]
+  return up
+
+
+def test_heat_stencil_loop_stays_linear():
+  u0 = np.random.default_rng(3).random((16, 16))
+  want = _heat(u0.copy(), u0.copy(), 100)
+  c = stats.compiles
+  got = _heat(mt.asarray(u0), mt.asarray(u0), 100)
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+  assert stats.compiles - c <= 6          # versions are materialized, and every batch of steps is one structure
+
+
+def test_accumulating_in_place_many_times():
+  x = mt.arange(10.0)
+  acc = mt.zeros(())
+  for _ in range(2000): acc += x.sum()
+  assert float(acc) == 2000 * 45.0
+  acc2 = mt.zeros(())
+  for i in range(40): acc2 += mt.sum(x * i)
+  assert float(acc2) == sum(45.0 * i for i in range(40))
+
+
+def test_numpy_shuffle_of_a_tensor():
+  a, t = np.arange(50), mt.arange(50)
+  np.random.seed(7); np.random.shuffle(a)
+  np.random.seed(7)
+  with pytest.warns(UserWarning, match="not a subclass of 'Sequence'"): np.random.shuffle(t)
+  same(t, a)
+
+
+# ---------------------------------------------------------------------- random programs of views and writes
+def _index(draw, shape):
+  idx = []
+  for n in shape:
+    kind = draw(st.sampled_from(["slice", "int", "none"] if n else ["slice", "none"]))
+    if kind == "int": idx.append(draw(st.integers(-n, n - 1)))
+    elif kind == "none": idx += [None, slice(None)]
+    else:
+      step = draw(st.sampled_from([1, 1, 2, -1, -2, 3]))
+      idx.append(slice(draw(st.none() | st.integers(-n - 1, n + 1)), draw(st.none() | st.integers(-n - 1, n + 1)), step))
+  if draw(st.booleans()) and idx: idx[draw(st.integers(0, len(idx) - 1))] = Ellipsis
+  return tuple(idx)
+
+
+@st.composite
+def programs(draw):
+  """A base shape and steps: make a view of one of the arrays so far, or write into one of them."""
+  shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+  steps, shapes = [], [shape]
+  for _ in range(draw(st.integers(1, 8))):
+    k = draw(st.integers(0, len(shapes) - 1))
+    s = shapes[k]
+    what = draw(st.sampled_from(["index", "reshape", "transpose", "flip", "write", "iadd"]))
+    if what == "index":
+      idx = _index(draw, s)
+      steps.append(("index", k, idx)); shapes.append(np.zeros(s)[idx].shape)
+    elif what == "reshape":
+      new = draw(st.sampled_from([(-1,), (int(np.prod(s)), 1), (1,) + s, s[::-1] if len(s) > 1 else s]))
+      steps.append(("reshape", k, new)); shapes.append(np.zeros(s).reshape(new).shape)
+    elif what == "transpose":
+      steps.append(("transpose", k, None)); shapes.append(s[::-1])
+    elif what == "flip":
+      ax = draw(st.integers(0, len(s) - 1)) if s else None
+      steps.append(("flip", k, ax)); shapes.append(s)
+    else:
+      idx = _index(draw, s)
+      steps.append((what, k, (idx, draw(st.integers(-5, 5)))))
+  return shape, steps
+
+
+def _run(arrays, steps, xp):
+  for what, k, arg in steps:
+    x = arrays[k]
+    if what == "index": arrays.append(x[arg])
+    elif what == "reshape": arrays.append(x.reshape(arg))
+    elif what == "transpose": arrays.append(x.T)
+    elif what == "flip": arrays.append(xp.flip(x, arg))
+    elif what == "write": x[arg[0]] = arg[1]
+    else:
+      v = x[arg[0]]
+      if isinstance(v, np.generic) or (isinstance(v, mt.Tensor) and v.ndim == 0 and not any(i is Ellipsis or i is None for i in arg[0])):
+        x[arg[0]] = v + arg[1]            # an element: NumPy's scalar has no in-place form into x
+      else: v += arg[1]
+  return arrays
+
+
+@given(programs())
+def test_random_view_and_write_programs_match_numpy(prog):
+  shape, steps = prog
+  base = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+  want = _run([base.copy()], steps, np)
+  got = _run([mt.asarray(base)], steps, mt)
+  for g, w in zip(got, want): same(g, np.asarray(w))
