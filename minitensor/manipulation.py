@@ -27,7 +27,8 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.composite import move_axis
 from minitensor.tensor import Tensor, asarray, full, broadcast_shapes, expand_dims, _dtype
 
-__all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",
+__all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
+           "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",
            "flip", "roll", "repeat", "tile", "moveaxis", "swapaxes", "transpose", "permute_dims", "reshape", "ravel",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d",
            "matrix_transpose", "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax", "argmin",
@@ -129,9 +130,9 @@ def _concatenate(ts: list[Tensor], axis: int, dtype, casting: str, op: str) -> T
   for i, s in enumerate(shapes):
     for k in range(nd):
       if k != ax and s[k] != shapes[0][k]:
-        raise ValueError(f"{op}: all the input array dimensions except for the concatenation axis must match exactly, "
-                         f"but along dimension {k}, the array at index 0 has size {shapes[0][k]} and the array at index {i} "
-                         f"has size {s[k]} (shapes {shapes})")
+        raise ValueError(f"{op}: all the input array dimensions except for the concatenation axis must match "
+                         f"exactly, but along dimension {k}, the array at index 0 has size {shapes[0][k]} and the "
+                         f"array at index {i} has size {s[k]} (shapes {shapes})")
   d = _promote(ts, dtype, op, casting)
   total, off, pieces = _sum(s[ax] for s in shapes), 0, []
   zero = False if d.is_bool else -0.0 if d.is_float else 0

@@ -153,7 +153,8 @@ def test_tri_matches_numpy(N, M, k, dtype):
   same(lambda m: m.tri(N, M, k, dtype))
 
 
-@pytest.mark.parametrize("args", [(3,), (2, 4), (4, 2, -1), (2.5,), (3, 3.5), (3, None, 0.5), (200, 3, 130), ("3",)], ids=str)
+@pytest.mark.parametrize("args", [(3,), (2, 4), (4, 2, -1), (2.5,), (3, 3.5), (3, None, 0.5), (200, 3, 130), ("3",)],
+                         ids=str)
 def test_tri_odd_arguments_as_numpy(args):
   same(lambda m: m.tri(*args))
 
@@ -217,11 +218,13 @@ def test_cov_shapes_of_empty_and_single_variable():
       close(mt.corrcoef(m), np.corrcoef(m), 1e-5, 1e-12)
 
 
-@pytest.mark.parametrize("kw", [dict(ddof=1.5), dict(fweights=[1.5, 1, 1]), dict(fweights=[[1, 1, 1]]), dict(fweights=[1, 1]),
-                                dict(fweights=[-1, 1, 1]), dict(aweights=[1, 1]), dict(aweights=[-1.0, 1, 1]),
-                                dict(aweights=[[1.0, 1, 1]]), dict(fweights=[0, 0, 0]), dict(dtype=np.int64),
-                                dict(dtype=bool), dict(y=np.ones((2, 4))), dict(y=np.ones((2, 2, 3))), dict(fweights=2)],
-                         ids=str)
+COV_ERRORS = [dict(ddof=1.5), dict(fweights=[1.5, 1, 1]), dict(fweights=[[1, 1, 1]]), dict(fweights=[1, 1]),
+              dict(fweights=[-1, 1, 1]), dict(aweights=[1, 1]), dict(aweights=[-1.0, 1, 1]),
+              dict(aweights=[[1.0, 1, 1]]), dict(fweights=[0, 0, 0]), dict(dtype=np.int64), dict(dtype=bool),
+              dict(y=np.ones((2, 4))), dict(y=np.ones((2, 2, 3))), dict(fweights=2)]
+
+
+@pytest.mark.parametrize("kw", COV_ERRORS, ids=str)
 def test_cov_errors_as_numpy(kw):
   m = np.array([[1.0, 2, 4], [3, 1, 0]])
   with warnings.catch_warnings():
