@@ -18,5 +18,6 @@ from minitensor import nn  # noqa: F401
 from minitensor.inspect import explain, to_dot  # noqa: F401
 from minitensor.extra import *  # noqa: F401,F403
 from minitensor.sorting import *  # noqa: F401,F403
+from minitensor.statistics import *  # noqa: F401,F403
 from minitensor.einsum import einsum  # noqa: F401
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)

@@ -85,12 +85,12 @@ def _item(x) -> Any:
   if x is None or x is Ellipsis or isinstance(x, slice): return x
   if isinstance(x, (bool, np.bool_)): return bool(x)
   if isinstance(x, (int, np.integer)): return int(x)
-  if isinstance(x, (list, tuple, np.ndarray, Tensor)):
-    a = np.asarray(x)
-    if isinstance(x, (list, tuple)) and a.size == 0 and a.dtype.kind == "f": a = a.astype(np.int64)
+  if isinstance(x, (list, tuple, range, np.ndarray, Tensor)):    # a range is a sequence of ints, as in NumPy
+    a, seq = np.asarray(x), isinstance(x, (list, tuple, range))
+    if seq and a.size == 0 and a.dtype.kind == "f": a = a.astype(np.int64)
     if a.dtype.kind == "b": return bool(a) if a.ndim == 0 else a
     if a.dtype.kind not in "iu":
-      raise IndexError(_BAD if isinstance(x, (list, tuple)) else "arrays used as indices must be of integer (or boolean) type")
+      raise IndexError(_BAD if seq else "arrays used as indices must be of integer (or boolean) type")
     return int(a) if a.ndim == 0 else a
   try: return operator.index(x)
   except TypeError: raise IndexError(_BAD) from None

@@ -4,6 +4,8 @@
                              combined pairwise: floats pad -0.0 and add (x + -0.0 is x for every x, -0.0, NaN and
                              inf included), ints pad 0 and add, bools pad False and OR
     stack                    STACK, the new axis then moved into place
+    hstack vstack dstack     atleast_1d/2d/3d (RESHAPE), then concatenate; column_stack makes 0-d and 1-D inputs
+    column_stack row_stack   columns first; row_stack is NumPy 2's deprecated alias of vstack
     split array_split ...    SHRINK windows
     pad                      the primitive PAD (one per axis side when the constants differ: later axes win corners)
     roll                     the axis tiled twice (RESHAPE + EXPAND + RESHAPE) and a SHRINK window: no arithmetic
@@ -15,7 +17,7 @@ numpy.exceptions.AxisError for axes, TypeError for dtypes and non-integer argume
 NumPy-style docstrings from `_doc` (one line per parameter: "name : type -- note").
 """
 from __future__ import annotations
-import operator
+import operator, warnings
 from builtins import sum as _sum, max as _max, min as _min, any as _any
 from typing import Callable, Sequence
 import numpy as np
@@ -25,7 +27,8 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.composite import move_axis
 from minitensor.tensor import Tensor, asarray, full, broadcast_shapes, expand_dims, _dtype
 
-__all__ = ["concatenate", "concat", "stack", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",
+__all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
+           "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",
            "flip", "roll", "repeat", "tile", "moveaxis", "swapaxes", "transpose", "permute_dims", "reshape", "ravel",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d", "atleast_3d",
            "matrix_transpose", "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax", "argmin",
@@ -72,6 +75,9 @@ def _axes(axis, ndim: int, op: str, what: str = "axis", allow_dup: bool = False)
 
 def _tensors(arrays, op: str) -> list[Tensor]:
   """The operands of a joining op: a sequence of array_likes (an array is iterated over its first axis)."""
+  if not hasattr(arrays, "__getitem__"):     # a generator, a set: NumPy 2's TypeError
+    raise TypeError(f'{op}: arrays to join must be passed as a "sequence" type such as list or tuple, '
+                    f'got {type(arrays).__name__}')
   if isinstance(arrays, Tensor):
     if arrays.ndim == 0: raise TypeError(f"{op}: iteration over a 0-d tensor")
     arrays = unstack(arrays)
@@ -80,13 +86,17 @@ def _tensors(arrays, op: str) -> list[Tensor]:
   return ts
 
 
-def _promote(ts: list[Tensor], dtype, op: str) -> DType:
-  """The dtype of joining ts: NumPy's result_type, or dtype if every operand casts to it 'same_kind'."""
-  if dtype is None: return dtypes.from_numpy(np.result_type(*(t.dtype for t in ts)))
-  d = _dtype(dtype)
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _promote(ts: list[Tensor], dtype, op: str, casting: str = "same_kind") -> DType:
+  """The dtype of joining ts: dtype, else NumPy's result_type; every operand must cast to it by `casting`."""
+  if casting not in _CASTINGS:
+    raise ValueError(f"{op}: casting must be one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe' (got {casting!r})")
+  d = dtypes.from_numpy(np.result_type(*(t.dtype for t in ts))) if dtype is None else _dtype(dtype)
   for t in ts:
-    if not np.can_cast(t.dtype, d.np, "same_kind"):
-      raise TypeError(f"{op}: cannot cast array data from {t.dtype} to {d.name} according to the rule 'same_kind'")
+    if not np.can_cast(t.dtype, d.np, casting):
+      raise TypeError(f"{op}: cannot cast array data from {t.dtype} to {d.name} according to the rule {casting!r}")
   return d
 
 
@@ -98,26 +108,32 @@ def _window(x: UOp, axis: int, b: int, e: int) -> UOp:
 @_doc("Join arrays along an existing axis.",
       "arrays : sequence of array_like -- same shape except along axis; at least one; not 0-d unless axis is None",
       "axis : int or None, optional -- the joining axis; None flattens every array first",
-      "dtype : data-type, optional -- the result dtype (operands must cast to it 'same_kind'); default NumPy's result_type")
-def concatenate(arrays: Sequence, axis: int | None = 0, dtype=None) -> Tensor:
+      "dtype : data-type, optional -- the result dtype; default NumPy's result_type",
+      "casting : {'no', 'equiv', 'safe', 'same_kind', 'unsafe'}, optional -- how the operands may cast to the result")
+def concatenate(arrays: Sequence, axis: int | None = 0, dtype=None, *, casting: str = "same_kind") -> Tensor:
   ts = _tensors(arrays, "concatenate")
   if axis is None: ts, axis = [t.reshape(-1) for t in ts], 0
+  return _concatenate(ts, axis, dtype, casting, "concatenate")
+
+
+def _concatenate(ts: list[Tensor], axis: int, dtype, casting: str, op: str) -> Tensor:
+  """concatenate of at least one Tensor; errors name `op` (the public function the user called)."""
   shapes = [t.shape for t in ts]
   if _any(len(s) == 0 for s in shapes):
-    raise ValueError(f"concatenate: zero-dimensional arrays cannot be concatenated, got shapes {shapes}")
+    raise ValueError(f"{op}: zero-dimensional arrays cannot be concatenated, got shapes {shapes}")
   nd = len(shapes[0])
   for i, s in enumerate(shapes):
     if len(s) != nd:
-      raise ValueError(f"concatenate: all the input arrays must have same number of dimensions, but the array at index 0 "
+      raise ValueError(f"{op}: all the input arrays must have same number of dimensions, but the array at index 0 "
                        f"has {nd} dimension(s) and the array at index {i} has {len(s)} dimension(s) (shapes {shapes})")
-  ax = _axis(axis, nd, "concatenate")
+  ax = _axis(axis, nd, op)
   for i, s in enumerate(shapes):
     for k in range(nd):
       if k != ax and s[k] != shapes[0][k]:
-        raise ValueError(f"concatenate: all the input array dimensions except for the concatenation axis must match exactly, "
-                         f"but along dimension {k}, the array at index 0 has size {shapes[0][k]} and the array at index {i} "
-                         f"has size {s[k]} (shapes {shapes})")
-  d = _promote(ts, dtype, "concatenate")
+        raise ValueError(f"{op}: all the input array dimensions except for the concatenation axis must match "
+                         f"exactly, but along dimension {k}, the array at index 0 has size {shapes[0][k]} and the "
+                         f"array at index {i} has size {s[k]} (shapes {shapes})")
+  d = _promote(ts, dtype, op, casting)
   total, off, pieces = _sum(s[ax] for s in shapes), 0, []
   zero = False if d.is_bool else -0.0 if d.is_float else 0
   for t in ts:
@@ -140,17 +156,54 @@ def concat(arrays: Sequence, /, *, axis: int | None = 0) -> Tensor:
 @_doc("Join same-shaped arrays along a new axis.",
       "arrays : sequence of array_like -- all of the same shape",
       "axis : int, optional -- position of the new axis in the result",
-      "dtype : data-type, optional -- the result dtype (operands must cast to it 'same_kind'); default NumPy's result_type",
+      "dtype : data-type, optional -- the result dtype; default NumPy's result_type",
+      "casting : {'no', 'equiv', 'safe', 'same_kind', 'unsafe'}, optional -- how the operands may cast to the result",
       returns="Tensor -- one dimension more than the inputs")
-def stack(arrays: Sequence, axis: int = 0, dtype=None) -> Tensor:
+def stack(arrays: Sequence, axis: int = 0, dtype=None, *, casting: str = "same_kind") -> Tensor:
   ts = _tensors(arrays, "stack")
   if _any(t.shape != ts[0].shape for t in ts):
     raise ValueError(f"stack: all input arrays must have the same shape, got shapes {[t.shape for t in ts]}")
   ax = _axis(axis, ts[0].ndim + 1, "stack")
-  d = _promote(ts, dtype, "stack")
+  d = _promote(ts, dtype, "stack", casting)
   us = tuple(t.uop.cast(d) for t in ts)
   u = UOp(Ops.STACK, us) if len(us) > 1 else us[0].reshape((1,) + us[0].shape)
   return _wrap(move_axis(u, 0, ax))
+
+
+_TUP = "tup : sequence of array_like -- at least one"
+_DTC = ("dtype : data-type, optional -- the result dtype; default NumPy's result_type",
+        "casting : {'no', 'equiv', 'safe', 'same_kind', 'unsafe'}, optional -- how the operands may cast to the result")
+
+
+@_doc("Stack arrays in sequence vertically (row wise): atleast_2d of each, joined along axis 0.", _TUP, *_DTC)
+def vstack(tup: Sequence, *, dtype=None, casting: str = "same_kind") -> Tensor:
+  return _concatenate([atleast_2d(t) for t in _tensors(tup, "vstack")], 0, dtype, casting, "vstack")
+
+
+@_doc("vstack under NumPy 2's deprecated alias (a DeprecationWarning, as NumPy).", _TUP, *_DTC)
+def row_stack(tup: Sequence, *, dtype=None, casting: str = "same_kind") -> Tensor:
+  warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.", DeprecationWarning, stacklevel=2)
+  return _concatenate([atleast_2d(t) for t in _tensors(tup, "row_stack")], 0, dtype, casting, "row_stack")
+
+
+@_doc("Stack arrays in sequence horizontally (column wise): along axis 1, or axis 0 when the inputs are 1-D "
+      "(0-d inputs count as 1-D).", _TUP, *_DTC)
+def hstack(tup: Sequence, *, dtype=None, casting: str = "same_kind") -> Tensor:
+  ts = [atleast_1d(t) for t in _tensors(tup, "hstack")]
+  return _concatenate(ts, 0 if ts[0].ndim == 1 else 1, dtype, casting, "hstack")
+
+
+@_doc("Stack arrays in sequence depth wise: atleast_3d of each ((n,) -> (1, n, 1), (m, n) -> (m, n, 1)), joined "
+      "along axis 2.", _TUP)
+def dstack(tup: Sequence) -> Tensor:
+  return _concatenate([atleast_3d(t) for t in _tensors(tup, "dstack")], 2, None, "same_kind", "dstack")
+
+
+@_doc("Stack 1-D arrays as columns into a 2-D array: 0-d and 1-D inputs become columns ((n,) -> (n, 1)), 2-D "
+      "inputs are joined as they are, along axis 1.", _TUP)
+def column_stack(tup: Sequence) -> Tensor:
+  ts = [t if t.ndim >= 2 else t.reshape(1, t.size).T for t in _tensors(tup, "column_stack")]
+  return _concatenate(ts, 1, None, "same_kind", "column_stack")
 
 
 # ---------------------------------------------------------------------- splitting

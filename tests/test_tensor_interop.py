@@ -142,7 +142,7 @@ def test_numpy_functions_dispatch_to_minitensor():
 def test_other_numpy_functions_compute_with_numpy():
   t = mt.asarray(A)
   for got, want in [(np.median(t), np.median(A)), (np.percentile(t, 30, axis=0), np.percentile(A, 30, axis=0)),
-                    (np.linalg.norm(t), np.linalg.norm(A)), (np.cov(t), np.cov(A)),
+                    (np.linalg.norm(t), np.linalg.norm(A)), (np.nanstd(t), np.nanstd(A)),
                     (np.block([[t, t]]), np.block([[A, A]])),
                     (np.where(t > 0)[1], np.where(A > 0)[1]), (np.sum(t, out=np.zeros(())), np.sum(A))]:
     assert not isinstance(got, mt.Tensor)
