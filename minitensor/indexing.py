@@ -162,29 +162,41 @@ def _resize(x: UOp, ax: int, k: int, sizes: tuple[int, ...]) -> UOp:
   return x.reshape(x.shape[:ax] + sizes + x.shape[ax + k:])
 
 
-def _take(x: UOp, ax: int, p: _Plan) -> UOp:
-  """Axis ax of x restricted to the elements plan p selects."""
-  n = x.shape[ax]
-  e = min(p.b + p.c * p.s, n)
-  x = _pad(_shrink(x, ax, p.b, e), ax, 0, p.b + p.c * p.s - e)
-  if p.s > 1: x = _resize(_shrink(_resize(x, ax, 1, (p.c, p.s)), ax + 1, p.col, p.col + 1), ax, 2, (p.c,))
-  return x.flip((ax,)) if p.rev else x
-
-
-def _put(v: UOp, ax: int, p: _Plan, n: int, fill) -> UOp:
-  """The inverse of _take: axis ax of v (size p.c) placed where p selects in an axis of size n, fill elsewhere."""
-  if p.rev: v = v.flip((ax,))
-  if p.s > 1: v = _resize(_pad(_resize(v, ax, 1, (p.c, 1)), ax + 1, p.col, p.s - 1 - p.col, fill), ax, 2, (p.c * p.s,))
-  e = min(p.b + p.c * p.s, n)
-  return _pad(_shrink(v, ax, 0, e - p.b), ax, p.b, n - e, fill)
+def _plans(entries: list[_Entry], ints: bool) -> dict[int, _Plan]:
+  """The plan of every sliced axis (and of every int axis, with ints=True)."""
+  return {k: e.plan for k, e in enumerate(entries) if e.kind == "slice" or (ints and e.kind == "int")}
 
 
 def _take_all(x: UOp, entries: list[_Entry]) -> UOp:
-  """The view x with every slice (and, in basic indexing, every int) applied; ints keep a size-1 axis."""
-  kinds = ("slice",) if _is_advanced(entries) else ("slice", "int")
-  for k, e in enumerate(entries):
-    if e.kind in kinds: x = _take(x, k, e.plan)
-  return x
+  """The view x with every slice (and, in basic indexing, every int) applied; ints keep a size-1 axis.
+
+  Per axis: the window [b, b + c*s) (padded where it runs past the axis), viewed as (c, s) to keep one column
+  when s > 1, reversed for a negative step. The windows of all axes are one SHRINK and one PAD."""
+  plans = _plans(entries, not _is_advanced(entries))
+  ends = {k: min(p.b + p.c * p.s, x.shape[k]) for k, p in plans.items()}
+  x = x.shrink(tuple((plans[k].b, ends[k]) if k in plans else (0, m) for k, m in enumerate(x.shape)))
+  x = x.pad(tuple((0, p.b + p.c * p.s - ends[k]) if (p := plans.get(k)) else (0, 0) for k in range(len(x.shape))))
+  for k, p in plans.items():
+    if p.s > 1: x = _resize(_shrink(_resize(x, k, 1, (p.c, p.s)), k + 1, p.col, p.col + 1), k, 2, (p.c,))
+  return x.flip(tuple(k for k, p in plans.items() if p.rev))
+
+
+def _put_all(v: UOp, entries: list[_Entry], view: tuple[int, ...], fill) -> UOp:
+  """The inverse of _take_all in basic indexing: v (the taken shape) placed where the plans select in `view`,
+  fill elsewhere."""
+  plans = _plans(entries, True)
+  v = v.flip(tuple(k for k, p in plans.items() if p.rev))
+  for k, p in plans.items():
+    if p.s > 1: v = _resize(_pad(_resize(v, k, 1, (p.c, 1)), k + 1, p.col, p.s - 1 - p.col, fill), k, 2, (p.c * p.s,))
+  ends = {k: min(p.b + p.c * p.s, view[k]) for k, p in plans.items()}
+  v = v.shrink(tuple((0, ends[k] - plans[k].b) if k in plans else (0, m) for k, m in enumerate(v.shape)))
+  return v.pad(tuple((plans[k].b, view[k] - ends[k]) if k in plans else (0, 0) for k in range(len(view))), fill)
+
+
+def _taken_shape(view: tuple[int, ...], entries: list[_Entry]) -> tuple[int, ...]:
+  """The shape of _take_all(x of shape view, entries), without building it."""
+  plans = _plans(entries, not _is_advanced(entries))
+  return tuple(plans[k].c if k in plans else m for k, m in enumerate(view))
 
 
 def _zeros(shape: tuple[int, ...], d: DType) -> UOp:
@@ -261,13 +273,11 @@ def _basic_set(u: UOp, v: UOp, entries: list[_Entry]) -> UOp:
   """u with the region a basic index selects replaced by v (of that region's shape): moved back into u's shape
   by the inverse movements and selected by a WHERE."""
   view = _view_shape(u.shape, entries)
-  sliced = _take_all(u.reshape(view), entries).shape
+  sliced = _taken_shape(view, entries)
   if 0 in sliced: return u
-  v = v.reshape(sliced)
-  mask = UOp.const(True).reshape((1,) * len(sliced)).expand(sliced)
-  for k, e in enumerate(entries):
-    if e.plan is not None: v, mask = _put(v, k, e.plan, view[k], 0), _put(mask, k, e.plan, view[k], False)
+  v = _put_all(v.reshape(sliced), entries, view, 0)
   if all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)): return v.reshape(u.shape)
+  mask = _put_all(UOp.const(True).reshape((1,) * len(sliced)).expand(sliced), entries, view, False)
   return mask.where(v, u.reshape(view)).reshape(u.shape)
 
 
@@ -341,10 +351,10 @@ def setitem(t: Tensor, idx, value) -> Tensor:
     raise TypeError(f"boolean array indexing assignment requires a 0 or 1-dimensional input, input has {len(v.shape)} "
                     "dimensions")
   if not _is_advanced(entries):
-    region = tuple(m for m, e in zip(_take_all(t.uop.reshape(view), entries).shape, entries) if e.kind != "int")
+    region = tuple(m for m, e in zip(_taken_shape(view, entries), entries) if e.kind != "int")
     return Tensor(_basic_set(t.uop, _fit(v, region, False, isinstance(value, (list, tuple))), entries))
   adv, arrays, S, front = _arrays(entries)
-  region = _advanced_shape(_take_all(t.uop.reshape(view), entries).shape, adv, S, front)
+  region = _advanced_shape(_taken_shape(view, entries), adv, S, front)
   v = _fit(v, region, True, False)
   if 0 in region: return Tensor(t.uop)
   # the map is written through a view with the advanced axes in front, so the value positions follow S + rest
