@@ -482,8 +482,8 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
   if copy is False:
     if a.dtype != want.np or not a.flags.c_contiguous:
-      raise ValueError(f"asarray: unable to avoid a copy of a {a.dtype} array of shape {a.shape} "
-                       f"({'not C-contiguous' if a.flags.c_contiguous is False else f'as {want.name}'}; copy=False)")
+      why = "it is not C-contiguous" if not a.flags.c_contiguous else f"it is not {want.name}"
+      raise ValueError(f"asarray: unable to avoid a copy of a {a.dtype} array of shape {a.shape}: {why} (copy=False)")
     return Tensor._of(borrow(a))
   if fresh and a.dtype == want.np and a.flags.c_contiguous and not copy: return Tensor._of(a)
   return Tensor._of(np.array(a, dtype=want.np, order="C", copy=True))
