@@ -14,7 +14,7 @@ import itertools, logging, os, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, prod, _argkey
+from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, FLOAT_ARG, prod, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.render_c import PRELUDE, render_function
@@ -166,7 +166,7 @@ def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
       if known:
         key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
         leaves.append(u)
-      else: key.append((u.op, u.dtype, _argkey(u.arg), tuple([pos[x] for x in u.src])))
+      else: key.append((u.op, u.dtype, _argkey(u.arg) if u.op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
       pos[u] = len(key) - 1
   key.append(tuple([pos[o] for o in outputs]))
   return tuple(key), leaves

@@ -237,6 +237,9 @@ def _argkey(arg):
   return arg
 
 
+FLOAT_ARG = {Ops.CONST, Ops.PAD}      # the ops whose arg may hold a float (keyed by _argkey); the others hold ints
+
+
 def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
 
 
@@ -255,7 +258,7 @@ class UOp:
 
   def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, dtype: DType | None = None):
     if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
-    key = (op, src, _argkey(arg), dtype if op in _GIVEN_DTYPE else None)
+    key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
     if (u := _CONS.get(key)) is not None:
       if dtype is not None and u.dtype is not dtype: raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
       return u
