@@ -173,12 +173,15 @@ def _take_all(x: UOp, entries: list[_Entry]) -> UOp:
   Per axis: the window [b, b + c*s) (padded where it runs past the axis), viewed as (c, s) to keep one column
   when s > 1, reversed for a negative step. The windows of all axes are one SHRINK and one PAD."""
   plans = _plans(entries, not _is_advanced(entries))
+  if not plans: return x
   ends = {k: min(p.b + p.c * p.s, x.shape[k]) for k, p in plans.items()}
   x = x.shrink(tuple((plans[k].b, ends[k]) if k in plans else (0, m) for k, m in enumerate(x.shape)))
+  stepped = [(k, p) for k, p in plans.items() if p.s > 1 or p.rev]
+  if not stepped: return x
   x = x.pad(tuple((0, p.b + p.c * p.s - ends[k]) if (p := plans.get(k)) else (0, 0) for k in range(len(x.shape))))
-  for k, p in plans.items():
+  for k, p in stepped:
     if p.s > 1: x = _resize(_shrink(_resize(x, k, 1, (p.c, p.s)), k + 1, p.col, p.col + 1), k, 2, (p.c,))
-  return x.flip(tuple(k for k, p in plans.items() if p.rev))
+  return x.flip(tuple(k for k, p in stepped if p.rev))
 
 
 def _put_all(v: UOp, entries: list[_Entry], view: tuple[int, ...], fill) -> UOp:

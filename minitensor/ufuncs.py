@@ -143,7 +143,7 @@ def apply(ufunc: np.ufunc, *operands, dtype=None):
   tensors = [x if type(x) in _PY_SCALARS or isinstance(x, Tensor) else T.asarray(x) for x in operands]
   shape = T.broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY_SCALARS], op=ufunc.__name__)
   if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))
-  uops = [_broadcast(t.uop.cast(d) if type(t) not in _PY_SCALARS else T._scalar_uop(t, d, ufunc.__name__), shape)
+  uops = [_broadcast(t.uop.cast(d), shape) if type(t) not in _PY_SCALARS else _scalar(t, d, shape, ufunc.__name__)
           for t, d in zip(tensors, ins)]
   if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
     raise ValueError("Integers to negative integer powers are not allowed.")
@@ -156,6 +156,21 @@ def _out_of_range(ufunc: np.ufunc, operands: list, ins: tuple) -> UOp | None:
     if type(x) is int and d.is_int and not d.min <= x <= d.max:
       return UOp.const(bool(ufunc(*[(1 if x > 0 else -1) if j == k else 0 for j in range(2)])), dtypes.bool)
   return None
+
+
+_SCALARS: dict = {}     # (value, dtype, shape) -> its broadcast CONST, held so loops reuse the nodes
+_SCALARS_MAX = 4096
+
+
+def _scalar(v, d, shape: tuple[int, ...], op: str) -> UOp:
+  """A weak Python scalar as a CONST of d broadcast to shape. The last _SCALARS_MAX of them are kept: the cons
+  table holds nodes weakly, and a loop that multiplies by the same 0.1 would otherwise build them every time."""
+  if v != v: return _broadcast((_T or _tensor())._scalar_uop(v, d, op), shape)     # NaN: no key equals it
+  key = (type(v), v, math.copysign(1.0, v) if type(v) is float else 0, d, shape)   # -0.0 and 0.0 differ
+  if (u := _SCALARS.get(key)) is None:
+    if len(_SCALARS) >= _SCALARS_MAX: _SCALARS.clear()
+    u = _SCALARS[key] = _broadcast((_T or _tensor())._scalar_uop(v, d, op), shape)
+  return u
 
 
 def _broadcast(u: UOp, shape: tuple[int, ...]) -> UOp:
