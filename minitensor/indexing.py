@@ -188,12 +188,25 @@ def _put_all(v: UOp, entries: list[_Entry], view: tuple[int, ...], fill) -> UOp:
   """The inverse of _take_all in basic indexing: v (the taken shape) placed where the plans select in `view`,
   fill elsewhere."""
   plans = _plans(entries, True)
-  v = v.flip(tuple(k for k, p in plans.items() if p.rev))
-  for k, p in plans.items():
-    if p.s > 1: v = _resize(_pad(_resize(v, k, 1, (p.c, 1)), k + 1, p.col, p.s - 1 - p.col, fill), k, 2, (p.c * p.s,))
+  if any(p.s > 1 or p.rev for p in plans.values()):
+    v = v.flip(tuple(k for k, p in plans.items() if p.rev))
+    for k, p in plans.items():
+      if p.s > 1: v = _resize(_pad(_resize(v, k, 1, (p.c, 1)), k + 1, p.col, p.s - 1 - p.col, fill), k, 2, (p.c * p.s,))
   ends = {k: min(p.b + p.c * p.s, view[k]) for k, p in plans.items()}
   v = v.shrink(tuple((0, ends[k] - plans[k].b) if k in plans else (0, m) for k, m in enumerate(v.shape)))
   return v.pad(tuple((plans[k].b, view[k] - ends[k]) if k in plans else (0, 0) for k in range(len(view))), fill)
+
+
+_MASKS: dict = {}        # the region masks of recent basic assignments (a loop assigns the same region each time)
+
+
+def _region_mask(entries: list[_Entry], view: tuple[int, ...], sliced: tuple[int, ...]) -> UOp:
+  """True where a basic index selects, in the view's shape."""
+  key = (view, tuple((e.kind, e.plan) for e in entries))
+  if (m := _MASKS.get(key)) is None:
+    if len(_MASKS) >= 1024: _MASKS.clear()
+    m = _MASKS[key] = _put_all(UOp.const(True).reshape((1,) * len(sliced)).expand(sliced), entries, view, False)
+  return m
 
 
 def _taken_shape(view: tuple[int, ...], entries: list[_Entry]) -> tuple[int, ...]:
@@ -280,8 +293,7 @@ def _basic_set(u: UOp, v: UOp, entries: list[_Entry]) -> UOp:
   if 0 in sliced: return u
   v = _put_all(v.reshape(sliced), entries, view, 0)
   if all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)): return v.reshape(u.shape)
-  mask = _put_all(UOp.const(True).reshape((1,) * len(sliced)).expand(sliced), entries, view, False)
-  return mask.where(v, u.reshape(view)).reshape(u.shape)
+  return _region_mask(entries, view, sliced).where(v, u.reshape(view)).reshape(u.shape)
 
 
 def _basic_strides(strides: tuple[int, ...], entries: list[_Entry]) -> tuple[int, ...]:
