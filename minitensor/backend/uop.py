@@ -209,24 +209,31 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
     _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))), lambda: f"PERMUTE {arg} of {s}")
     return x.dtype, tuple(s[i] for i in arg)
   if op is Ops.SHRINK:
-    _check(isinstance(arg, tuple) and len(arg) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and _ints(p) and 0 <= p[0] <= p[1] <= m
-                                                                 for p, m in zip(arg, s)), f"SHRINK {arg} of {s}")
-    return x.dtype, tuple(e - b for b, e in arg)
+    _check(type(arg) is tuple and len(arg) == len(s) and _pairs(arg, s, True), lambda: f"SHRINK {arg} of {s}")
+    return x.dtype, tuple([e - b for b, e in arg])
   if op is Ops.PAD:
-    _check(isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[0], tuple) and len(arg[0]) == len(s) and
-           all(isinstance(p, tuple) and len(p) == 2 and _ints(p) and all(v >= 0 for v in p) for p in arg[0]),
-           lambda: f"PAD {arg} of {s}")
-    return x.dtype, tuple(b + m + a for (b, a), m in zip(arg[0], s))
+    _check(type(arg) is tuple and len(arg) == 2 and type(arg[0]) is tuple and len(arg[0]) == len(s) and
+           _pairs(arg[0], s, False), lambda: f"PAD {arg} of {s}")
+    return x.dtype, tuple([b + m + a for (b, a), m in zip(arg[0], s)])
   if op is Ops.FLIP:
     _check(isinstance(arg, tuple) and _ints(arg) and all(0 <= a < len(s) for a in arg) and len(set(arg)) == len(arg),
            lambda: f"FLIP {arg} of {s}")
     return x.dtype, s
   if op is Ops.REDUCE:
     _check(isinstance(arg, tuple) and len(arg) == 2 and arg[0] in REDUCE_OPS and isinstance(arg[1], int)
-           and 0 <= arg[1] <= len(s), f"REDUCE {arg} of {s}")
+           and 0 <= arg[1] <= len(s), lambda: f"REDUCE {arg} of {s}")
     _check(not x.dtype.is_bool or arg[0] in (Ops.MAX, Ops.MIN), lambda: f"REDUCE {arg[0].name} of bool: cast first")
     return x.dtype, s[:len(s) - arg[1]]
   raise UOpError(f"no type rule for {op}")
+
+
+def _pairs(arg: tuple, shape: tuple[int, ...], window: bool) -> bool:
+  """Every entry a pair of ints: a window 0 <= b <= e <= size (window), else two non-negative amounts."""
+  for p, m in zip(arg, shape):
+    if type(p) is not tuple or len(p) != 2: return False
+    b, e = p
+    if type(b) is not int or type(e) is not int or b < 0 or (e < b or e > m if window else e < 0): return False
+  return True
 
 
 def _argkey(arg):
