@@ -266,34 +266,73 @@ def getitem(t: Tensor, idx) -> Tensor:
       A view-like result built from movement ops (basic indexing) or a gather (advanced indexing). Index
       arrays and masks are realized now; bad indices raise IndexError (NumPy's messages) at the call.
   """
+  if (b := _basic(t.shape, idx)) is not None:
+    if b.element: return Tensor(_basic_get(t.uop, b))       # an element is a scalar in NumPy, not a view
+    step = V.Step(functools.partial(_basic_get, b=b), functools.partial(_basic_set, b=b))
+    return V.make_view(t, step, _basic_strides(V.strides_of(t), b.entries))
   entries = _parse(t.shape, idx)
-  if not _is_advanced(entries):
-    fwd = functools.partial(_basic_get, entries=entries)
-    # an element (an integer for every axis) is a scalar in NumPy, not a view
-    if _numpy_path(idx, t.ndim) == "element": return Tensor(fwd(t.uop))
-    return V.make_view(t, V.Step(fwd, functools.partial(_basic_set, entries=entries)), _basic_strides(V.strides_of(t), entries))
   x = _take_all(t.uop.reshape(_view_shape(t.shape, entries)), entries)
   adv, arrays, S, front = _arrays(entries)
   shape = _advanced_shape(x.shape, adv, S, front)
   return Tensor(_zeros(shape, x.dtype) if 0 in shape else _gather(x, adv, arrays, S, front))
 
 
-def _basic_get(u: UOp, entries: list[_Entry]) -> UOp:
+class _Basic(NamedTuple):
+  """A basic index (no arrays) worked out for one shape."""
+  entries: tuple[_Entry, ...]
+  view: tuple[int, ...]                      # the shape with a size-1 axis per None
+  taken: tuple[int, ...]                     # the view's shape after the windows (ints keep a size-1 axis)
+  out: tuple[int, ...]                       # the result's shape
+  window: tuple[tuple[int, int], ...] | None  # the one SHRINK that takes it, when no window is stepped or reversed
+  full: bool                                 # it selects every element
+  element: bool                              # an integer for every axis: NumPy returns a scalar, not a view
+
+
+def _basic(shape: tuple[int, ...], idx) -> _Basic | None:
+  """idx worked out for shape when it is a basic index, else None. Indices made of ints, slices of ints, None
+  and Ellipsis are worked out once per shape (a loop indexes the same way every time)."""
+  items = idx if type(idx) is tuple else (idx,)
+  key = []
+  for x in items:
+    if type(x) is slice and all(v is None or type(v) is int for v in (x.start, x.stop, x.step)): key.append((x.start, x.stop, x.step))
+    elif type(x) is int or x is None or x is Ellipsis: key.append(x)
+    else: break
+  else: return _basic_of_key(shape, tuple(key))
+  entries = _parse(shape, idx)
+  return None if _is_advanced(entries) else _make_basic(shape, entries, _numpy_path(idx, len(shape)) == "element")
+
+
+@functools.lru_cache(maxsize=4096)
+def _basic_of_key(shape: tuple[int, ...], key: tuple) -> _Basic:
+  idx = tuple(slice(*x) if type(x) is tuple else x for x in key)
+  return _make_basic(shape, _parse(shape, idx), _numpy_path(idx, len(shape)) == "element")
+
+
+def _make_basic(shape: tuple[int, ...], entries: list[_Entry], element: bool) -> _Basic:
+  view = _view_shape(shape, entries)
+  taken = _taken_shape(view, entries)
+  plans = [e.plan for e in entries if e.plan is not None]
+  window = None if any(p.s > 1 or p.rev for p in plans) else \
+    tuple((e.plan.b, e.plan.b + e.plan.c) if e.plan is not None else (0, m) for e, m in zip(entries, view))
+  out = tuple(m for m, e in zip(taken, entries) if e.kind != "int")
+  return _Basic(tuple(entries), view, taken, out, window, all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)),
+                element)
+
+
+def _basic_get(u: UOp, b: _Basic) -> UOp:
   """u[basic index]: the view's graph."""
-  x = _take_all(u.reshape(_view_shape(u.shape, entries)), entries)
-  out = x.reshape(tuple(m for m, e in zip(x.shape, entries) if e.kind != "int"))
-  return _zeros(out.shape, out.dtype) if 0 in out.shape else out
+  if 0 in b.out: return _zeros(b.out, u.dtype)
+  x = u.reshape(b.view)
+  return (x.shrink(b.window) if b.window is not None else _take_all(x, b.entries)).reshape(b.out)
 
 
-def _basic_set(u: UOp, v: UOp, entries: list[_Entry]) -> UOp:
+def _basic_set(u: UOp, v: UOp, b: _Basic) -> UOp:
   """u with the region a basic index selects replaced by v (of that region's shape): moved back into u's shape
   by the inverse movements and selected by a WHERE."""
-  view = _view_shape(u.shape, entries)
-  sliced = _taken_shape(view, entries)
-  if 0 in sliced: return u
-  v = _put_all(v.reshape(sliced), entries, view, 0)
-  if all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)): return v.reshape(u.shape)
-  return _region_mask(entries, view, sliced).where(v, u.reshape(view)).reshape(u.shape)
+  if 0 in b.taken: return u
+  v = _put_all(v.reshape(b.taken), b.entries, b.view, 0)
+  if b.full: return v.reshape(u.shape)
+  return _region_mask(b.entries, b.view, b.taken).where(v, u.reshape(b.view)).reshape(u.shape)
 
 
 def _basic_strides(strides: tuple[int, ...], entries: list[_Entry]) -> tuple[int, ...]:
@@ -357,17 +396,16 @@ def setitem(t: Tensor, idx, value) -> Tensor:
       a value of more than one dimension through one boolean mask over every axis; OverflowError for a Python
       integer out of range for t's dtype.
   """
-  entries = _parse(t.shape, idx)
-  view = _view_shape(t.shape, entries)
+  b = _basic(t.shape, idx)
   v = _value(value, t.uop.dtype)
   path = _numpy_path(idx, t.ndim) if v.shape else "general"
   if path == "element": raise ValueError(f"setting an array element with a sequence: a value of shape {v.shape} into one element")
   if path == "mask" and len(v.shape) > 1:
     raise TypeError(f"boolean array indexing assignment requires a 0 or 1-dimensional input, input has {len(v.shape)} "
                     "dimensions")
-  if not _is_advanced(entries):
-    region = tuple(m for m, e in zip(_taken_shape(view, entries), entries) if e.kind != "int")
-    return Tensor(_basic_set(t.uop, _fit(v, region, False, isinstance(value, (list, tuple))), entries))
+  if b is not None: return Tensor(_basic_set(t.uop, _fit(v, b.out, False, isinstance(value, (list, tuple))), b))
+  entries = _parse(t.shape, idx)
+  view = _view_shape(t.shape, entries)
   adv, arrays, S, front = _arrays(entries)
   region = _advanced_shape(_taken_shape(view, entries), adv, S, front)
   v = _fit(v, region, True, False)
