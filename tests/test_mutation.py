@@ -223,3 +223,14 @@ def test_random_view_and_write_programs_match_numpy(prog):
   want = _run([base.copy()], steps, np)
   got = _run([mt.asarray(base)], steps, mt)
   for g, w in zip(got, want): same(g, np.asarray(w))
+
+
+def test_realized_arrays_are_read_only_and_never_change():
+  t = mt.asarray(np.arange(6.0)).reshape(2, 3)
+  a = np.asarray(t)
+  with pytest.raises(ValueError): a[0, 0] = 1           # read-only
+  row = np.asarray(t[1])
+  t[1] = -1
+  t += 10
+  assert a.tolist() == [[0, 1, 2], [3, 4, 5]] and row.tolist() == [3, 4, 5]
+  same(t, np.array([[10.0, 11, 12], [9, 9, 9]]))
