@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from numpy.exceptions import AxisError
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
@@ -152,6 +152,7 @@ def _with_dtype(draw):
   return a, calls
 
 
+@settings(max_examples=max(10, settings.default.max_examples // 2))
 @given(case=_with_dtype())
 def test_every_dtype_keyword(case):
   """sum/prod/mean/var/std with every dtype= on every input dtype: NumPy's values and dtypes, or its exception type
