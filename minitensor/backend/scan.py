@@ -29,19 +29,19 @@ def lower_scan(root: UOp, out: UOp, ctx: Ctx) -> UOp:
   x = rangeify(root.src[0], idx, ctx)
   d = root.dtype
   first = -0.0 if op is Ops.ADD and d.is_float else identity(op, d)
-  j = idx[ax]
-  if j.op is Ops.CONST: return simplify(sink(out.index(ravel(idx, shape)).store(combine(op, UOp.const(first, d), x)).end(*ranges_in(*idx))))
+  j, at = idx[ax], out.index(ravel(idx, shape))
+  if j.op is Ops.CONST: return simplify(sink(at.store(combine(op, UOp.const(first, d), x)).end(*ranges_in(*idx))))
   outer = ranges_in(*idx[:ax])
   if all(s == 1 for s in shape[ax + 1:]):
     # the scan axis is the innermost loop: the running value stays in a register (an accumulator)
     acc = ctx.alloc(d).after(*outer)
     accl = acc.after(acc.index(0).store(UOp.const(first, d)), j)
     v = combine(op, accl.index(0).load(), x)
-    body = UOp(Ops.SINK, (accl.index(0).store(v), out.index(ravel(idx, shape)).store(v)))
+    body = UOp(Ops.SINK, (accl.index(0).store(v), at.store(v)))
   else:
     # later axes are inner loops: the previous prefix is read back from the output (independent chains)
     back = ravel(idx[:ax] + ((j - 1).maximum(0),) + idx[ax + 1:], shape)
     # the AFTER keeps the load in the innermost loop: it reads what the previous iteration stored
     prev = (j >= 1).where(out.after(*ranges_in(*idx)).index(simplify(back)).load(), UOp.const(first, d))
-    body = out.index(ravel(idx, shape)).store(combine(op, prev, x))
+    body = at.store(combine(op, prev, x))
   return simplify(sink(body.end(*ranges_in(*idx))))

@@ -36,7 +36,8 @@ def test_type_rule():
 
 
 @pytest.mark.parametrize("op", [Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN])
-@pytest.mark.parametrize("shape, axis", [((7,), 0), ((4, 5), 0), ((4, 5), 1), ((3, 1, 4), 0), ((3, 4, 1), 1), ((1, 6), 0)])
+@pytest.mark.parametrize("shape, axis", [((7,), 0), ((4, 5), 0), ((4, 5), 1), ((3, 1, 4), 0), ((3, 4, 1), 1),
+                                         ((1, 6), 0)])
 def test_values_bit_for_bit(op, shape, axis):
   rng = np.random.default_rng(prod(shape) + axis)
   a = rng.choice(np.array([0.5, -2.0, 3e38, -3e38, -0.0, np.inf, np.nan, 1.25], np.float32), shape)
@@ -49,7 +50,8 @@ def test_values_bit_for_bit(op, shape, axis):
 def test_integers_wrap():
   a = np.array([[100, 100, -128], [7, -9, 127]], np.int8)
   for op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN):
-    for axis in (0, 1): np.testing.assert_array_equal(run_scan(a, op, axis), NP_ACC[op].accumulate(a, axis=axis, dtype=a.dtype))
+    for axis in (0, 1):
+      np.testing.assert_array_equal(run_scan(a, op, axis), NP_ACC[op].accumulate(a, axis=axis, dtype=a.dtype))
 
 
 def test_loop_structure():
