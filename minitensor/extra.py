@@ -1,11 +1,9 @@
 """More NumPy functions, lazily: scans, differences, triangles and diagonals, gathers, grids, products, closeness.
 
-    cumsum cumprod cumulative_sum   a log-step scan along the last axis (the axis is PERMUTEd there and back):
-                                    level k combines 4 copies shifted by 0, s, 2s, 3s (PAD + SHRINK, s = 4^k) and is
-                                    STAGEd: log4(n) kernels of O(n) work. Unstaged, the levels would fuse into one
-                                    kernel evaluating n terms per element (O(n^2), and C code growing with n).
-                                    Integers wrap as NumPy's do; floats differ from NumPy's sequential sums by
-                                    rounding only (the error grows with log n, not n)
+    cumsum cumprod cumulative_sum   one SCAN (a kernel of its own, backend/scan.py): each prefix is the previous
+                                    one combined with the next element, NumPy's sequential order, so floats round,
+                                    overflow (inf stays inf) and propagate NaN as NumPy's do, bit for bit;
+                                    integers wrap as NumPy's do
     diff                            SHRINK windows subtracted (not_equal for bool), n times
     tril triu                       WHERE on a mask of iotas (column - row against k)
     diagonal trace diag             movement only: the (n, n) block viewed as n*n, PADded to n*(n + 1), read
@@ -28,30 +26,16 @@ __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diago
            "take_along_axis", "meshgrid", "outer", "inner", "vecdot", "isclose", "allclose"]
 
 _PY_SCALARS = (bool, int, float)
-_RADIX = 4
 
 
 # ---------------------------------------------------------------------- scans
-def _scan(u: UOp, op: Ops, identity) -> UOp:
-  """The inclusive scan of u along its last axis with the associative op."""
-  n, keep = u.shape[-1], tuple((0, m) for m in u.shape[:-1])
-  s = 1
-  while s < n:
-    level = u
-    for j in range(1, min(_RADIX, -(-n // s))):
-      level = level.alu(op, u.pad(((0, 0),) * len(keep) + ((j * s, 0),), identity).shrink(keep + ((0, n),)))
-    u, s = level.stage(), s * _RADIX
-  return u
-
-
 def _accumulate(a, axis, dtype, kind: str) -> Tensor:
   t = asarray(a)
   if axis is None: t, axis = t.reshape(-1), 0
   ax = _axis(axis, t.ndim, f"cum{kind}")
   d = _dtype(dtype) if dtype is not None else _acc_dtype(kind, t.uop.dtype)
   op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX, ("prod", True): Ops.MIN}[kind, d.is_bool]
-  r = _scan(move_axis(t.uop.cast(d), ax, t.ndim - 1), op, 1 if kind == "prod" else 0)
-  return Tensor(move_axis(r, t.ndim - 1, ax))
+  return Tensor(t.uop.cast(d).scan(op, ax))
 
 
 def cumsum(a, axis: int | None = None, dtype=None) -> Tensor:

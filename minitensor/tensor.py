@@ -280,13 +280,15 @@ class Tensor:
     u = self.uop.cast(acc) if acc is not None else self.uop
     if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
+    if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
     keep = [k for k in range(self.ndim) if k not in axes]
     r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
     if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
     return Tensor(r)
 
   def sum(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
-    """Sum over axis (NumPy's accumulation dtype: int64 for smaller ints, float32 summed in float64)."""
+    """Sum over axis with NumPy's result dtype (int64 for smaller ints). float16 is accumulated in float32 and
+    float32 in float64, rounded once at the end (NumPy accumulates float32 in float32: README, Limitations)."""
     out = _dtype(dtype) if dtype is not None else _acc_dtype("sum", self.uop.dtype)
     acc = _WIDER.get(out, out)
     return Tensor(self._reduce(Ops.ADD, axis, keepdims, "sum", acc).uop.cast(out))
@@ -320,8 +322,10 @@ class Tensor:
 
   def std(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
     v = self.var(axis, dtype, ddof, keepdims, correction=correction)
-    if not v.uop.dtype.is_float: raise TypeError(f"std: the square root of {v.dtype} cannot be cast back to {v.dtype}; use a float dtype")
-    return Tensor(UOp(Ops.SQRT, (v.uop,)))
+    if v.uop.dtype.is_float: return Tensor(UOp(Ops.SQRT, (v.uop,)))
+    # NumPy converts the square root of a scalar back to an integer or bool dtype, but cannot cast an array's
+    if v.ndim: raise TypeError(f"std: the square root of {v.dtype} cannot be cast back to {v.dtype}; use a float dtype")
+    return Tensor(UOp(Ops.SQRT, (v.uop.cast(dtypes.float64),)).cast(v.uop.dtype))
 
   def any(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else _full_bool(self, axis, keepdims, False)
   def all(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else _full_bool(self, axis, keepdims, True)
@@ -641,7 +645,7 @@ _DOCS = {
   "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
   "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
   "conj": ("The complex conjugate: the Tensor itself (only real dtypes exist).", ""),
-  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
   "prod": ("Product over `axis`, with NumPy's accumulation dtype.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
   "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
   "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),

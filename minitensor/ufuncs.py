@@ -5,7 +5,10 @@ itself which loop it would pick (`ufunc.resolve_dtypes`, with Python scalars pas
 int8 + 1 stays int8 and float32 * 2.0 stays float32, as NEP 50 says), broadcasts the operands, casts them to
 the loop's input dtypes, builds the UOps with the table below and casts to the loop's output dtype.
 The same table serves Tensor methods and operators, `minitensor.exp(...)`, and `np.exp(tensor)` through
-`__array_ufunc__`.
+`__array_ufunc__`. With only Python scalars as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes
+(int64, float64, bool; an int out of int64's range raises OverflowError, or compares as NumPy's does); the result
+is a 0-d Tensor (every minitensor function returns a Tensor) with the value and dtype of NumPy's scalar result
+(`np.greater(2, 2)` is `np.False_`, `mt.greater(2, 2)` a 0-d bool Tensor holding False).
 """
 from __future__ import annotations
 import math
@@ -112,11 +115,14 @@ def _np_dtype_of(x):
   return np.asarray(x).dtype
 
 
+_DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64)}
 _RESOLVED: dict = {}      # (ufunc, dtype, operand types) -> (NumPy's loop dtypes, input DTypes, output DType)
 
 
 def _resolved(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None) -> tuple:
-  key = (ufunc, dtype, *(_np_dtype_of(x) for x in operands))
+  # only Python scalars: NumPy gives them their default dtypes (int64, float64, bool) first
+  weak = all(type(x) in _PY_SCALARS for x in operands)
+  key = (ufunc, dtype, *(_DEFAULT[type(x)] if weak else _np_dtype_of(x) for x in operands))
   if (r := _RESOLVED.get(key)) is not None: return r
   kw = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
   try: dts = ufunc.resolve_dtypes(key[2:] + (None,) * ufunc.nout, casting="same_kind", **kw)

@@ -38,6 +38,10 @@ RAISES = [
   ("squeeze_axis_not_one", lambda m: m.squeeze(m.asarray(A), 0), ValueError),
   ("transpose_wrong_length", lambda m: m.transpose(m.asarray(A), (0,)), ValueError),
   ("transpose_repeated_axis", lambda m: m.transpose(m.asarray(A), (0, 0)), ValueError),
+  ("std_of_ints_to_an_array", lambda m: m.std(m.asarray(I8.reshape(3, 1)), axis=0, dtype=np.int8), TypeError),
+  ("std_of_ints_keepdims", lambda m: m.std(m.asarray(I8), dtype=np.int32, keepdims=True), TypeError),
+  ("var_of_bool_with_dtype_bool", lambda m: m.var(m.asarray(I8 > 0), dtype=bool), TypeError),
+  ("add_python_ints_past_int64", lambda m: m.add(2**63, 1), OverflowError),
   ("max_of_empty", lambda m: m.max(m.asarray(np.zeros((0, 3))), axis=0), ValueError),
   ("argmin_of_empty", lambda m: m.argmin(m.asarray(np.zeros(0))), ValueError),
   ("ragged_nested_list", lambda m: m.asarray([[1, 2], [3]]), ValueError),
@@ -197,6 +201,17 @@ RESULTS = [
   ("float32_plus_huge_python_int", lambda x: (x + 2**70, x * 2**64), (np.arange(3, dtype=np.float32),)),
   ("int64_extremes_wrap", lambda x: (x + 1, x * 2, x - x[::-1]), (np.array([2**63 - 1, -2**63, 0]),)),
   ("uint8_wraps", lambda x: (x + np.uint8(200), x * 3, x - 1), (np.array([0, 100, 255], np.uint8),)),
+  # dtype=bool reductions: NumPy adds bools with OR and multiplies with AND
+  ("reductions_with_dtype_bool",
+   lambda x: (x.sum(axis=0, dtype=bool), x.sum(dtype=bool), x.prod(axis=1, dtype=bool), x.mean(axis=0, dtype=bool),
+              x.var(axis=1, dtype=bool), ns(x).cumsum(x, 1, dtype=bool), ns(x).cumprod(x, 0, dtype=bool),
+              ns(x).trace(x, dtype=bool)),
+   (np.array([[0, 2, 0], [0, -1, 3]], np.int8),)),
+  ("reductions_of_empty_with_dtype_bool",
+   lambda x: (x.sum(axis=0, dtype=bool), x.prod(axis=0, dtype=bool), x.mean(axis=0, dtype=bool)),
+   (np.zeros((0, 2)),)),
+  ("std_of_ints_to_a_scalar", lambda x: (x.std(dtype=np.int16), x.std(dtype=bool), x.std(axis=(0, 1), dtype=np.uint8)),
+   (np.array([[0, 7, 0], [0, -1, 3]], np.int8),)),
 ]
 
 
@@ -283,3 +298,20 @@ def test_var_with_ddof_past_n_is_nan():
                    "library must check at realize or define a value)")
 def test_int_array_to_negative_array_power():
   mtt.assert_matches_numpy(lambda a, b: a ** b, np.arange(3), np.array([-1, 1, 2]))
+
+
+@pytest.mark.parametrize("name", ["greater", "equal", "less_equal", "not_equal", "add", "subtract", "multiply",
+                                  "maximum", "logical_and", "floor_divide", "divide", "power", "arctan2"])
+@pytest.mark.parametrize("a, b", [(2, 2), (1, 2), (True, 2), (1.5, 2), (True, False), (-3, 2.5), (2**63, 1),
+                                  (-1, 2**63), (3, -2)])
+def test_python_scalars_only(name, a, b):
+  """With only Python scalars NumPy gives them its default dtypes (int64, float64, bool): minitensor returns a 0-d
+  Tensor with the value and dtype of NumPy's scalar result, or raises NumPy's exception type."""
+  with np.errstate(all="ignore"):
+    try: want = getattr(np, name)(a, b)
+    except (TypeError, ValueError, OverflowError) as e:
+      with pytest.raises(type(e)): getattr(mt, name)(a, b)
+      return
+    got = getattr(mt, name)(a, b)
+    assert isinstance(got, mt.Tensor) and got.shape == () and got.dtype == want.dtype, (got, want)
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -9,7 +9,7 @@ new data: a graph-cache hit).
 import operator, warnings
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 from minitensor import ufuncs as U
@@ -278,3 +278,52 @@ def test_bad_operands():
   with pytest.raises(TypeError): t + "a"
   with pytest.raises(TypeError): t & 1
   with pytest.raises(TypeError): mt.add(t)
+
+
+# ---------------------------------------------------------------------- float -> integer casts
+CAST_SPECIALS = [np.nan, np.inf, -np.inf, -1e20, 1e20, -5.0, 3e9, -0.5, 0.0, -0.0, 1.5, -2.9, 300.0, -129.0, 65536.0,
+                 2.0**31, -2.0**31, -2.0**31 - 1, 2.0**32, 4294967295.5, 2.0**63, -2.0**63, 2.0**64, 1e300]
+FLOATS = [np.dtype(d) for d in ("float16", "float32", "float64")]
+INTS = [np.dtype(d) for d in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")]
+
+
+def numpy_cast(a: np.ndarray, to: np.dtype) -> np.ndarray:
+  """NumPy's float -> integer conversion on x86-64 as its scalars and strided loops do it, element by element
+  (NumPy's contiguous float -> uint32 loop is vectorized and gives 2**31 instead of 0 for NaN, inf and values
+  below -2**31: NumPy disagrees with itself there; minitensor gives the scalar value in every layout)."""
+  with np.errstate(all="ignore"), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    return np.array([np.array(v).astype(to) for v in a.ravel()], dtype=to).reshape(a.shape)
+
+
+def cast_layouts(a: np.ndarray, to: np.dtype) -> dict:
+  """a.astype(to) computed from a contiguous tensor, strided views (transposed, sliced, reversed), a fused
+  expression, a 0-d tensor and constants (folded by the compiler)."""
+  m = np.stack([a, a[::-1]], 1)                # (n, 2): column 0 is a, read with stride 2
+  t = mt.asarray(m)
+  out = {"contiguous": (mt.asarray(a).astype(to), a), "strided": (t[:, 0].astype(to), a),
+         "transposed": (t.T.astype(to), m.T), "reversed": (t[::-1, 1].astype(to), a),
+         "fused": ((mt.asarray(a) * 1).astype(to), a),
+         "scalar": (mt.asarray(a[:1].reshape(())).astype(to), a[:1].reshape(()))}
+  if a.size: out["constant"] = (mt.full((3,), a.flat[0], a.dtype).astype(to), np.full((3,), a.flat[0], a.dtype))
+  return out
+
+
+@pytest.mark.parametrize("src", FLOATS, ids=str)
+def test_float_to_int_cast_table(src):
+  """Special values (NaN, inf, out of range, negative to unsigned) of every float dtype to every integer dtype
+  and bool, in every layout: NumPy's x86-64 values."""
+  with np.errstate(all="ignore"): a = np.array(CAST_SPECIALS, np.float64).astype(src)
+  cases = [(f"{src} -> {to} {name}", got, numpy_cast(x, to))
+           for to in INTS for name, (got, x) in cast_layouts(a, to).items()]
+  mt.realize(*(c[1] for c in cases))
+  for what, got, want in cases: assert_same(got, want, what)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 3))     # each new dtype pair compiles
+@given(src=st.sampled_from(FLOATS), to=st.sampled_from(INTS),
+       data=st.lists(st.one_of(st.floats(), st.floats(-3e9, 3e9), st.sampled_from(CAST_SPECIALS)), min_size=1,
+                     max_size=12))
+def test_float_to_int_casts_random(src, to, data):
+  with np.errstate(all="ignore"): a = np.array(data, np.float64).astype(src)
+  for name, (got, x) in cast_layouts(a, to).items(): assert_same(got, numpy_cast(x, to), f"{src} -> {to} {name}")

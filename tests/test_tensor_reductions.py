@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from numpy.exceptions import AxisError
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
@@ -135,3 +135,39 @@ def test_bad_axes(name):
     if not isinstance(want, type): continue
     for method in (True, False):
       with pytest.raises(want): reduce_mt(name, t, method, axis=axis)
+
+
+ALL_DTYPES = DTYPES + [np.dtype(d) for d in ("uint16", "uint32", "uint64")]
+
+
+@st.composite
+def _with_dtype(draw):
+  d = draw(st.sampled_from(ALL_DTYPES))
+  a = draw(mtt.arrays(d, mtt.shapes(max_dims=2, max_side=3), elements=values(d)))
+  calls = []
+  names = st.lists(st.sampled_from(["sum", "prod", "mean", "var", "std"]), min_size=1, max_size=3, unique=True)
+  for name in draw(names):
+    kw = {"axis": draw(mtt.axes(a.ndim)), "keepdims": draw(st.booleans()), "dtype": draw(st.sampled_from(ALL_DTYPES))}
+    calls.append((name, kw, draw(st.booleans())))
+  return a, calls
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2))
+@given(case=_with_dtype())
+def test_every_dtype_keyword(case):
+  """sum/prod/mean/var/std with every dtype= on every input dtype: NumPy's values and dtypes, or its exception type
+  (a bool dtype adds with OR and multiplies with AND; std casts a 0-d integer result back, an array's it cannot)."""
+  a, calls = case
+  check(mt.asarray(a), a, calls)
+
+
+def test_float32_accumulates_in_float64():
+  """By design (README, Limitations): float32 sums and products are accumulated in float64 and rounded once, so a
+  partial result that overflows float32 does not make the result inf, where NumPy's float32 accumulation does."""
+  a = np.array([3e38, 3e38, -3e38], np.float32)
+  p = np.array([1e20, 1e20, 1e-20], np.float32)
+  with np.errstate(over="ignore"): assert np.isinf(np.sum(a)) and np.isinf(np.prod(p))
+  assert float(mt.sum(a)) == np.float32(np.sum(a.astype(np.float64))) == np.float32(3e38)
+  assert float(mt.prod(p)) == np.float32(np.prod(p.astype(np.float64)))
+  x = np.random.default_rng(0).standard_normal(10**5).astype(np.float32)
+  assert np.asarray(mt.sum(x)) == np.float32(np.sum(x.astype(np.float64)))

@@ -60,6 +60,16 @@ class DType:
     return v - (1 << bits) if self.kind == "i" and v >= (1 << (bits - 1)) else v
 
 
+def float_to_int(v: float, to: DType) -> int:
+  """v converted to integer dtype `to` as NumPy's conversion does on x86-64 (render_c's f2i helpers): truncation,
+  and for NaN, inf or out of range the value cvttsd2si gives (INT_MIN of 32 or 64 bits) wrapped to the width."""
+  def cvt(x: float, bits: int) -> int:
+    return math.trunc(x) if -2.0 ** (bits - 1) <= x < 2.0 ** (bits - 1) else -(1 << (bits - 1))
+  if to.itemsize == 8 and to.kind == "u": r = cvt(v - 2.0 ** 63, 64) ^ (1 << 63) if v >= 2.0 ** 63 else cvt(v, 64)
+  else: r = cvt(v, 64 if to.itemsize == 8 or to.kind == "u" and to.itemsize == 4 else 32)
+  return to.python(r)
+
+
 class dtypes:
   bool = DType("bool", "bool", 1, "_Bool", "b")
   int8 = DType("int8", "i8", 1, "int8_t", "i")

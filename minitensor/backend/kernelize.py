@@ -15,7 +15,8 @@ more than once. The same count, for an elementwise value containing transcendent
 of times it is evaluated (the loops around each place rangeify put it); above RECOMPUTE_LIMIT times its
 element count it is materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column
 of V). A REDUCE reached from two outputs of one realize is materialized too (shared work is done
-once), an output used by another output is loaded from its buffer, and STAGE marks a cut explicitly.
+once), an output used by another output is loaded from its buffer, STAGE marks a cut explicitly, and a SCAN
+is always a kernel of its own (scan.py).
 Everything else fuses: elementwise chains, a reduce with its producers and consumers, softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
@@ -34,6 +35,7 @@ from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.linearize import iterations
 from minitensor.backend.opt import choose_opts, divisor
 from minitensor.backend.generic import flat, strided, PARAMS_SLOT
+from minitensor.backend.scan import lower_scan
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,9 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
     new[u] = n = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
     orig[n] = u
   body = new[body]
+  if body.op is Ops.SCAN:
+    ctx = Ctx()
+    return lower_scan(body, out, ctx), ctx, body, orig, None
   if optimize and (f := flat(body)) is not None:
     ctx = Ctx(opts=Opts(thread=0))
     return lower(f, out, ctx), ctx, body, orig, ((f.shape[0],), ())
@@ -187,7 +192,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):
     for u in o.toposort(): reach.setdefault(u, set()).add(k)
-  staged: list[UOp] = [u for u in nodes if u.op is Ops.STAGE] + fanout_cuts(outputs)
+  staged: list[UOp] = [u for u in nodes if u.op in (Ops.STAGE, Ops.SCAN)] + fanout_cuts(outputs)
   staged += [u for u in nodes if u.op is Ops.REDUCE and len(reach.get(u, ())) > 1]
   for o in outputs:
     if o not in staged and o.op is not Ops.BUFFER: staged.append(o)

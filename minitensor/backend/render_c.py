@@ -4,7 +4,8 @@ Names follow the seed: loop counters `ridxN`, buffers `dataN` (N = slot), accumu
 `valN`, shared or hoisted arithmetic `aluN`. An ALU node gets a variable when it is used more than once or
 from a deeper loop than its own; otherwise it is inlined into its user. Semantics that C leaves undefined or
 rounds differently from NumPy go through the fixed PRELUDE: floor division and modulo (also by zero), shifts
-past the width, integer powers, NaN-propagating max/min. Truncating `/` and `%` are emitted directly only
+past the width, integer powers, NaN-propagating max/min, float to integer conversions (NaN, inf, out of
+range). Truncating `/` and `%` are emitted directly only
 where bounds prove both operands non-negative. Index arithmetic is `int` unless a bound passes 2^31-1, then
 `int64_t` for the whole kernel. Data integers wrap as in NumPy (their + and * are done in the unsigned type);
 index arithmetic never overflows (it is bounded by buffer sizes), so the C compiler may analyze and vectorize it.
@@ -44,6 +45,15 @@ static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, 
   if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else { f = copysign##F(0, a / b); } return f; }
 MT_INT(int32_t, uint32_t, i32) MT_INT(int64_t, uint64_t, i64) MT_UINT(uint32_t, u32) MT_UINT(uint64_t, u64)
 MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
+/* float -> integer as NumPy's conversions compile on x86-64 (cvttss2si/cvttsd2si: out of range or NaN gives the
+   "integer indefinite" INT_MIN of the width), defined in C for every input: int8/int16/uint8/uint16 truncate the
+   32-bit result, uint32 the 64-bit one; uint64 converts x - 2^63 above 2^63 and flips the top bit back */
+#define MT_F2I(T, S) \
+static inline int32_t f2i32_##S(T x) { return (x >= (T)-0x1p31 && x < (T)0x1p31) ? (int32_t)x : INT32_MIN; } \
+static inline int64_t f2i64_##S(T x) { return (x >= (T)-0x1p63 && x < (T)0x1p63) ? (int64_t)x : INT64_MIN; } \
+static inline uint64_t f2u64_##S(T x) \
+{ return x >= (T)0x1p63 ? (uint64_t)f2i64_##S(x - (T)0x1p63) ^ 0x8000000000000000ull : (uint64_t)f2i64_##S(x); }
+MT_F2I(float, f32) MT_F2I(double, f64)
 /* NumPy's float16 maximum/minimum keep the first operand on ties (float32/64 keep the second) */
 static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (a >= b || a != a) ? a : b; }
 static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (a <= b || a != a) ? a : b; }
@@ -82,6 +92,17 @@ def _literal(v, d: DType, itype: str) -> str:
   if d is dtypes.index: d = dtypes.int64 if itype == "int64_t" else dtypes.int32
   if d.kind == "i" and v == d.min: return f"({v + 1}{'LL' if d.itemsize == 8 else ''}-1)"
   return f"{v}{'ULL' if d is dtypes.uint64 else 'LL' if d.itemsize == 8 else 'u' if d is dtypes.uint32 else ''}"
+
+
+def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
+  """x converted from src to `to`: float to integer through the PRELUDE's f2i helpers (NumPy's x86-64 values
+  for NaN, inf and out of range, where a plain C cast is undefined), everything else as a C cast."""
+  if not (src.is_float and to.kind in "iu"): return f"(({ctype})({x}))"
+  s = "f64" if src is dtypes.float64 else "f32"
+  if to is dtypes.uint64: return f"f2u64_{s}({x})"
+  if to is dtypes.int64: return f"f2i64_{s}({x})"
+  if to is dtypes.uint32: return f"((uint32_t)f2i64_{s}({x}))"
+  return f"f2i32_{s}({x})" if to is dtypes.int32 else f"(({ctype})f2i32_{s}({x}))"
 
 
 def _unsigned(d: DType) -> str:
@@ -149,7 +170,7 @@ class _Renderer:
     op, d = u.op, u.src[-1].dtype
     a = [self.expr(s) for s in u.src]
     if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
-    if op is Ops.CAST: return f"(({self.ctype(u.dtype)})({a[0]}))"
+    if op is Ops.CAST: return _cast(a[0], d, u.dtype, self.ctype(u.dtype))
     if d.is_float and op in _MATH:
       out = f"{_MATH[op]}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
       return f"((_Float16){out})" if d is dtypes.float16 else out

@@ -19,7 +19,7 @@ on the node, as is simplify's (nodes are immutable, so both are pure functions o
 from __future__ import annotations
 import math
 import numpy as np
-from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.dtype import DType, dtypes, float_to_int
 from minitensor.backend.uop import UOp, Ops, COMPARE
 
 _SHIFTS = (Ops.SHL, Ops.SHR)
@@ -61,9 +61,7 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
 
 def _cast_const(v, to: DType):
   if to.is_float: return float(np.array(v).astype(to.np))
-  if isinstance(v, float):
-    if not math.isfinite(v): return None              # platform-defined in C; leave it to the hardware
-    return to.python(math.trunc(v)) if to is not dtypes.bool else bool(v)
+  if isinstance(v, float): return bool(v) if to is dtypes.bool else float_to_int(v, to)
   return to.python(v)
 
 

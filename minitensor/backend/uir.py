@@ -47,12 +47,12 @@ class _Lit:
 _AXES = {k.name.lower(): k for k in AxisType}
 _ROPS = {o.name.lower(): o for o in REDUCE_OPS}
 _ARITY: dict[Ops, tuple[int, int | None]] = {
-  **{o: (1, 1) for o in (*UNARY, Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.CAST, Ops.LOAD, Ops.STAGE, Ops.REDUCE)},
+  **{o: (1, 1) for o in (*UNARY, Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.CAST, Ops.LOAD, Ops.STAGE, Ops.REDUCE, Ops.SCAN)},
   **{o: (2, 2) for o in (*BINARY, *MOVEMENT, Ops.STORE)}, Ops.WHERE: (3, 3),
   Ops.INDEX: (2, None), Ops.AFTER: (1, None), Ops.END: (1, None), Ops.STACK: (1, None), Ops.SINK: (0, None)}
 _OPS = {o.name.lower(): o for o in _ARITY}
 _ATTRS = {Ops.BUFFER: ("dtype", "slot"), Ops.ALLOC: ("dtype", "slot"), Ops.RANGE: ("idx", "kind"),
-          Ops.REDUCE: ("op", "pop"), Ops.CAST: ("dtype",), Ops.CONST: ("dtype",), Ops.PAD: ("value",)}
+          Ops.REDUCE: ("op", "pop"), Ops.SCAN: ("op", "axis"), Ops.CAST: ("dtype",), Ops.CONST: ("dtype",), Ops.PAD: ("value",)}
 _STMT = re.compile(r"%(\w+)\s*=\s*(\w+)(.*)")
 _ATTR_TAIL = re.compile(r"\s*:\s*((?:\w+=\S+\s*)+)$")
 _INT = re.compile(r"[-+]?\d+")
@@ -89,8 +89,8 @@ def _literal(tok: str) -> _Lit:
   else: raise UirParseError(f"bad literal {tok!r}")
   return _Lit(val, _dtype(d) if colon else None)
 
-_ATTR_VALUE = {"dtype": _dtype, "slot": _int, "idx": _int, "pop": _int, "kind": _AXES.__getitem__, "op": _ROPS.__getitem__,
-               "value": _literal}
+_ATTR_VALUE = {"dtype": _dtype, "slot": _int, "idx": _int, "pop": _int, "axis": _int, "kind": _AXES.__getitem__,
+               "op": _ROPS.__getitem__, "value": _literal}
 
 
 def _attrs(op: Ops, text: str) -> dict:
@@ -175,6 +175,7 @@ def _build(name: str, rest: str, env: dict[str, UOp]) -> UOp:
   src = [v if isinstance(v, UOp) else _const(v, v.dtype or literal_dtype(v.value, op, k, dts)) for k, v in enumerate(vals)]
   if op in BINARY or op is Ops.WHERE: src = _broadcast(src)
   if op is Ops.REDUCE: arg = (attrs["op"], attrs["pop"])
+  if op is Ops.SCAN: arg = (attrs["op"], attrs["axis"])
   if op is Ops.PAD: arg = (arg, _const(attrs["value"], src[0].dtype).arg)
   return UOp(op, tuple(src), arg, attrs["dtype"] if op is Ops.CAST else None)
 
@@ -214,6 +215,7 @@ def _statement(u: UOp, names: dict[UOp, str]) -> str:
             else f"{_value(s.arg)}:{s.dtype.short}" for k, s in enumerate(u.src)]
     if op in MOVEMENT: args.append(repr(u.arg[0] if op is Ops.PAD else u.arg))
     if op is Ops.REDUCE: attrs = f"op={u.arg[0].name.lower()} pop={u.arg[1]}"
+    if op is Ops.SCAN: attrs = f"op={u.arg[0].name.lower()} axis={u.arg[1]}"
     if op is Ops.PAD: attrs = f"value={_value(u.arg[1])}"
     if op is Ops.CAST: attrs = f"dtype={u.dtype.short}"
   return f"{op.name.lower()} {', '.join(args)}".rstrip() + (f" : {attrs}" if attrs else "")

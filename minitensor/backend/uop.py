@@ -18,6 +18,8 @@ RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTE
     SINK      (*effects)                   None                     the program
     RESHAPE EXPAND PERMUTE SHRINK (x,)     shape / perm / ((b, e),) movement: index maps, no data moves
     REDUCE    (x,)                         (op, n)                  pops the last n axes with op
+    SCAN      (x,)                         (op, axis)               x.shape: inclusive prefixes along axis, combined
+                                                                    in order (element k = scan[k-1] op x[k])
     STACK     (*xs)                        None                     (len(xs), *xs[0].shape)
     STAGE     (x,)                         None                     materialization marker
     PAD       (x,)                         (((b, a), ...), value)   guarded padding (composite.py: why primitive)
@@ -57,7 +59,7 @@ class Ops(Enum):
   WHERE = auto()
   # shape world
   RESHAPE = auto(); EXPAND = auto(); PERMUTE = auto(); SHRINK = auto(); REDUCE = auto(); STACK = auto()
-  STAGE = auto(); PAD = auto(); FLIP = auto()
+  STAGE = auto(); PAD = auto(); FLIP = auto(); SCAN = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
   __hash__ = object.__hash__       # members are singletons; Enum's own hash is a Python-level call
@@ -224,6 +226,11 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
            and 0 <= arg[1] <= len(s), lambda: f"REDUCE {arg} of {s}")
     _check(not x.dtype.is_bool or arg[0] in (Ops.MAX, Ops.MIN), lambda: f"REDUCE {arg[0].name} of bool: cast first")
     return x.dtype, s[:len(s) - arg[1]]
+  if op is Ops.SCAN:
+    _check(isinstance(arg, tuple) and len(arg) == 2 and arg[0] in REDUCE_OPS and isinstance(arg[1], int)
+           and 0 <= arg[1] < len(s), f"SCAN {arg} of {s}")
+    _check(not x.dtype.is_bool or arg[0] in (Ops.MAX, Ops.MIN), lambda: f"SCAN {arg[0].name} of bool: cast first")
+    return x.dtype, s
   raise UOpError(f"no type rule for {op}")
 
 
@@ -328,7 +335,7 @@ class UOp:
       for u in self.toposort():
         if u._key is None:
           a = (u.arg.size, u.arg.idx, u.arg.kind.name) if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
-            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op is Ops.REDUCE else _argkey(u.arg)
+            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) else _argkey(u.arg)
           h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
           for s in u.src: h.update(s._key)
           u._key = h.digest()
@@ -376,6 +383,7 @@ class UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
     return self if arg == tuple((0, s) for s in self.shape) else UOp(Ops.SHRINK, (self,), arg)
   def reduce(self, op: Ops, n: int) -> UOp: return UOp(Ops.REDUCE, (self,), (op, n))
+  def scan(self, op: Ops, axis: int) -> UOp: return UOp(Ops.SCAN, (self,), (op, axis))
   def pad(self, pads: tuple[tuple[int, int], ...], value=0) -> UOp:
     pads = tuple((int(b), int(a)) for b, a in pads)
     if len(pads) == len(self.shape) and all(p == (0, 0) for p in pads): return self
