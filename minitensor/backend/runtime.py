@@ -299,10 +299,17 @@ def _valid(so: str) -> bool:
   return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
 
 
+_ffis: dict[str, cffi.FFI] = {}
+
+
 def _open(path: str, key: str, cdef: str):
   """The library at path if it loads and embeds `key`; else None (a wrong one is closed again)."""
-  ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
-  ffi.cdef(cdef + "\nextern const char mt_cache_key[];")
+  # one FFI per set of declarations (kernels of different libraries may share a name with other parameters):
+  # parsing them costs more than loading a library
+  if (ffi := _ffis.get(cdef)) is None:
+    ffi = cffi.FFI()
+    ffi.cdef(cdef + "\nextern const char mt_cache_key[];")
+    _ffis[cdef] = ffi
   try: lib = ffi.dlopen(path)
   except OSError: return None
   try:
