@@ -231,7 +231,7 @@ def cache_dir() -> str:
     ancestors = [os.sep.join(parts[:k]) or os.sep for k in range(1, len(parts))]
     why = next(filter(None, [_distrust(a, False) for a in ancestors] + [_distrust(x, True) for x in (root, d)]), None)
     if why is None and not os.access(d, os.W_OK | os.X_OK): why = f"{d} is not writable"
-  except OSError as e: why = f"cache directory {d} cannot be made ({e.strerror})"
+  except OSError as e: why = f"{d} cannot be made ({e.strerror})"
   return d if why is None else _untrusted(f"cache directory not used: {why}")
 
 
@@ -356,10 +356,9 @@ def _sweep(d: str) -> None:
 def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
   """Compile src (with its key embedded) in a private build directory, load it from there, move it into the
   cache at path; the loaded library."""
-  d = os.path.dirname(path)
+  d, cc = os.path.dirname(path), compiler()
   _sweep(d)
   work = tempfile.mkdtemp(dir=d, prefix=".build-")
-  cc = compiler()
   try:
     with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
     t = time.perf_counter()
