@@ -193,7 +193,8 @@ def _temp_dir() -> str:
 def _untrusted(why: str) -> str:
   """The private temporary directory, with one warning per process saying why the cache was not used."""
   if not _fallback:
-    warnings.warn(f"minitensor: {why}; kernels are cached in a private temporary directory instead", RuntimeWarning, stacklevel=4)
+    warnings.warn(f"minitensor: {why}; kernels are cached in a private temporary directory instead",
+                  RuntimeWarning, stacklevel=4)
   return _temp_dir()
 
 
@@ -222,7 +223,9 @@ def cache_dir() -> str:
   be made or written, or is not trusted (see the module docstring)."""
   if os.environ.get("MINITENSOR_NOCACHE") == "1": return _temp_dir()
   root = os.environ.get("MINITENSOR_CACHE_DIR")
-  if not root: root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "minitensor")
+  if not root:
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = os.path.join(xdg, "minitensor")
   root = os.path.realpath(root)
   d = os.path.join(root, f"v{VERSION}")
   try:
@@ -269,7 +272,9 @@ _SWITCH = re.compile(r"^int mt_serial\b", re.M)
 def _key(src: str, flags: tuple) -> str:
   h = hashlib.sha256()
   cc = compiler()
-  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src): h.update(part.encode()); h.update(b"\0")
+  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src):
+    h.update(part.encode())
+    h.update(b"\0")
   return h.hexdigest()[:32]
 
 
@@ -294,7 +299,8 @@ def _valid(so: str) -> bool:
   except (OSError, ValueError): return False
   with os.fdopen(fd, "rb") as f:
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or str(st.st_size) != size: return False
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return False
+    if str(st.st_size) != size: return False
     data = f.read()
   return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
 
@@ -349,8 +355,8 @@ def _sweep(d: str) -> None:
   now = time.time()
   with contextlib.suppress(OSError), os.scandir(d) as it:
     for e in it:
-      if e.name.startswith(".build-") and e.is_dir(follow_symlinks=False) and now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS:
-        shutil.rmtree(e.path, ignore_errors=True)
+      if not e.name.startswith(".build-") or not e.is_dir(follow_symlinks=False): continue
+      if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
 
 
 def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
@@ -363,7 +369,8 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
     with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
     t = time.perf_counter()
     # relative names: the object's bytes depend only on the source, whichever process builds it
-    try: p = subprocess.run([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], capture_output=True, text=True, cwd=work)
+    try: p = subprocess.run([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], capture_output=True, text=True,
+                            cwd=work)
     except OSError: raise _no_compiler(cc) from None
     stats.compiles += 1
     stats.compile_seconds += time.perf_counter() - t
@@ -372,9 +379,11 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
       kept = os.path.join(d, key + ".failed.c")
       with open(kept, "w") as f: f.write(src)
       if p.returncode != 0: raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
-      raise CompileError(f"{cc} exited with status 0 but wrote no shared object{': ' + p.stderr.strip() if p.stderr.strip() else ''}", kept)
+      said = f": {p.stderr.strip()}" if p.stderr.strip() else ""
+      raise CompileError(f"{cc} exited with status 0 but wrote no shared object{said}", kept)
     os.chmod(so, 0o600)
-    if (lib := _open(so, key, cdef)) is None: raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
+    if (lib := _open(so, key, cdef)) is None:
+      raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
     with open(so, "rb") as f: data = f.read()
     root = os.path.dirname(d)
     with _locked(root):
@@ -446,7 +455,8 @@ def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
   # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
   sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
   switch = bool(_SWITCH.search(src))
-  cdef = "\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs) + ("\nextern int mt_serial;" if switch else "")
+  cdef = "\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs)
+  if switch: cdef += "\nextern int mt_serial;"
   if _valid(path) and (lib := _open(path, key, cdef)) is not None:
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted

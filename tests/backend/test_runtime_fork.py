@@ -45,7 +45,8 @@ def _run(tmp_path, body: str, *args: str, **env) -> str:
   script.write_text(_COMMON + textwrap.dedent(body))
   e = {k: v for k, v in os.environ.items() if not k.startswith("MINITENSOR_")}
   e.update(MINITENSOR_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=REPO + os.pathsep + e.get("PYTHONPATH", ""), **env)
-  try: p = subprocess.run([sys.executable, str(script), *args], env=e, cwd=str(tmp_path), capture_output=True, text=True, timeout=240)
+  try: p = subprocess.run([sys.executable, str(script), *args], env=e, cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=240)
   except subprocess.TimeoutExpired as t: pytest.fail(f"hung: {t.stderr}")
   assert p.returncode == 0, p.stdout + p.stderr
   return p.stdout
@@ -87,7 +88,8 @@ def test_fork_while_another_thread_compiles(tmp_path):
   started = tmp_path / "started"
   slow_cc = tmp_path / "slow_cc"
   cc = shutil.which(compiler())
-  slow_cc.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && exec {cc} --version\ntouch '{started}'\nsleep 1\nexec {cc} \"$@\"\n")
+  slow_cc.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && exec {cc} --version\n"
+                     f"touch '{started}'\nsleep 1\nexec {cc} \"$@\"\n")
   slow_cc.chmod(0o755)
   out = _run(tmp_path, f"""
     import threading

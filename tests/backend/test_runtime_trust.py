@@ -81,8 +81,8 @@ def _plant(so: str, marker) -> None:
   key = os.path.basename(so)[:-3]
   src = so[:-3] + ".plant.c"
   with open(src, "w") as f:
-    f.write(f'#include <stdio.h>\nconst char mt_cache_key[] = "{key}";\n'
-            f'__attribute__((constructor)) static void planted(void) {{ FILE* f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    f.write(f'#include <stdio.h>\nconst char mt_cache_key[] = "{key}";\n__attribute__((constructor)) static void '
+            f'planted(void) {{ FILE* f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
   subprocess.run([runtime.compiler(), "-shared", "-fPIC", "-o", so, src], check=True)
   os.unlink(src)
   os.chmod(so, 0o600)
@@ -267,15 +267,20 @@ def test_eviction_spares_build_directories_and_the_new_entry(cache, monkeypatch)
   assert len(entries) == 1 and runtime._valid(entries[0])
 
 
+def _four_children(cache_dir, **env) -> None:
+  """4 processes realizing the graphs a, b, c, d in four orders at once, each checking NumPy's values."""
+  procs = [subprocess.Popen([sys.executable, "-c", _CHILD, g], env=_env(cache_dir, **env), cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE) for g in ("abcd", "bcda", "cdab", "dabc")]
+  for p in procs:
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+
+
 def test_usage_count_is_exact_after_concurrent_builds(tmp_path):
   """4 processes build overlapping sets of kernels into one cache: the byte count kept in `usage` equals the
   size of the entries (a lost or doubled addition would show)."""
   cache_dir = tmp_path / "cache"
-  procs = [subprocess.Popen([sys.executable, "-c", _CHILD, g], env=_env(cache_dir), cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True) for g in ("abcd", "bcda", "cdab", "dabc")]
-  for p in procs:
-    _, err = p.communicate(timeout=300)
-    assert p.returncode == 0, err
+  _four_children(cache_dir)
   (usage,) = _files(cache_dir, "usage")
   sos = _files(cache_dir, ".so")
   assert len(sos) == 4 and int(open(usage).read()) == sum(os.path.getsize(f) for f in sos)
@@ -285,11 +290,7 @@ def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
   """MINITENSOR_CACHE_BYTES=1: every install evicts every other entry, while 4 processes race to build and load
   the same kernels in different orders. Each realization still succeeds with NumPy's values."""
   cache_dir = tmp_path / "cache"
-  procs = [subprocess.Popen([sys.executable, "-c", _CHILD, g], env=_env(cache_dir, MINITENSOR_CACHE_BYTES="1"), cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for g in ("abcd", "bcda", "cdab", "dabc")]
-  for p in procs:
-    _, err = p.communicate(timeout=300)
-    assert p.returncode == 0, err
+  _four_children(cache_dir, MINITENSOR_CACHE_BYTES="1")
   assert len(_files(cache_dir, ".so")) == 1 and not [f for f in _files(cache_dir) if ".build-" in f or ".tmp-" in f]
 
 
