@@ -386,7 +386,9 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
       raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
     with open(so, "rb") as f: data = f.read()
     root = os.path.dirname(d)
-    with _locked(root):
+    # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
+    # only costs a later compile
+    with contextlib.suppress(OSError), _locked(root):
       try: old = os.stat(path).st_size
       except OSError: old = 0
       os.replace(so, path)

@@ -294,6 +294,19 @@ def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
   assert len(_files(cache_dir, ".so")) == 1 and not [f for f in _files(cache_dir) if ".build-" in f or ".tmp-" in f]
 
 
+def test_cache_cleared_during_a_build_still_gives_the_result(cache, monkeypatch):
+  """`python -m minitensor cache clear` between a compile and its install: the kernel is already loaded from its
+  build directory, so the realization succeeds; only the entry is not stored."""
+  locked = runtime._locked
+  def clear_first(root):
+    shutil.rmtree(cache)
+    return locked(root)
+  monkeypatch.setattr(runtime, "_locked", clear_first)
+  x = np.linspace(0, 1, 10)
+  np.testing.assert_allclose(np.asarray(mt.exp(mt.asarray(x)) + 2.0), np.exp(x) + 2.0, rtol=1e-12)
+  assert not cache.exists()
+
+
 def test_interrupted_compile_leaves_no_build_directory(tmp_path):
   """Ctrl-C while the compiler runs: the compiler is killed and its build directory removed."""
   cache_dir, started = tmp_path / "cache", tmp_path / "started"
