@@ -23,7 +23,7 @@ minitensor's version. The threat model is in the README; the rules that enforce 
                a build directory nor the entry just built. A build directory is removed however its build ends;
                those older than an hour (a killed process) are swept.
 
-MINITENSOR_NOCACHE=1 keeps compiled objects in a temporary directory for this process only.
+MINITENSOR_NOCACHE=1 keeps compiled objects in a temporary directory for this process only (removed at exit).
 
 fork: GNU OpenMP's thread pool does not survive fork(), a parallel region in the child would wait for it
 forever. Every rendered kernel's parallel loops run only `if(!mt_serial)`, a global of its library that the
@@ -31,7 +31,7 @@ runtime sets in a forked child (os.register_at_fork), so there they run single-t
 locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import contextlib, fcntl, hashlib, os, platform, re, shutil, stat, struct, subprocess, tempfile, threading, time
+import atexit, contextlib, fcntl, hashlib, os, platform, re, shutil, stat, struct, subprocess, tempfile, threading, time
 import warnings, weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -105,8 +105,9 @@ _threaded: list = []     # every loaded library with an mt_serial switch
 
 
 def _after_fork_in_child() -> None:
-  global _serial
+  global _serial, _fallback_lock
   _serial = True
+  _fallback_lock = threading.Lock()
   for lib in _threaded: lib.mt_serial = 1
   for o in list(Once.instances): o.reset()
 
@@ -183,19 +184,24 @@ def cache_limit() -> int:
 
 
 _fallback: list[str] = []
+_fallback_lock = threading.Lock()
 
 
-def _temp_dir() -> str:
-  if not _fallback: _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
+def _temp_dir(why: str | None = None) -> str:
+  """This process's private temporary cache directory, made on first use and removed at exit. `why` the cache
+  directory was not used: said in one warning per process (the first use)."""
+  with _fallback_lock:
+    if first := not _fallback:
+      _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
+      atexit.register(_remove_temp, _fallback[0], os.getpid())
+  if first and why:
+    warnings.warn(f"minitensor: {why}; kernels are cached in a private temporary directory instead",
+                  RuntimeWarning, stacklevel=4)
   return _fallback[0]
 
 
-def _untrusted(why: str) -> str:
-  """The private temporary directory, with one warning per process saying why the cache was not used."""
-  if not _fallback:
-    warnings.warn(f"minitensor: {why}; kernels are cached in a private temporary directory instead",
-                  RuntimeWarning, stacklevel=4)
-  return _temp_dir()
+def _remove_temp(d: str, pid: int) -> None:
+  if os.getpid() == pid: shutil.rmtree(d, ignore_errors=True)     # not from a forked child's exit
 
 
 def _mkdir_private(d: str) -> None:
@@ -235,7 +241,7 @@ def cache_dir() -> str:
     why = next(filter(None, [_distrust(a, False) for a in ancestors] + [_distrust(x, True) for x in (root, d)]), None)
     if why is None and not os.access(d, os.W_OK | os.X_OK): why = f"{d} is not writable"
   except OSError as e: why = f"{d} cannot be made ({e.strerror})"
-  return d if why is None else _untrusted(f"cache directory not used: {why}")
+  return d if why is None else _temp_dir(f"cache directory not used: {why}")
 
 
 def _entry_dir(key: str) -> str:
@@ -248,7 +254,7 @@ def _entry_dir(key: str) -> str:
     why = _distrust(d, True)
   except OSError as e: why = f"{d} cannot be made ({e.strerror})"
   if why is None: return d
-  d = os.path.join(_untrusted(f"cache directory not used: {why}"), key[:2])
+  d = os.path.join(_temp_dir(f"cache directory not used: {why}"), key[:2])
   os.makedirs(d, exist_ok=True)
   return d
 

@@ -336,3 +336,13 @@ def test_interrupted_compile_leaves_no_build_directory(tmp_path):
   _, err = p.communicate(timeout=60)
   assert p.returncode != 0 and "KeyboardInterrupt" in err
   assert not [os.path.join(dp, d) for dp, ds, _ in os.walk(cache_dir) for d in ds if d.startswith(".build-")]
+
+
+def test_temporary_cache_is_removed_at_exit_but_not_by_a_forked_child(tmp_path):
+  code = ("import os, numpy as np, minitensor as mt\nfrom minitensor.backend import runtime\n"
+          "np.asarray(mt.exp(mt.asarray(np.ones(3))))\nif os.fork() == 0: raise SystemExit(0)\nos.wait()\n"
+          "assert os.listdir(runtime._fallback[0])\nprint(runtime._fallback[0])\n")
+  p = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path / "cache", MINITENSOR_NOCACHE="1"), cwd=REPO,
+                     capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0, p.stderr
+  assert p.stdout.strip() and not os.path.exists(p.stdout.strip()) and not (tmp_path / "cache").exists()
