@@ -315,3 +315,47 @@ def test_python_scalars_only(name, a, b):
     got = getattr(mt, name)(a, b)
     assert isinstance(got, mt.Tensor) and got.shape == () and got.dtype == want.dtype, (got, want)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# ---------------------------------------------------------------------- the environment and the compiler
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+  """An empty disk cache and empty memory caches, so the next realization must compile."""
+  from collections import OrderedDict
+  from minitensor.backend import realize, runtime
+  for v in ("MINITENSOR_CC", "MINITENSOR_NOCACHE", "MINITENSOR_CACHE_BYTES"): monkeypatch.delenv(v, raising=False)
+  monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(tmp_path / "cache"))
+  monkeypatch.setattr(runtime, "_loaded", {})
+  monkeypatch.setattr(realize, "_cache", OrderedDict())
+  return tmp_path / "cache"
+
+
+@pytest.mark.parametrize("value", ["1 gigabyte", "1.5G", "-1", "G", "1GBs", "0x10"])
+def test_bad_cache_bytes_raises_value_error_before_compiling(fresh_cache, monkeypatch, value):
+  from minitensor.backend.runtime import stats
+  monkeypatch.setenv("MINITENSOR_CACHE_BYTES", value)
+  c0 = stats.compiles
+  with pytest.raises(ValueError, match=f"MINITENSOR_CACHE_BYTES={value!r}"):
+    np.asarray(mt.exp(mt.asarray(A)) * 3.0)
+  assert stats.compiles == c0 and not list(fresh_cache.rglob("*.so"))
+
+
+@pytest.mark.parametrize("value, n", [("1GB", 10 ** 9), ("1G", 1 << 30), ("1gib", 1 << 30), ("512MiB", 512 << 20),
+                                      ("64k", 1 << 16), ("2 KB", 2000), ("100", 100), ("7b", 7), ("", 1 << 30)])
+def test_cache_bytes_suffixes(monkeypatch, value, n):
+  from minitensor.backend.runtime import cache_limit
+  monkeypatch.setenv("MINITENSOR_CACHE_BYTES", value)
+  assert cache_limit() == n
+
+
+@pytest.mark.parametrize("output", ["none", "not_a_library"])
+def test_compiler_that_exits_0_without_a_library_raises_compile_error(fresh_cache, tmp_path, monkeypatch, output):
+  from minitensor.backend.runtime import CompileError
+  cc = tmp_path / "fake_cc"
+  write = 'for a; do [ "$prev" = -o ] && echo junk > "$a"; prev=$a; done\n' if output == "not_a_library" else ""
+  cc.write_text(f'#!/bin/sh\n[ "$1" = --version ] && exec echo fake-cc 1.0\n{write}exit 0\n')
+  cc.chmod(0o755)
+  monkeypatch.setenv("MINITENSOR_CC", str(cc))
+  with pytest.raises(CompileError, match="wrote no shared object" if output == "none" else "does not load") as e:
+    np.asarray(mt.exp(mt.asarray(A)) * 3.0)
+  assert str(cc) in str(e.value) and not list(fresh_cache.rglob("*.so"))

@@ -20,6 +20,8 @@ from minitensor.backend.linearize import linearize, Stmt
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
+/* set by the runtime in a fork()ed child, where GNU OpenMP's thread pool is unusable: parallel loops run serially */
+int mt_serial = 0;
 #define MT_INT(T, U, S) \
 static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
 static inline T floormod_##S(T a, T b) { if (b == 0 || b == -1) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
@@ -254,7 +256,8 @@ class _Renderer:
         r = s.u
         size = f"n{r.arg.idx}" if self.sized else r.arg.size
         if r.arg.kind is AxisType.THREAD:
-          self.lines.append(f"{ind}#pragma omp parallel for schedule(static){f' if({size} >= {SIZED_THREAD_MIN})' if self.sized else ''}")
+          cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else "!mt_serial"
+          self.lines.append(f"{ind}#pragma omp parallel for schedule(static) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"

@@ -5,18 +5,36 @@
     run_c(prog, bufs)   renders (if given a SINK), compiles, and calls one kernel on {slot: ndarray}
 
 The disk cache: $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
-`v<version>/<key[:2]>/<key>.so` and `<key>.sha256`. The key hashes the source, the compiler's identity (path
-and `--version`), the flags and minitensor's version. Entries are written to a temporary file and renamed
-into place, the checksum last, so concurrent processes compiling the same kernel all succeed and an entry
-is used only when its checksum matches: a truncated or corrupted file is rebuilt, never loaded. A directory
-that cannot be written falls back to a temporary one (one warning). The size is bounded by
-$MINITENSOR_CACHE_BYTES (default 1 GiB): the least recently used entries are evicted. MINITENSOR_NOCACHE=1
-keeps compiled objects in a temporary directory for this process only.
+`v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size). The key hashes the source,
+the compiler's identity (path and `--version`), the flags, the target CPU (kernels are built -march=native) and
+minitensor's version. The threat model is in the README; the rules that enforce it:
+
+  directories  levels minitensor creates are made 0700; the cache directory and the levels below it are used
+               only when owned by this user and not writable by group or others, every ancestor only when owned
+               by this user or root and not writable by others unless sticky (/tmp). Otherwise, or when a level
+               cannot be made (a file in its place), one warning and a private temporary directory.
+  entries      loaded only when the file is a regular file owned by this user, not writable by others, of the
+               recorded size and checksum, and a complete ELF object (a short file would SIGBUS in the loader).
+               Each library embeds its key (`mt_cache_key`), compared after loading and before any call: a
+               mismatch (another entry's file in its place) closes it and rebuilds the entry.
+  builds       compile in a private `.build-*` directory and load from there, then move into place under the
+               cache's lock (`.lock`, flock): the checksum last, the byte count (`usage`) updated and, over
+               $MINITENSOR_CACHE_BYTES (default 1 GiB), the least recently used completed entries evicted, never
+               a build directory nor the entry just built. A build directory is removed however its build ends;
+               those older than an hour (a killed process) are swept.
+
+MINITENSOR_NOCACHE=1 keeps compiled objects in a temporary directory for this process only (removed at exit).
+
+fork: GNU OpenMP's thread pool does not survive fork(), a parallel region in the child would wait for it
+forever. Every rendered kernel's parallel loops run only `if(!mt_serial)`, a global of its library that the
+runtime sets in a forked child (os.register_at_fork), so there they run single-threaded; the Once caches'
+locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import hashlib, os, re, shutil, subprocess, tempfile, threading, time, warnings
+import atexit, contextlib, fcntl, hashlib, os, platform, re, shutil, stat, struct, subprocess, tempfile, threading, time
+import warnings, weakref
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 import numpy as np
 import cffi
 from minitensor.backend.uop import UOp, Ops
@@ -51,9 +69,16 @@ class Once:
   """A cache filled once per key by concurrent threads. The first caller of a missing key makes its value
   outside the lock, so values of different keys are made at the same time (their compilers run in
   parallel); later callers of that key wait for it rather than make it again (if making it failed, the next
-  waiter tries). lookup(key) and store(key, value) run under the lock."""
+  waiter tries). lookup(key) and store(key, value) run under the lock. In a forked child the lock and the
+  pending keys are made anew: the threads that held them do not exist there."""
+  instances: weakref.WeakSet = weakref.WeakSet()
+
   def __init__(self, lookup: Callable, store: Callable):
     self.lookup, self.store = lookup, store
+    self.reset()
+    Once.instances.add(self)
+
+  def reset(self) -> None:
     self.lock = threading.Lock()
     self.busy: dict = {}
 
@@ -70,8 +95,24 @@ class Once:
       with self.lock: self.store(key, v)
       return v
     finally:
-      with self.lock: del self.busy[key]
+      with self.lock:
+        if self.busy.get(key) is done: del self.busy[key]
       done.set()
+
+
+_serial = False          # True in a forked child: kernels run single-threaded there
+_threaded: list = []     # every loaded library with an mt_serial switch
+
+
+def _after_fork_in_child() -> None:
+  global _serial, _fallback_lock
+  _serial = True
+  _fallback_lock = threading.Lock()
+  for lib in _threaded: lib.mt_serial = 1
+  for o in list(Once.instances): o.reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 # threads of a parallel kernel sleep instead of spinning between regions: on a loaded machine spinning
 # threads steal the core the others need (set OMP_WAIT_POLICY yourself to override)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -98,33 +139,124 @@ def _compiler_identity(cc: str) -> str:
   return _identity[cc]
 
 
+_CPU_FIELDS = {"vendor_id", "cpu family", "model", "model name", "flags", "Features", "CPU implementer",
+               "CPU architecture", "CPU variant", "CPU part"}
+_cpu: list[str] = []
+
+
+def target_cpu() -> str:
+  """The CPU that -march=native builds for, as the cache key needs it: the model and feature flags of the first
+  processor in /proc/cpuinfo (read once; about 0.1 ms), else the platform's machine and processor names."""
+  if not _cpu:
+    fields = []
+    try:
+      with open("/proc/cpuinfo") as f:
+        for line in f:
+          if not line.strip():
+            if fields: break
+            continue
+          k, _, v = line.partition(":")
+          if k.strip() in _CPU_FIELDS: fields.append(f"{k.strip()}={v.strip()}")
+    except OSError: pass
+    _cpu.append(";".join(fields) or f"{platform.machine()} {platform.processor()}")
+  return _cpu[0]
+
+
 def _no_compiler(cc: str) -> CompileError:
   return CompileError(f"no C compiler: {cc!r} was not found. minitensor compiles its kernels with the system C "
                       f"compiler: install gcc or clang (e.g. `apt-get install gcc`), or set MINITENSOR_CC to one.")
 
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "kib": 1 << 10, "mib": 1 << 20,
+          "gib": 1 << 30, "tib": 1 << 40, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
+
+
+def cache_limit() -> int:
+  """$MINITENSOR_CACHE_BYTES (default 1 GiB): an integer with an optional suffix, K/M/G/T and KiB/MiB/GiB/TiB
+  binary, KB/MB/GB/TB decimal (case-insensitive). Anything else raises ValueError naming the variable."""
+  s = os.environ.get("MINITENSOR_CACHE_BYTES", "").strip()
+  if not s: return 1 << 30
+  m = re.fullmatch(r"(\d+)\s*([a-zA-Z]*)", s)
+  if m is None or m[2].lower() not in _UNITS:
+    raise ValueError(f"MINITENSOR_CACHE_BYTES={s!r} is not a size: expected a number of bytes with an optional "
+                     f"suffix K, M, G, T, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal), e.g. 512M")
+  return int(m[1]) * _UNITS[m[2].lower()]
+
+
 _fallback: list[str] = []
+_fallback_lock = threading.Lock()
+
+
+def _temp_dir(why: str | None = None) -> str:
+  """This process's private temporary cache directory, made on first use and removed at exit. `why` the cache
+  directory was not used: said in one warning per process (the first use)."""
+  with _fallback_lock:
+    if first := not _fallback:
+      _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
+      atexit.register(_remove_temp, _fallback[0], os.getpid())
+  if first and why:
+    warnings.warn(f"minitensor: {why}; kernels are cached in a private temporary directory instead",
+                  RuntimeWarning, stacklevel=4)
+  return _fallback[0]
+
+
+def _remove_temp(d: str, pid: int) -> None:
+  if os.getpid() == pid: shutil.rmtree(d, ignore_errors=True)     # not from a forked child's exit
+
+
+def _mkdir_private(d: str) -> None:
+  """Create d and its missing parents, each 0700 (os.makedirs gives parents the default mode)."""
+  if os.path.isdir(d): return
+  parent = os.path.dirname(d)
+  if parent != d: _mkdir_private(parent)
+  try: os.mkdir(d, 0o700)
+  except FileExistsError: pass
+
+
+def _distrust(d: str, own: bool) -> str | None:
+  """Why the directory d must not hold libraries this process loads, or None. own: a cache level (this user's,
+  writable by no one else); else an ancestor (this user's or root's, writable by others only if sticky)."""
+  st = os.lstat(d)
+  mode = stat.S_IMODE(st.st_mode)
+  if not stat.S_ISDIR(st.st_mode): return f"{d} is not a directory"
+  if st.st_uid != os.geteuid() and (own or st.st_uid != 0): return f"{d} is owned by uid {st.st_uid}"
+  if mode & 0o022 and (own or not mode & stat.S_ISVTX): return f"{d} is writable by group or others (mode {mode:o})"
+  return None
 
 
 def cache_dir() -> str:
-  """This version's cache directory, created if needed; a temporary one if it cannot be written."""
+  """This version's cache directory, created (0700) where missing; a private temporary directory when it cannot
+  be made or written, or is not trusted (see the module docstring)."""
   if os.environ.get("MINITENSOR_NOCACHE") == "1": return _temp_dir()
-  d = os.environ.get("MINITENSOR_CACHE_DIR")
-  if not d:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    d = os.path.join(base, "minitensor")
-  d = os.path.join(d, f"v{VERSION}")
+  root = os.environ.get("MINITENSOR_CACHE_DIR")
+  if not root:
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = os.path.join(xdg, "minitensor")
+  root = os.path.realpath(root)
+  d = os.path.join(root, f"v{VERSION}")
   try:
-    os.makedirs(d, exist_ok=True)
-    if os.access(d, os.W_OK | os.X_OK): return d
-  except OSError: pass
-  if not _fallback: warnings.warn(f"minitensor: cache directory {d} is not writable; using a temporary directory", RuntimeWarning, stacklevel=3)
-  return _temp_dir()
+    _mkdir_private(d)
+    parts = root.split(os.sep)
+    ancestors = [os.sep.join(parts[:k]) or os.sep for k in range(1, len(parts))]
+    why = next(filter(None, [_distrust(a, False) for a in ancestors] + [_distrust(x, True) for x in (root, d)]), None)
+    if why is None and not os.access(d, os.W_OK | os.X_OK): why = f"{d} is not writable"
+  except OSError as e: why = f"{d} cannot be made ({e.strerror})"
+  return d if why is None else _temp_dir(f"cache directory not used: {why}")
 
 
-def _temp_dir() -> str:
-  if not _fallback: _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
-  return _fallback[0]
+def _entry_dir(key: str) -> str:
+  """The directory holding `key`'s entry: its shard of cache_dir(), else (a file in its place, another owner)
+  the same shard of the temporary directory."""
+  d = os.path.join(cache_dir(), key[:2])
+  try:
+    try: os.mkdir(d, 0o700)
+    except FileExistsError: pass
+    why = _distrust(d, True)
+  except OSError as e: why = f"{d} cannot be made ({e.strerror})"
+  if why is None: return d
+  d = os.path.join(_temp_dir(f"cache directory not used: {why}"), key[:2])
+  os.makedirs(d, exist_ok=True)
+  return d
 
 
 @dataclass
@@ -140,90 +272,172 @@ class Kernel:
 _ffi = cffi.FFI()
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
+_SWITCH = re.compile(r"^int mt_serial\b", re.M)
 
 
 def _key(src: str, flags: tuple) -> str:
   h = hashlib.sha256()
   cc = compiler()
-  for part in (VERSION, _compiler_identity(cc), " ".join(flags), src): h.update(part.encode()); h.update(b"\0")
+  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src):
+    h.update(part.encode())
+    h.update(b"\0")
   return h.hexdigest()[:32]
 
 
-def _digest(path: str) -> str | None:
-  try:
-    with open(path, "rb") as f: return hashlib.sha256(f.read()).hexdigest()
-  except OSError: return None
+def _elf_complete(data: bytes) -> bool:
+  """data is a 64-bit ELF object whose header tables and segments all lie inside it (the loader maps segments
+  by their recorded sizes: a truncated library would fault when it touches the missing pages)."""
+  if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] not in (1, 2): return False
+  e = "<" if data[5] == 1 else ">"
+  phoff, shoff = struct.unpack_from(e + "QQ", data, 32)
+  phsize, phnum, shsize, shnum = struct.unpack_from(e + "HHHH", data, 54)
+  if phsize < 56 or phoff + phsize * phnum > len(data) or shoff + shsize * shnum > len(data): return False
+  return all(off + size <= len(data) for off, size in
+             (struct.unpack_from(e + "8xQ16xQ", data, phoff + k * phsize) for k in range(phnum)))
 
 
 def _valid(so: str) -> bool:
-  """The entry exists and its checksum matches (so it is complete and unaltered)."""
+  """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
+  the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
   try:
-    with open(so[:-3] + ".sha256") as f: want = f.read().strip()
-  except OSError: return False
-  return want != "" and _digest(so) == want
+    with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
+    fd = os.open(so, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+  except (OSError, ValueError): return False
+  with os.fdopen(fd, "rb") as f:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return False
+    if str(st.st_size) != size: return False
+    data = f.read()
+  return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
+
+
+_ffis: dict[str, cffi.FFI] = {}
+
+
+def _open(path: str, key: str, cdef: str):
+  """The library at path if it loads and embeds `key`; else None (a wrong one is closed again)."""
+  # one FFI per set of declarations (kernels of different libraries may share a name with other parameters):
+  # parsing them costs more than loading a library
+  if (ffi := _ffis.get(cdef)) is None:
+    ffi = cffi.FFI()
+    ffi.cdef(cdef + "\nextern const char mt_cache_key[];")
+    _ffis[cdef] = ffi
+  try: lib = ffi.dlopen(path)
+  except OSError: return None
+  try:
+    if ffi.string(lib.mt_cache_key).decode() == key: return lib
+  except (KeyError, AttributeError, UnicodeDecodeError): pass
+  ffi.dlclose(lib)
+  return None
+
+
+@contextlib.contextmanager
+def _locked(root: str) -> Iterator[None]:
+  """The cache's lock (flock on root/.lock): installs, the byte count and eviction happen under it."""
+  fd = os.open(os.path.join(root, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    yield
+  finally:
+    fcntl.flock(fd, fcntl.LOCK_UN)   # explicitly: a forked child's copy of fd must not keep it held
+    os.close(fd)
 
 
 def _atomic_write(path: str, data: bytes) -> None:
   fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-  with os.fdopen(fd, "wb") as f: f.write(data)
-  os.replace(tmp, path)
-
-
-def _build(src: str, so_path: str, flags: tuple) -> None:
-  d = os.path.dirname(so_path)
-  os.makedirs(d, exist_ok=True)
-  # a private directory and fixed file names: the object's bytes depend only on the source, so processes
-  # racing on one entry write identical files and the checksum matches whichever .so lands
-  work = tempfile.mkdtemp(dir=d, prefix=".build-")
-  c_path, tmp_so = os.path.join(work, "kernel.c"), os.path.join(work, "kernel.so")
-  with open(c_path, "w") as f: f.write(src)
-  cc = compiler()
-  t = time.perf_counter()
   try:
-    try: p = subprocess.run([cc, *flags, "-o", tmp_so, c_path, "-lm"], capture_output=True, text=True, cwd=work)
+    with os.fdopen(fd, "wb") as f: f.write(data)
+    os.replace(tmp, path)
+  except BaseException:
+    with contextlib.suppress(OSError): os.unlink(tmp)
+    raise
+
+
+STALE_BUILD_SECONDS = 3600
+
+
+def _sweep(d: str) -> None:
+  """Remove build directories in d older than an hour (left by a process that was killed)."""
+  now = time.time()
+  with contextlib.suppress(OSError), os.scandir(d) as it:
+    for e in it:
+      if not e.name.startswith(".build-") or not e.is_dir(follow_symlinks=False): continue
+      if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
+
+
+def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
+  """Compile src (with its key embedded) in a private build directory, load it from there, move it into the
+  cache at path; the loaded library."""
+  d, cc = os.path.dirname(path), compiler()
+  _sweep(d)
+  work = tempfile.mkdtemp(dir=d, prefix=".build-")
+  try:
+    with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
+    t = time.perf_counter()
+    # relative names: the object's bytes depend only on the source, whichever process builds it
+    try: p = subprocess.run([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], capture_output=True, text=True,
+                            cwd=work)
     except OSError: raise _no_compiler(cc) from None
     stats.compiles += 1
     stats.compile_seconds += time.perf_counter() - t
-    if p.returncode != 0:
-      kept = os.path.join(d, os.path.basename(so_path)[:-3] + ".failed.c")
-      os.replace(c_path, kept)
-      raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
-    digest = _digest(tmp_so)
-    os.replace(tmp_so, so_path)
-    _atomic_write(so_path[:-3] + ".sha256", (digest or "").encode())
+    so = os.path.join(work, "kernel.so")
+    if p.returncode != 0 or not os.path.isfile(so):
+      kept = os.path.join(d, key + ".failed.c")
+      with open(kept, "w") as f: f.write(src)
+      if p.returncode != 0: raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
+      said = f": {p.stderr.strip()}" if p.stderr.strip() else ""
+      raise CompileError(f"{cc} exited with status 0 but wrote no shared object{said}", kept)
+    os.chmod(so, 0o600)
+    if (lib := _open(so, key, cdef)) is None:
+      raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
+    with open(so, "rb") as f: data = f.read()
+    root = os.path.dirname(d)
+    # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
+    # only costs a later compile
+    with contextlib.suppress(OSError), _locked(root):
+      try: old = os.stat(path).st_size
+      except OSError: old = 0
+      os.replace(so, path)
+      _atomic_write(path[:-3] + ".sha256", f"{hashlib.sha256(data).hexdigest()} {len(data)}\n".encode())
+      _evict(root, path, len(data) - old, limit)
+    return lib
   finally: shutil.rmtree(work, ignore_errors=True)
-  _evict(os.path.dirname(d), keep=so_path)
 
 
-def _evict(root: str, keep: str) -> None:
-  """Keep the cache within $MINITENSOR_CACHE_BYTES after building `keep`: delete least recently used entries
-  (never `keep`). The cache's byte count is kept in `root/usage`, which each build adds to; the directory is
-  walked (and the count made exact) only when that count is missing or passes the bound, so a build does not
-  stat every entry. Concurrent builds may lose an addition: the count is a lower bound, exact after a walk."""
-  limit = int(os.environ.get("MINITENSOR_CACHE_BYTES", str(1 << 30)))
+def _entries(root: str) -> Iterator[tuple[float, int, str]]:
+  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so` only, never anything inside a
+  build directory. Stale build directories met on the way are swept."""
+  with os.scandir(root) as shards:
+    for s in shards:
+      if len(s.name) != 2 or s.name.startswith(".") or not s.is_dir(follow_symlinks=False): continue
+      _sweep(s.path)
+      with os.scandir(s.path) as it:
+        for e in it:
+          if e.name.endswith(".so") and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+              st = e.stat(follow_symlinks=False)
+              yield st.st_mtime, st.st_size, e.path
+
+
+def _evict(root: str, keep: str, added: int, limit: int) -> None:
+  """Under the cache's lock, after installing `keep` (which changed the cache's size by `added` bytes): keep the
+  cache within `limit` by deleting least recently used completed entries (never `keep`). The byte count lives
+  in root/usage; the directory is walked (and the count made exact) only when it is missing or over the bound,
+  so a build does not stat every entry."""
   usage = os.path.join(root, "usage")
   try:
-    with open(usage) as f: total = int(f.read()) + os.path.getsize(keep)
+    with open(usage) as f: total = int(f.read()) + added
   except (OSError, ValueError): total = None
   if total is None or total > limit:
-    entries = []
-    for dp, _, files in os.walk(root):
-      for f in files:
-        if f.endswith(".so"):
-          p = os.path.join(dp, f)
-          try: st = os.stat(p)
-          except OSError: continue
-          entries.append((st.st_mtime, st.st_size, p))
+    entries = sorted(_entries(root))
     total = sum(e[1] for e in entries)
-    for _, size, p in sorted(entries):
+    for _, size, p in entries:
       if total <= limit: break
       if p == keep: continue
       for q in (p, p[:-3] + ".sha256"):
-        try: os.unlink(q)
-        except OSError: pass
+        with contextlib.suppress(OSError): os.unlink(q)
       total -= size
-  try: _atomic_write(usage, str(total).encode())
-  except OSError: pass
+  with contextlib.suppress(OSError): _atomic_write(usage, str(total).encode())
 
 
 def _memory_hit(key: str) -> dict[str, Kernel] | None:
@@ -244,20 +458,20 @@ def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
 
 
 def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
-  path = os.path.join(cache_dir(), key[:2], key + ".so")
-  if _valid(path):
-    stats.disk_hits += 1
-    try: os.utime(path)                       # recently used: last to be evicted
-    except OSError: pass
-  else: _build(src, path, flags)
+  limit = cache_limit()                       # a bad MINITENSOR_CACHE_BYTES fails before any compile
+  path = os.path.join(_entry_dir(key), key + ".so")
   # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
   sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
-  ffi = cffi.FFI()   # one FFI per library: kernels of different libraries may share a name
-  ffi.cdef("\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs))
-  try: lib = ffi.dlopen(path)
-  except OSError:                             # damaged after the check (or by another process): rebuild once
-    _build(src, path, flags)
-    lib = ffi.dlopen(path)
+  switch = bool(_SWITCH.search(src))
+  cdef = "\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs)
+  if switch: cdef += "\nextern int mt_serial;"
+  if _valid(path) and (lib := _open(path, key, cdef)) is not None:
+    stats.disk_hits += 1
+    with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
+  else: lib = _build(src, key, path, flags, cdef, limit)
+  if switch:
+    _threaded.append(lib)
+    if _serial: lib.mt_serial = 1
   return {name: Kernel(name, src, getattr(lib, name), len(ps), lib) for name, ps in sigs}
 
 

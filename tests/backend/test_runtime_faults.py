@@ -95,21 +95,24 @@ def test_four_processes_compiling_the_same_new_kernels_all_succeed(cache, tmp_pa
   assert _files(cache, ".so") and not [f for f in _files(cache) if ".tmp-" in f]     # no temporary left behind
 
 
-def test_interleaved_builds_leave_a_valid_entry(cache, monkeypatch):
-  """The interleaving of two processes compiling one kernel, made deterministic: build A has renamed its .so
-  into place when build B runs whole, then A writes its checksum. The entry must still be a disk hit."""
+def test_install_waits_for_the_cache_lock(cache):
+  """Entries are moved into place under the cache's lock: while another holder has it, a finished compile is
+  loaded (from its build directory) but not installed; once the lock is free it is, with a valid checksum."""
   src = "void k(float* restrict a) { a[0] = 42.0f; }\n"
   key = runtime._key(src, runtime.FLAGS)
   path = os.path.join(runtime.cache_dir(), key[:2], key + ".so")
-  write, raced = runtime._atomic_write, []
-  def racing_write(p, data):
-    if not raced:
-      raced.append(1)
-      runtime._build(src, path, runtime.FLAGS)           # "process B" runs between A's two renames
-    write(p, data)
-  monkeypatch.setattr(runtime, "_atomic_write", racing_write)
-  runtime._build(src, path, runtime.FLAGS)               # "process A"
-  assert runtime._valid(path)
+  c0, done = stats.compiles, []
+  with runtime._locked(runtime.cache_dir()):
+    th = threading.Thread(target=lambda: done.append(compile_c(src)["k"]))
+    th.start()
+    deadline = time.time() + 60
+    while stats.compiles == c0 and time.time() < deadline: time.sleep(0.01)
+    assert stats.compiles == c0 + 1 and not os.path.exists(path) and not done
+  th.join(60)
+  assert done and runtime._valid(path)
+  a = np.zeros(1, np.float32)
+  runtime.call(done[0], [a])
+  assert a[0] == 42.0
 
 
 # ---------------------------------------------------------------------- damaged entries
