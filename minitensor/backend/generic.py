@@ -169,6 +169,7 @@ def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray, tuple[int, ...]] | No
   if (red is not None and red.arg[1] == 0) or not 1 <= n_red or not (1 if red is not None else 2) <= n_out * n_red <= STRIDED_MAX: return None
   if (pre := _operands(inner)) is None: return None
   views = [(u, v) for u, v in pre.items() if v[1] is not None]
+  if red is not None and not views: return None      # a reduce of constants: rangeify folds it without a loop
   k_out = len(inner.shape) - (red.arg[1] if red is not None else 0)
   groups = [_merge(inner.shape[:k_out], [v[1][:k_out] for _, v in views])]
   if red is not None: groups.append(_merge(inner.shape[k_out:], [v[1][k_out:] for _, v in views]))

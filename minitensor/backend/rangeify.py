@@ -192,7 +192,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
       parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape]
       parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
       ctx.reduce_ranges[rkey] = parts
-    return (yield from _reduce_vector(u, idx, vec[0], parts, ctx))
+    return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
     lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
@@ -200,11 +200,12 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes) if lanes > 1 else _axis_parts(ctx, rshape[-1], 1, AxisType.REDUCE)]
     if lanes > 1: parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
     ctx.reduce_ranges[rkey] = parts
-  if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx))
+  if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
   vals = []
   for c in _combos(parts): vals.append((yield (x, idx + c)))
   if not real: return _tree(rop, vals + zero)
+  if (f := _folded(u, vals[0], real, ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))
@@ -216,7 +217,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   return acc0.after(upd.end(*real)).index(0).load()
 
 
-def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
+def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tuple):
   """A reduce whose innermost axis runs as `lanes` independent accumulators acc[lane] in a VECTOR loop
   (rendered `#pragma omp simd`), combined by a fixed balanced tree after the loops."""
   rop = u.arg[0]
@@ -224,6 +225,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE] + [outer, lane]
   ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
   v = yield (u.src[0], idx + ridx)
+  if (f := _folded(u, v, real, ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype, lanes)
   acc0 = acc.after(*ranges_in(*idx))
   li = ctx.rng(lanes, AxisType.VECTOR)
@@ -234,7 +236,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
 
 
-def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx) -> UOp:
+def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx, rkey: tuple):
   """A reduce read inside an output VECTOR loop `lane`: the reduce loops move outside the lanes. acc[lane]
   lives around them; its update runs in a fresh innermost VECTOR loop, so loads along the lane stay contiguous
   (the compiler vectorizes an inner loop; it cannot vectorize a lane loop around a loop nest)."""
@@ -243,12 +245,49 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE]
   inner = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx) + tuple(r for r, _ in parts[:-2])
   v = yield (u.src[0], inner)
+  if (f := _folded(u, v.substitute({upd_lane: lane}), real + [upd_lane], ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype, lane.arg.size)
   acc0 = acc.after(*[r for r in ranges_in(*idx) if r is not lane])
   init = acc0.index(init_lane).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(init_lane)
   accl = acc0.after(init, *real, upd_lane)
   upd = accl.index(upd_lane).store(combine(rop, accl.index(upd_lane).load(), v))
   return acc0.after(upd.end(*real, upd_lane)).index(lane).load()
+
+
+def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | None:
+  """Reduce u without its loops when its value v does not change along them (a broadcast constant, an expand
+  along the reduced axes) and the closed form is exactly what the loop computes; else None."""
+  v = simplify(v)
+  if v.ranges & set(loops) or (f := _closed_form(u.arg[0], v, prod(u.src[0].shape[len(u.shape):]))) is None: return None
+  del ctx.reduce_ranges[rkey]        # no loop: nothing for the kernelizer's cost model to count
+  return f
+
+
+def _closed_form(rop: Ops, v: UOp, n: int) -> UOp | None:
+  """rop over n >= 1 copies of v, exactly as a loop in any order computes it, or None. MAX and MIN (OR and AND
+  for bool) give v; integers wrap, so a sum is v * n and a product v ** n in the dtype's arithmetic. A float sum
+  folds only for a constant c = M * 2**e (M odd) with n * M <= 2**precision: every partial sum k * c is then
+  exact, so no rounding happens in the loop (or in NumPy's pairwise sum); a float product only for c = +-2**e
+  whose power is exact. Other float sums and products keep their loop: n * c would round differently."""
+  d = v.dtype
+  if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
+  if d.is_int:
+    if rop is Ops.ADD: return v * UOp.const(d.python(n), d)
+    return UOp(Ops.POW, (v, UOp.const(n, d))) if n <= d.max else None
+  if v.op is not Ops.CONST: return None
+  c, bits = v.arg, {2: 11, 4: 24, 8: 53}[d.itemsize]
+  if rop is Ops.ADD:
+    if not math.isfinite(c): return v
+    if c == 0: return UOp.const(0.0, d)       # the loop starts from +0.0: a sum of -0.0 is +0.0
+    m, _ = abs(c).as_integer_ratio()
+    m //= m & -m                              # the odd part of the mantissa
+    r = c * n                                 # exact in float64 when n * m <= 2**53
+    return UOp.const(r, d) if n * m <= 2 ** bits and d.python(r) == r and math.isfinite(r) else None
+  p, q = abs(c).as_integer_ratio() if math.isfinite(c) and c else (3, 1)
+  if p & (p - 1) or q & (q - 1): return None  # |c| is not a power of two
+  e = p.bit_length() - q.bit_length()         # |c| = 2**e, so the product is +-2**(e*n): exact while in range
+  if not int(np.log2(np.finfo(d.np).smallest_subnormal)) <= e * n < np.finfo(d.np).maxexp: return None
+  return UOp.const(math.copysign(2.0 ** (e * n), c if n % 2 else 1.0), d)
 
 
 def _tree(rop: Ops, vals: list[UOp]) -> UOp:

@@ -60,7 +60,8 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
 
 
 def _cast_const(v, to: DType):
-  if to.is_float: return float(np.array(v).astype(to.np))
+  if to.is_float:
+    with np.errstate(over="ignore"): return float(np.array(v).astype(to.np))    # inf, as the C cast gives
   if isinstance(v, float):
     if not math.isfinite(v): return None              # platform-defined in C; leave it to the hardware
     return to.python(math.trunc(v)) if to is not dtypes.bool else bool(v)

@@ -107,3 +107,20 @@ def test_no_stage_recurses_with_depth():
   p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=600,
                      cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
   assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
+def test_concatenate_of_many_pieces_is_grouped_into_small_kernels():
+  from minitensor.manipulation import CONCAT_FUSED
+  rng = np.random.default_rng(0)
+  for n, dts in [(500, [np.float64]), (2000, [np.float32, np.int32, np.float64])]:
+    arrays = [(rng.random(2) * 100).astype(dts[k % len(dts)]) for k in range(n)]
+    lazy = [mt.asarray(a) * 2 if k % 3 else mt.asarray(a) for k, a in enumerate(arrays)]
+    t = mt.concatenate(lazy)
+    ex = mt.explain(t)
+    # counted, not timed: no kernel reads more than CONCAT_FUSED pieces, so none grows with n
+    assert max(len(k.reads) for k in ex.kernels) <= CONCAT_FUSED
+    assert len(ex.kernels) <= 2 * n // CONCAT_FUSED + 2
+    _check(t, np.concatenate([a * 2 if k % 3 else a for k, a in enumerate(arrays)]))
+  few = mt.concatenate([mt.asarray(np.arange(3.0)) + 1, mt.asarray(np.ones(2))])
+  assert len(mt.explain(few).kernels) == 1      # a few pieces stay one fused kernel
+  _check(few, np.concatenate([np.arange(3.0) + 1, np.ones(2)]))
