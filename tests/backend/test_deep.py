@@ -89,7 +89,7 @@ def test_no_stage_recurses_with_depth():
     a = np.arange(24.0).reshape(4, 6) / 24
     x, e = mt.asarray(a), a
     sys.setrecursionlimit(200)
-    for k in range(100):
+    for k in range(60):
       if k % 5 == 0: x, e = mt.tanh(x.T).T * 0.5, np.tanh(e.T).T * 0.5
       elif k % 5 == 1: x, e = x[:, ::-1] - 0.25, e[:, ::-1] - 0.25
       elif k % 5 == 2: x, e = mt.concatenate([x, mt.ones((4, 1))], axis=1)[:, 1:], np.concatenate([e, np.ones((4, 1))], axis=1)[:, 1:]
@@ -98,9 +98,9 @@ def test_no_stage_recurses_with_depth():
         x[1, 2] = k; e[1, 2] = k
     np.testing.assert_allclose(x.numpy(), e, rtol=1e-9, atol=1e-12)
     y, f = x, e
-    for k in range(3000): y, f = y[::-1, :].T.T * 0.999 + 1, f[::-1, :] * 0.999 + 1
+    for k in range(1000): y, f = y[::-1, :].T.T * 0.999 + 1, f[::-1, :] * 0.999 + 1
     assert len(mt.explain(y).kernels) > 1 and mt.to_dot(y)
-    for _ in range(20_000): y, f = y + 1, f + 1
+    for _ in range(5_000): y, f = y + 1, f + 1
     np.testing.assert_allclose(y.numpy(), f, rtol=1e-9)
     print("ok")
   """
@@ -112,7 +112,7 @@ def test_no_stage_recurses_with_depth():
 def test_concatenate_of_many_pieces_is_grouped_into_small_kernels():
   from minitensor.manipulation import CONCAT_FUSED
   rng = np.random.default_rng(0)
-  for n, dts in [(500, [np.float64]), (2000, [np.float32, np.int32, np.float64])]:
+  for n, dts in [(300, [np.float64]), (600, [np.float32, np.int32, np.float64])]:
     arrays = [(rng.random(2) * 100).astype(dts[k % len(dts)]) for k in range(n)]
     lazy = [mt.asarray(a) * 2 if k % 3 else mt.asarray(a) for k, a in enumerate(arrays)]
     t = mt.concatenate(lazy)
