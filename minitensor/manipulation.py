@@ -2,7 +2,8 @@
 
     concatenate concat       each piece PADded into place with the identity of the combining op, the pieces then
                              combined pairwise: floats pad -0.0 and add (x + -0.0 is x for every x, -0.0, NaN and
-                             inf included), ints pad 0 and add, bools pad False and OR
+                             inf included), ints pad 0 and add, bools pad False and OR; more than
+                             CONCAT_FUSED pieces are joined in groups, each group a kernel
     stack                    STACK, the new axis then moved into place
     split array_split ...    SHRINK windows
     pad                      the primitive PAD (one per axis side when the constants differ: later axes win corners)

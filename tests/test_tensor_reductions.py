@@ -141,7 +141,8 @@ def test_bad_axes(name):
 FOLDS = [  # (dtype, constant, n, op): the closed form is exact, so the result equals NumPy's bit for bit
   (np.float64, 1.0, 10**7, "sum"), (np.float32, 0.5, 2**20, "sum"), (np.float64, -7.25, 3000, "sum"),
   (np.float32, 3.0, 5 * 10**6, "sum"), (np.int64, 3, 10**6, "sum"), (np.uint8, 200, 10**5, "sum"),
-  (np.int64, 3, 50, "prod"), (np.int32, -1, 10**5 + 1, "prod"), (bool, True, 10**5, "sum"), (bool, False, 10**5, "prod"),
+  (np.int64, 3, 50, "prod"), (np.int32, -1, 10**5 + 1, "prod"), (bool, True, 10**5, "sum"),
+  (bool, False, 10**5, "prod"),
   (np.float64, 2.5, 10**6, "max"), (np.float32, -7.25, 10**6, "min"), (np.float64, np.nan, 10**5, "max"),
   (np.float64, 0.5, 100, "prod"), (np.float32, -2.0, 101, "prod"), (np.float64, np.inf, 10**5, "sum"),
   (np.float64, -0.0, 10**5, "sum"), (np.float32, 0.5, 300, "prod"),

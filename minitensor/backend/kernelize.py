@@ -16,7 +16,9 @@ of times it is evaluated (the loops around each place rangeify put it); above RE
 element count it is materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column
 of V). A REDUCE reached from two outputs of one realize is materialized too (shared work is done
 once), an output used by another output is loaded from its buffer, and STAGE marks a cut explicitly.
-Everything else fuses: elementwise chains, a reduce with its producers and consumers, softmax and layernorm
+An expression deeper than MAX_DEPTH operations is cut every MAX_DEPTH levels (no C compiler sees a chain of
+100,000 operations as one expression; equal pieces share one compiled function). Everything else fuses:
+elementwise chains, a reduce with its producers and consumers, softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
 schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer

@@ -15,7 +15,8 @@ axis a RANGE, then ask each node "what is your value at index (i0, i1, ...)?" an
     PAD       x.pad(p, v)[idx]       -> where(valid, x[clamp(idx - before)], v)   (the load never leaves x)
     FLIP      x.flip(axes)[idx]      -> x[n - 1 - i on the flipped axes]
     STACK     stack(a, b)[i, *rest]  -> where(i < 1, a[rest], b[rest])
-    REDUCE    reduce(op, n)[idx]     -> new RANGEs, an accumulator, a loop
+    REDUCE    reduce(op, n)[idx]     -> new RANGEs, an accumulator, a loop (no loop when the value does not
+                                        change along them and the closed form is exact: _closed_form)
     STAGE     stage(x)[idx]          -> x[idx]  (the kernelizer cuts there; lowered alone it is transparent)
 
 After rangeify no op has a shape: everything is a scalar in some loop. lower() wraps it into a program: the
@@ -114,7 +115,8 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
     # simplify now: ((i*N + j)//N) % N mentions j but *is* i, and _reduce places loops by what idx mentions
     return (yield (u.src[0], tuple(simplify(i) for i in unravel(ravel(idx, u.shape), u.src[0].shape))))
   if op is Ops.EXPAND:
-    return (yield (u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, u.src[0].shape, u.shape))))
+    return (yield (u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i
+                                   for i, s, n in zip(idx, u.src[0].shape, u.shape))))
   if op is Ops.PERMUTE:
     inv: list[UOp] = [UOp.const(0)] * len(idx)
     for k, p in enumerate(u.arg): inv[p] = idx[k]
@@ -123,7 +125,8 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
   if op is Ops.SHRINK: return (yield (u.src[0], tuple(simplify(i + b) if b else i for i, (b, _) in zip(idx, u.arg))))
   if op is Ops.PAD: return (yield from _pad(u, idx, ctx))
   if op is Ops.FLIP:
-    return (yield (u.src[0], tuple(simplify((n - 1) - i) if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape)))))
+    return (yield (u.src[0], tuple(simplify((n - 1) - i) if k in u.arg else i
+                                   for k, (i, n) in enumerate(zip(idx, u.shape)))))
   if op is Ops.REDUCE: return (yield from _reduce(u, idx, ctx))
   raise NotImplementedError(f"rangeify: {op}")
 

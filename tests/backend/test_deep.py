@@ -47,7 +47,8 @@ def test_sum_of_500_tensors():
 def test_deep_chain_is_cut_into_kernels_no_deeper_than_the_bound():
   a = np.linspace(0, 1, 5, dtype=np.float32)
   x, e = mt.asarray(a), a
-  for k in range(600): x, e = (x * np.float32(1.001), e * np.float32(1.001)) if k % 2 else (x + 0.5, e + np.float32(0.5))
+  for k in range(600):
+    x, e = (x * np.float32(1.001), e * np.float32(1.001)) if k % 2 else (x + 0.5, e + np.float32(0.5))
   ex = mt.explain(x)
   assert len(ex.kernels) == -(-600 // kernelize.MAX_DEPTH)
   assert "void k0(" in str(ex)
@@ -92,7 +93,8 @@ def test_no_stage_recurses_with_depth():
     for k in range(60):
       if k % 5 == 0: x, e = mt.tanh(x.T).T * 0.5, np.tanh(e.T).T * 0.5
       elif k % 5 == 1: x, e = x[:, ::-1] - 0.25, e[:, ::-1] - 0.25
-      elif k % 5 == 2: x, e = mt.concatenate([x, mt.ones((4, 1))], axis=1)[:, 1:], np.concatenate([e, np.ones((4, 1))], axis=1)[:, 1:]
+      elif k % 5 == 2:
+        x, e = mt.concatenate([x, mt.ones((4, 1))], axis=1)[:, 1:], np.concatenate([e, np.ones((4, 1))], axis=1)[:, 1:]
       elif k % 5 == 3: x, e = x - x.mean(axis=1, keepdims=True), e - e.mean(axis=1, keepdims=True)
       else:
         x[1, 2] = k; e[1, 2] = k
