@@ -171,3 +171,64 @@ def test_float32_accumulates_in_float64():
   assert float(mt.prod(p)) == np.float32(np.prod(p.astype(np.float64)))
   x = np.random.default_rng(0).standard_normal(10**5).astype(np.float32)
   assert np.asarray(mt.sum(x)) == np.float32(np.sum(x.astype(np.float64)))
+
+
+# ---------------------------------------------------------------------- reductions of broadcast values fold
+FOLDS = [  # (dtype, constant, n, op): the closed form is exact, so the result equals NumPy's bit for bit
+  (np.float64, 1.0, 10**7, "sum"), (np.float32, 0.5, 2**20, "sum"), (np.float64, -7.25, 3000, "sum"),
+  (np.float32, 3.0, 5 * 10**6, "sum"), (np.int64, 3, 10**6, "sum"), (np.uint8, 200, 10**5, "sum"),
+  (np.int64, 3, 50, "prod"), (np.int32, -1, 10**5 + 1, "prod"), (bool, True, 10**5, "sum"),
+  (bool, False, 10**5, "prod"),
+  (np.float64, 2.5, 10**6, "max"), (np.float32, -7.25, 10**6, "min"), (np.float64, np.nan, 10**5, "max"),
+  (np.float64, 0.5, 100, "prod"), (np.float32, -2.0, 101, "prod"), (np.float64, np.inf, 10**5, "sum"),
+  (np.float64, -0.0, 10**5, "sum"), (np.float32, 0.5, 300, "prod"),
+]
+LOOPS = [  # not exact in closed form: the loop runs, and the result is NumPy's up to its summation order
+  (np.float64, 0.1, 1000, "sum"), (np.float64, 0.1, 10**6, "sum"), (np.float64, 1.1, 100, "prod"),
+  (np.float64, 1.0 + 2.0**-52, 2**20, "sum"), (np.float64, 2.0, 2000, "prod"),
+]
+
+
+def _iterations(t) -> int: return mt.explain(t).total_iterations
+
+
+@pytest.mark.parametrize("dtype,c,n,op", FOLDS)
+def test_reduce_of_a_broadcast_constant_folds_when_exact(dtype, c, n, op):
+  t = getattr(mt, op)(mt.full((n,), c, dtype=dtype))
+  assert _iterations(t) < 1000          # no loop over the n elements
+  want = getattr(np, op)(np.full(n, c, dtype=dtype))
+  got = t.numpy()
+  assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True) and np.signbit(got) == np.signbit(want)
+
+
+@pytest.mark.parametrize("dtype,c,n,op", LOOPS)
+def test_reduce_of_a_broadcast_constant_keeps_its_loop_when_not_exact(dtype, c, n, op):
+  t = getattr(mt, op)(mt.full((n,), c, dtype=dtype))
+  assert _iterations(t) >= n
+  with np.errstate(over="ignore"): want = getattr(np, op)(np.full(n, c, dtype=dtype))
+  got = t.numpy()
+  assert got.dtype == want.dtype
+  np.testing.assert_allclose(got, want, rtol=1e-12 if dtype == np.float64 else 1e-6)
+
+
+def test_float32_sum_of_a_constant_is_numpys_value():
+  # float32 sums accumulate in float64 (by design): c * n there is exact, rounded once to float32
+  for c, n in [(0.1, 1000), (0.1, 10**6), (1 / 3, 12345), (1.0, 2**25 + 1)]:
+    want = np.full(n, c, np.float32).sum()
+    np.testing.assert_allclose(mt.full((n,), c, dtype=np.float32).sum().numpy(), want, rtol=1e-6)
+
+
+def test_reduce_over_an_expand_along_the_reduced_axis():
+  a = np.arange(-2, 3).reshape(5, 1)
+  for x, op in [(a, "sum"), (a * 1.5, "max"), (a > 0, "min"), (a, "prod"), (a * 0.1, "sum")]:
+    want = getattr(np, op)(np.broadcast_to(x, (5, 70001)), axis=1)
+    got = getattr(mt, op)(mt.broadcast_to(mt.asarray(x), (5, 70001)), axis=1).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-10)      # a float sum: NumPy sums pairwise
+
+
+def test_sum_of_a_huge_broadcast_constant_has_no_loop():
+  t = mt.ones((10**6, 10**6)).sum()
+  assert _iterations(t) < 1000
+  assert t.numpy() == np.ones(10**6).sum() * 10**6
+  assert mt.full((10**5, 10**5), 3, dtype=np.int8).sum().numpy() == np.full(10**5, 3, np.int8).sum() * 10**5

@@ -21,7 +21,7 @@ names buffer sizes in its guards, so checked kernels are compiled per shape.
 """
 from __future__ import annotations
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ALU, AxisType, ParamArg, buf, range_, sink, prod
+from minitensor.backend.uop import UOp, Ops, ALU, AxisType, ParamArg, buf, range_, sink, prod, memo_walk
 from minitensor.backend.rangeify import identity, combine
 from minitensor.backend.dtype import dtypes
 
@@ -66,41 +66,56 @@ def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple
   return tuple(out)
 
 
+_MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP)
+
+
 def _view(u: UOp) -> tuple[UOp, tuple[int, ...] | None, int] | None:
   """(BUFFER, strides, offset) when u reads a buffer through strided movement, (CONST, None, 0) for a
   broadcast constant; else None."""
-  if u.op is Ops.BUFFER: return u, (1,), 0
+  moves = []
+  while u.op in _MOVES: moves.append(u); u = u.src[0]
   if u.op is Ops.CONST: return u, None, 0
-  if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP) or (v := _view(u.src[0])) is None: return None
-  b, st, off = v
-  if st is None: return v
-  s = u.src[0].shape
-  if u.op is Ops.RESHAPE:
-    if (st := reshape_strides(s, st, u.arg)) is None: return None
-  elif u.op is Ops.EXPAND: st = tuple(0 if a != b_ else t for a, b_, t in zip(s, u.arg, st))
-  elif u.op is Ops.PERMUTE: st = tuple(st[i] for i in u.arg)
-  elif u.op is Ops.SHRINK: off += sum(b_ * t for (b_, _), t in zip(u.arg, st))
-  else:
-    st = list(st)
-    for a in u.arg: off, st[a] = off + (s[a] - 1) * st[a], -st[a]
-    st = tuple(st)
-  return b, st, off
+  if u.op is not Ops.BUFFER: return None
+  st, off = (1,), 0
+  for m in reversed(moves):
+    s = m.src[0].shape
+    if m.op is Ops.RESHAPE:
+      if (st := reshape_strides(s, st, m.arg)) is None: return None
+    elif m.op is Ops.EXPAND: st = tuple(0 if a != b_ else t for a, b_, t in zip(s, m.arg, st))
+    elif m.op is Ops.PERMUTE: st = tuple(st[i] for i in m.arg)
+    elif m.op is Ops.SHRINK: off += sum(b_ * t for (b_, _), t in zip(m.arg, st))
+    else:
+      st = list(st)
+      for a in m.arg: off, st[a] = off + (s[a] - 1) * st[a], -st[a]
+      st = tuple(st)
+  return u, st, off
 
 
-_MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP)
+def _move(m: UOp, x: UOp) -> UOp:
+  """Movement m applied to x, merged with x's own movement of the same kind (pushing movement down a deep
+  chain then yields one view per distinct composition, not a stack of movements that grows with the depth)."""
+  if x.op is not m.op: return m.replace(src=(x,))
+  b = x.src[0]
+  if m.op is Ops.RESHAPE: return b.reshape(m.arg)
+  if m.op is Ops.EXPAND: return b.expand(m.arg)
+  if m.op is Ops.PERMUTE: return b.permute(tuple(x.arg[i] for i in m.arg))
+  if m.op is Ops.SHRINK: return b.shrink(tuple((b0 + b1, b0 + e1) for (b0, _), (b1, e1) in zip(x.arg, m.arg)))
+  return b.flip(tuple(sorted(set(x.arg) ^ set(m.arg))))
 
 
 def _moved_down(root: UOp) -> UOp:
   """root with every movement of an elementwise value applied to that value's operands instead (the same
   value: a permute of x * y is permute(x) * permute(y)), so movement sits only on buffers and constants."""
-  memo: dict[UOp, UOp] = {}
-  def go(u: UOp) -> UOp:
-    if u not in memo:
-      src = tuple(go(x) for x in u.src)
-      if u.op in _MOVES and src[0].op in ALU: memo[u] = src[0].replace(src=tuple(go(u.replace(src=(x,))) for x in src[0].src))
-      else: memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-    return memo[u]
-  return go(root)
+  def rule(u: UOp):
+    src = []
+    for x in u.src: src.append((yield x))
+    if u.op in _MOVES and src[0].op in ALU:
+      moved = []
+      for x in src[0].src: moved.append((yield _move(u, x)))
+      return src[0].replace(src=tuple(moved))
+    if u.op in _MOVES: return _move(u, src[0])
+    return u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=tuple(src))
+  return memo_walk(root, rule, {})
 
 
 def _operands(root: UOp) -> dict[UOp, tuple] | None:
@@ -149,12 +164,12 @@ def strided(body: UOp, out: UOp) -> tuple[UOp, np.ndarray, tuple[int, ...]] | No
   reduces = [u for u in body.toposort() if u.op is Ops.REDUCE]
   if len(reduces) > 1: return None
   red = reduces[0] if reduces else None
-  try: inner = _moved_down(red.src[0] if red is not None else body)
-  except RecursionError: return None
+  inner = _moved_down(red.src[0] if red is not None else body)
   n_out, n_red = prod(body.shape), prod(inner.shape[len(red.shape):]) if red is not None else 1
   if (red is not None and red.arg[1] == 0) or not 1 <= n_red or not (1 if red is not None else 2) <= n_out * n_red <= STRIDED_MAX: return None
   if (pre := _operands(inner)) is None: return None
   views = [(u, v) for u, v in pre.items() if v[1] is not None]
+  if red is not None and not views: return None      # a reduce of constants: rangeify folds it without a loop
   k_out = len(inner.shape) - (red.arg[1] if red is not None else 0)
   groups = [_merge(inner.shape[:k_out], [v[1][:k_out] for _, v in views])]
   if red is not None: groups.append(_merge(inner.shape[k_out:], [v[1][k_out:] for _, v in views]))

@@ -16,8 +16,11 @@ of times it is evaluated (the loops around each place rangeify put it); above RE
 element count it is materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column
 of V). A REDUCE reached from two outputs of one realize is materialized too (shared work is done
 once), an output used by another output is loaded from its buffer, STAGE marks a cut explicitly, and a SCAN
-is always a kernel of its own (scan.py).
-Everything else fuses: elementwise chains, a reduce with its producers and consumers, softmax and layernorm
+is always a kernel of its own (scan.py). A value read at more than RECOMPUTE_LIMIT index maps is materialized
+before lowering (fanout_cuts: stencils of stencils), and an expression deeper than MAX_DEPTH operations is cut
+every MAX_DEPTH levels (no C compiler sees a chain of 100,000 operations as one expression; equal pieces share
+one compiled function). Everything else fuses: elementwise chains, a reduce with its producers and consumers,
+softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
 schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer
@@ -29,7 +32,7 @@ and for strided ones an array of sizes, offsets and strides, are arguments of th
 serves every shape.
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, buf, prod
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.linearize import iterations
@@ -82,10 +85,9 @@ def _evaluations(ctx: Ctx, out_ranges: list[UOp]):
 
 def _open(v: UOp, live: dict[UOp, frozenset]) -> frozenset:
   """The loops v is inside: the RANGEs it mentions that no END on the way has closed."""
-  for u in v.toposort():
-    if u not in live:
-      o = frozenset((u,)) if u.op is Ops.RANGE else frozenset().union(*(live[s] for s in u.src))
-      live[u] = o - frozenset(u.src[1:]) if u.op is Ops.END else o
+  for u in v.toposort(live):
+    o = frozenset((u,)) if u.op is Ops.RANGE else frozenset().union(*(live[s] for s in u.src))
+    live[u] = o - frozenset(u.src[1:]) if u.op is Ops.END else o
   return live[v]
 
 
@@ -114,10 +116,10 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   body that was lowered, for its nodes the node of the scheduled graph each one stands for, and for a
   size-generic kernel its (size, argument array) (None for others)."""
   body = root.src[0] if root.op is Ops.STAGE else root
-  new: dict[UOp, UOp] = {}
+  # the walk stops at other kernels' outputs: a kernel costs its own nodes, not the whole graph below it
+  new: dict[UOp, UOp] = {u: b for u, b in staged_bufs.items() if u is not root}
   orig: dict[UOp, UOp] = {}
-  for u in body.toposort():
-    if u in staged_bufs and u is not root: new[u] = staged_bufs[u]; continue
+  for u in body.toposort(new):
     src = tuple(new[x] for x in u.src)
     new[u] = n = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
     orig[n] = u
@@ -164,6 +166,28 @@ def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
   return cuts
 
 
+# Measured (AMD EPYC Zen 4, gcc -O3, one kernel computing an alternating float32 add/multiply chain): the first
+# realize costs 1.0 ms per operation at depth 256, 0.9 at 512, 1.2 at 1,024 and 1.5 at 4,096 (gcc is
+# superlinear in the depth of one expression), with a fixed ~150 ms per compile below that; the run time of a
+# 2,048-op chain over 2^18 elements did not change measurably whether cut every 32 operations or not at all
+# (60-73 ms, within the noise: one more pass over the data per cut is cheap next to the arithmetic).
+MAX_DEPTH = 256
+
+
+def _deep_cuts(nodes: list[UOp], staged: set[UOp]) -> list[UOp]:
+  """Nodes to materialize so that no kernel computes an expression deeper than MAX_DEPTH operations (a
+  chain of 100,000 additions becomes ~400 kernels, not one C expression 100,000 deep). Depth counts the
+  operations that become C code: ALU nodes, reduces and pads, a STACK as its tree of selects."""
+  depth: dict[UOp, int] = {}
+  cuts: list[UOp] = []
+  for u in nodes:
+    w = 1 if u.op in ALU or u.op in (Ops.REDUCE, Ops.PAD) else len(u.src).bit_length() if u.op is Ops.STACK else 0
+    d = w + max((depth[s] for s in u.src), default=0)
+    if d >= MAX_DEPTH and w and u not in staged: cuts.append(u); d = 0
+    depth[u] = 0 if u in staged else d
+  return cuts
+
+
 SPLIT_MIN = 1 << 16     # a reduction to one value over this many elements runs in two stages
 SPLIT_PARTS = 64
 
@@ -196,25 +220,43 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
   staged += [u for u in nodes if u.op is Ops.REDUCE and len(reach.get(u, ())) > 1]
   for o in outputs:
     if o not in staged and o.op is not Ops.BUFFER: staged.append(o)
-  while True:
-    order = [u for u in nodes if u in set(staged)]
-    slot = {u: n_inputs + k for k, u in enumerate(order)}
+  staged += _deep_cuts(nodes, set(staged))
+  # slots are given in staging order, so staging one more node renumbers nothing: a kernel lowered before it
+  # stays valid unless that node lies inside it (a deep graph that needs many cuts is not re-lowered each time)
+  slot: dict[UOp, int] = {}
+  bufs: dict[UOp, UOp] = {}
+  def stage(u: UOp) -> None:
+    slot[u] = n_inputs + len(slot)
     # a value with no elements is never read: it stands as a broadcast constant, not as a buffer
-    bufs = {u: buf(slot[u], prod(u.shape), u.dtype).reshape(u.shape) if prod(u.shape) else u.const_like(0) for u in order}
-    kernels, new = [], None
+    bufs[u] = buf(slot[u], prod(u.shape), u.dtype).reshape(u.shape) if prod(u.shape) else u.const_like(0)
+  for u in staged:
+    if u not in slot: stage(u)
+  lowered: dict[UOp, tuple] = {}     # staged node -> (KernelSpec, node to stage next or None, the nodes inside)
+  while True:
+    order = [u for u in nodes if u in slot and prod(u.shape)]
+    new = None
     for u in order:
-      if prod(u.shape) == 0: continue
-      out = buf(slot[u], prod(u.shape), u.dtype)
-      sink, ctx, body, orig, generic = _lower_kernel(u, bufs, out, optimize)
-      loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
-                     key=lambda r: r.arg.idx)
-      if generic is None and (found := _recomputed(body, ctx, loops)) is not None and (new := orig.get(found)) not in bufs and new is not None: break
+      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize)
+      if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
-      local, slots = _localize(sink)
-      sizes, params = generic or ((), ())
-      if params: slots = slots[:-1]      # the argument array (PARAMS_SLOT, last) is not a schedule buffer
-      kernels.append(KernelSpec(f"k{len(kernels)}", u, local, slots, slot[u], sizes, params))
     if new is None: break
-    staged.append(new)
+    stage(new)
+    for u in [u for u, k in lowered.items() if new in k[2]]: del lowered[u]
+  kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
-  return Schedule(tuple(kernels), n_inputs, tuple((prod(u.shape), u.dtype) for u in order), outs)
+  return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs)
+
+
+def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool) -> tuple[KernelSpec, UOp | None, set[UOp]]:
+  """The kernel of staged node u (other staged nodes read from `bufs`), the node it asks to materialize
+  because it would be recomputed (or None), and the nodes of the scheduled graph it computes."""
+  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, buf(out_slot, prod(u.shape), u.dtype), optimize)
+  new = None
+  if generic is None:
+    loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
+                   key=lambda r: r.arg.idx)
+    if (found := _recomputed(body, ctx, loops)) is not None: new = orig.get(found)
+  local, slots = _localize(sink)
+  sizes, params = generic or ((), ())
+  if params: slots = slots[:-1]      # the argument array (PARAMS_SLOT, last) is not a schedule buffer
+  return KernelSpec("", u, local, slots, out_slot, sizes, params), new, set(orig.values())

@@ -51,8 +51,14 @@ def _scopes(nodes: list[UOp]) -> tuple[dict[UOp, frozenset], dict[UOp, UOp | Non
         home[r] = h
   scope: dict[UOp, frozenset] = {}
   def loop_scope(r: UOp) -> frozenset:
-    if r not in scope:
-      scope[r] = frozenset((r,)).union(*(loop_scope(p) for p in home.get(r, ())))
+    stack = [r]          # an explicit stack: loops may nest deeper than Python's stack
+    while stack:
+      x = stack[-1]
+      if x in scope: stack.pop(); continue
+      todo = [p for p in home.get(x, ()) if p not in scope]
+      if todo: stack += todo; continue
+      scope[x] = frozenset((x,)).union(*(scope[p] for p in home.get(x, ())))
+      stack.pop()
     return scope[r]
   for u in nodes:
     if u.op is not Ops.RANGE: scope[u] = frozenset().union(*(loop_scope(r) for r in open_[u]))
@@ -83,8 +89,11 @@ def linearize(sink: UOp) -> list[Stmt]:
     block[u] = _innermost(scope[u], scope)
   chain_cache: dict = {}
   def chain(b: UOp | None) -> tuple:
-    if b not in chain_cache: chain_cache[b] = (None,) if b is None else chain(parent[b]) + (b,)
-    return chain_cache[b]
+    up = []
+    while b not in chain_cache and b is not None: up.append(b); b = parent[b]
+    c = chain_cache.get(b, (None,))
+    for x in reversed(up): c = chain_cache[x] = c + (x,)
+    return c
   def item(u: UOp, depth: int):
     """The item of u in the block at `depth` of its chain: u itself, or the loop that contains it."""
     c = chain(block[u]) if u.op is not Ops.RANGE else chain(u)
@@ -118,7 +127,8 @@ def linearize(sink: UOp) -> list[Stmt]:
         it = item(u, d)
         first[it] = min(first.get(it, pos[u]), pos[u])
   out: list[Stmt] = []
-  def emit(b: UOp | None) -> None:
+  def block_items(b: UOp | None) -> list:
+    """[loop, ready heap, pending deps, users, items done, item count] of one block's topological sort."""
     items = children.get(b, [])
     in_block = set(items)
     pending = {it: {d for d in deps.get(it, ()) if d in in_block} for it in items}
@@ -127,18 +137,30 @@ def linearize(sink: UOp) -> list[Stmt]:
       for d in ds: users.setdefault(d, []).append(it)
     ready = [(first[it], pos[it], it) for it, ds in pending.items() if not ds]
     heapq.heapify(ready)
-    done = 0
-    while ready:
-      _, _, it = heapq.heappop(ready)
-      done += 1
-      if it.op is Ops.RANGE:
-        out.append(Stmt("open", it)); emit(it); out.append(Stmt("close", it))
-      else: out.append(Stmt("node", it))
-      for v in users.get(it, ()):
-        pending[v].discard(it)
-        if not pending[v]: heapq.heappush(ready, (first[v], pos[v], v))
-    if done != len(items): raise LinearizeError("cyclic dependencies between statements")
-  emit(None)
+    return [b, ready, pending, users, 0, len(items)]
+  def finished(f: list, it: UOp) -> None:
+    for v in f[3].get(it, ()):
+      f[2][v].discard(it)
+      if not f[2][v]: heapq.heappush(f[1], (first[v], pos[v], v))
+  # a stack of open blocks, not recursion: loops may nest deeper than Python's stack
+  stack = [block_items(None)]
+  while stack:
+    f = stack[-1]
+    if not f[1]:
+      if f[4] != f[5]: raise LinearizeError("cyclic dependencies between statements")
+      stack.pop()
+      if f[0] is not None:
+        out.append(Stmt("close", f[0]))
+        finished(stack[-1], f[0])
+      continue
+    _, _, it = heapq.heappop(f[1])
+    f[4] += 1
+    if it.op is Ops.RANGE:
+      out.append(Stmt("open", it))
+      stack.append(block_items(it))
+    else:
+      out.append(Stmt("node", it))
+      finished(f, it)
   return [s for s in out if s.kind != "node" or s.u.op not in _NOT_STMT]
 
 

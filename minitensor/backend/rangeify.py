@@ -15,7 +15,8 @@ axis a RANGE, then ask each node "what is your value at index (i0, i1, ...)?" an
     PAD       x.pad(p, v)[idx]       -> where(valid, x[clamp(idx - before)], v)   (the load never leaves x)
     FLIP      x.flip(axes)[idx]      -> x[n - 1 - i on the flipped axes]
     STACK     stack(a, b)[i, *rest]  -> where(i < 1, a[rest], b[rest])
-    REDUCE    reduce(op, n)[idx]     -> new RANGEs, an accumulator, a loop
+    REDUCE    reduce(op, n)[idx]     -> new RANGEs, an accumulator, a loop (no loop when the value does not
+                                        change along them and the closed form is exact: _closed_form)
     STAGE     stage(x)[idx]          -> x[idx]  (the kernelizer cuts there; lowered alone it is transparent)
 
 After rangeify no op has a shape: everything is a scalar in some loop. lower() wraps it into a program: the
@@ -26,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, sink, range_, buf, prod
+from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, sink, range_, buf, prod, memo_walk
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.symbolic import simplify
 
@@ -88,41 +89,55 @@ def ranges_in(*us: UOp) -> list[UOp]:
 
 
 def rangeify(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
-  """The scalar value of u at index idx."""
-  key = (u, idx)
-  if (r := ctx.memo.get(key)) is not None: return r
+  """The scalar value of u at index idx. Not recursive (graphs may be 100,000 deep): each rule is a generator
+  that yields the (node, index) pairs whose values it needs (memo_walk runs them on an explicit stack)."""
+  return memo_walk((u, idx), lambda k: _rule(k[0], k[1], ctx), ctx.memo)
+
+
+def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
+  """The rule of u's op (a generator: `yield (x, i)` is the value of x at index i; it returns u's value)."""
   assert len(idx) == len(u.shape), f"{u.op}: {len(idx)} indices for shape {u.shape}"
   op = u.op
-  if op is Ops.CONST: r = u
-  elif op is Ops.BUFFER: r = u.index(idx[0]).load()
-  elif op is Ops.STAGE: r = rangeify(u.src[0], idx, ctx)
-  elif op in ALU: r = u.replace(src=tuple(rangeify(s, idx, ctx) for s in u.src))
-  elif op is Ops.INDEX:
+  if op is Ops.CONST: return u
+  if op is Ops.BUFFER: return u.index(idx[0]).load()
+  if op is Ops.STAGE: return (yield (u.src[0], idx))
+  if op in ALU:
+    src = []
+    for s in u.src: src.append((yield (s, idx)))
+    return u.replace(src=tuple(src))
+  if op is Ops.INDEX:
     k = len(u.src[1].shape)
-    iv = tuple(_clamp(rangeify(i, idx[:k], ctx), n) for i, n in zip(u.src[1:], u.src[0].shape))
-    r = rangeify(u.src[0], iv + idx[k:], ctx)
-  elif op is Ops.STACK:
-    i, rest = idx[0], idx[1:]
-    r = rangeify(u.src[-1], rest, ctx)
-    for k in range(len(u.src) - 2, -1, -1):
-      r = (i < k + 1).where(rangeify(u.src[k], rest, ctx), r)
-  elif op is Ops.RESHAPE:
+    iv = []
+    for i, n in zip(u.src[1:], u.src[0].shape): iv.append(_clamp((yield (i, idx[:k])), n))
+    return (yield (u.src[0], tuple(iv) + idx[k:]))
+  if op is Ops.STACK: return (yield from _stack(u.src, idx[0], idx[1:], 0))
+  if op is Ops.RESHAPE:
     # simplify now: ((i*N + j)//N) % N mentions j but *is* i, and _reduce places loops by what idx mentions
-    r = rangeify(u.src[0], tuple(simplify(i) for i in unravel(ravel(idx, u.shape), u.src[0].shape)), ctx)
-  elif op is Ops.EXPAND:
-    r = rangeify(u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, u.src[0].shape, u.shape)), ctx)
-  elif op is Ops.PERMUTE:
+    return (yield (u.src[0], tuple(simplify(i) for i in unravel(ravel(idx, u.shape), u.src[0].shape))))
+  if op is Ops.EXPAND:
+    return (yield (u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i
+                                   for i, s, n in zip(idx, u.src[0].shape, u.shape))))
+  if op is Ops.PERMUTE:
     inv: list[UOp] = [UOp.const(0)] * len(idx)
     for k, p in enumerate(u.arg): inv[p] = idx[k]
-    r = rangeify(u.src[0], tuple(inv), ctx)
-  elif op is Ops.SHRINK: r = rangeify(u.src[0], tuple(i + b if b else i for i, (b, _) in zip(idx, u.arg)), ctx)
-  elif op is Ops.PAD: r = _pad(u, idx, ctx)
-  elif op is Ops.FLIP:
-    r = rangeify(u.src[0], tuple(simplify((n - 1) - i) if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape))), ctx)
-  elif op is Ops.REDUCE: r = _reduce(u, idx, ctx)
-  else: raise NotImplementedError(f"rangeify: {op}")
-  ctx.memo[key] = r
-  return r
+    return (yield (u.src[0], tuple(inv)))
+  # a chain of shrinks must not grow an index expression as deep as the chain: simplify every offset
+  if op is Ops.SHRINK: return (yield (u.src[0], tuple(simplify(i + b) if b else i for i, (b, _) in zip(idx, u.arg))))
+  if op is Ops.PAD: return (yield from _pad(u, idx, ctx))
+  if op is Ops.FLIP:
+    return (yield (u.src[0], tuple(simplify((n - 1) - i) if k in u.arg else i
+                                   for k, (i, n) in enumerate(zip(idx, u.shape)))))
+  if op is Ops.REDUCE: return (yield from _reduce(u, idx, ctx))
+  raise NotImplementedError(f"rangeify: {op}")
+
+
+def _stack(xs: tuple[UOp, ...], i: UOp, rest: tuple[UOp, ...], base: int):
+  """Element i - base of xs at `rest`, as a balanced tree of selects (depth log2 len(xs), not len(xs))."""
+  if len(xs) == 1: return (yield (xs[0], rest))
+  h = len(xs) // 2
+  a = yield from _stack(xs[:h], i, rest, base)
+  b = yield from _stack(xs[h:], i, rest, base + h)
+  return (i < base + h).where(a, b)
 
 
 def _clamp(i: UOp, n: int) -> UOp:
@@ -144,7 +159,7 @@ def _pad(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     valid = ok if valid is None else valid & ok
     inner.append(simplify(j.maximum(0).minimum(max(n - 1, 0))))
   if any(n == 0 for n in u.src[0].shape): return UOp.const(u.arg[1], u.dtype)
-  v = rangeify(u.src[0], tuple(inner), ctx)
+  v = yield (u.src[0], tuple(inner))
   return v if valid is None else simplify(valid).where(v, UOp.const(u.arg[1], u.dtype))
 
 
@@ -170,7 +185,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   rshape = x.shape[len(x.shape) - n:]
   zero = [UOp.const(0.0, u.dtype)] if rop is Ops.ADD and u.dtype.is_float else []
   # NumPy starts a float sum from +0.0 even with no loop: a sum of one -0.0 (or over no axes) is 0.0
-  if n == 0: return _tree(rop, [rangeify(x, idx, ctx)] + zero)
+  if n == 0: return _tree(rop, [(yield (x, idx))] + zero)
   if prod(rshape) == 0: return UOp.const(identity(rop, u.dtype), u.dtype)
   # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
   rkey = (u, frozenset(ranges_in(*idx)))
@@ -180,7 +195,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
       parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape]
       parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
       ctx.reduce_ranges[rkey] = parts
-    return _reduce_vector(u, idx, vec[0], parts, ctx)
+    return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
     lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
@@ -188,10 +203,12 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes) if lanes > 1 else _axis_parts(ctx, rshape[-1], 1, AxisType.REDUCE)]
     if lanes > 1: parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
     ctx.reduce_ranges[rkey] = parts
-  if parts[-1][1] == 0: return _reduce_lanes(u, idx, parts, ctx)
+  if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
-  vals = [rangeify(x, idx + c, ctx) for c in _combos(parts)]
+  vals = []
+  for c in _combos(parts): vals.append((yield (x, idx + c)))
   if not real: return _tree(rop, vals + zero)
+  if (f := _folded(u, vals[0], real, ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))
@@ -203,14 +220,15 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   return acc0.after(upd.end(*real)).index(0).load()
 
 
-def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
+def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tuple):
   """A reduce whose innermost axis runs as `lanes` independent accumulators acc[lane] in a VECTOR loop
   (rendered `#pragma omp simd`), combined by a fixed balanced tree after the loops."""
   rop = u.arg[0]
   (outer, lanes), (lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE] + [outer, lane]
   ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
-  v = rangeify(u.src[0], idx + ridx, ctx)
+  v = yield (u.src[0], idx + ridx)
+  if (f := _folded(u, v, real, ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype, lanes)
   acc0 = acc.after(*ranges_in(*idx))
   li = ctx.rng(lanes, AxisType.VECTOR)
@@ -221,7 +239,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx) -> UOp:
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
 
 
-def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx) -> UOp:
+def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx, rkey: tuple):
   """A reduce read inside an output VECTOR loop `lane`: the reduce loops move outside the lanes. acc[lane]
   lives around them; its update runs in a fresh innermost VECTOR loop, so loads along the lane stay contiguous
   (the compiler vectorizes an inner loop; it cannot vectorize a lane loop around a loop nest)."""
@@ -229,13 +247,50 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   (upd_lane, _), (init_lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE]
   inner = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx) + tuple(r for r, _ in parts[:-2])
-  v = rangeify(u.src[0], inner, ctx)
+  v = yield (u.src[0], inner)
+  if (f := _folded(u, v.substitute({upd_lane: lane}), real + [upd_lane], ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype, lane.arg.size)
   acc0 = acc.after(*[r for r in ranges_in(*idx) if r is not lane])
   init = acc0.index(init_lane).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(init_lane)
   accl = acc0.after(init, *real, upd_lane)
   upd = accl.index(upd_lane).store(combine(rop, accl.index(upd_lane).load(), v))
   return acc0.after(upd.end(*real, upd_lane)).index(lane).load()
+
+
+def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | None:
+  """Reduce u without its loops when its value v does not change along them (a broadcast constant, an expand
+  along the reduced axes) and the closed form is exactly what the loop computes; else None."""
+  v = simplify(v)
+  if v.ranges & set(loops) or (f := _closed_form(u.arg[0], v, prod(u.src[0].shape[len(u.shape):]))) is None: return None
+  del ctx.reduce_ranges[rkey]        # no loop: nothing for the kernelizer's cost model to count
+  return f
+
+
+def _closed_form(rop: Ops, v: UOp, n: int) -> UOp | None:
+  """rop over n >= 1 copies of v, exactly as a loop in any order computes it, or None. MAX and MIN (OR and AND
+  for bool) give v; integers wrap, so a sum is v * n and a product v ** n in the dtype's arithmetic. A float sum
+  folds only for a constant c = M * 2**e (M odd) with n * M <= 2**precision: every partial sum k * c is then
+  exact, so no rounding happens in the loop (or in NumPy's pairwise sum); a float product only for c = +-2**e
+  whose power is exact. Other float sums and products keep their loop: n * c would round differently."""
+  d = v.dtype
+  if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
+  if d.is_int:
+    if rop is Ops.ADD: return v * UOp.const(d.python(n), d)
+    return UOp(Ops.POW, (v, UOp.const(n, d))) if n <= d.max else None
+  if v.op is not Ops.CONST: return None
+  c, bits = v.arg, {2: 11, 4: 24, 8: 53}[d.itemsize]
+  if rop is Ops.ADD:
+    if not math.isfinite(c): return v
+    if c == 0: return UOp.const(0.0, d)       # the loop starts from +0.0: a sum of -0.0 is +0.0
+    m, _ = abs(c).as_integer_ratio()
+    m //= m & -m                              # the odd part of the mantissa
+    r = c * n                                 # exact in float64 when n * m <= 2**53
+    return UOp.const(r, d) if n * m <= 2 ** bits and d.python(r) == r and math.isfinite(r) else None
+  p, q = abs(c).as_integer_ratio() if math.isfinite(c) and c else (3, 1)
+  if p & (p - 1) or q & (q - 1): return None  # |c| is not a power of two
+  e = p.bit_length() - q.bit_length()         # |c| = 2**e, so the product is +-2**(e*n): exact while in range
+  if not int(np.log2(np.finfo(d.np).smallest_subnormal)) <= e * n < np.finfo(d.np).maxexp: return None
+  return UOp.const(math.copysign(2.0 ** (e * n), c if n % 2 else 1.0), d)
 
 
 def _tree(rop: Ops, vals: list[UOp]) -> UOp:

@@ -122,10 +122,13 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule(list(outputs), n_inputs)
   if not sched.kernels: return Compiled(sched, [])
-  src = PRELUDE + "\n".join(render_function(k.sink, k.name, checked, bool(k.sizes)) for k in sched.kernels)
+  # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
+  names: dict[tuple[UOp, bool], str] = {}
+  for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
+  src = PRELUDE + "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   lib = compile_c(src)
-  fns = [(lib[k.name], k.slots, _extra(k)) for k in sched.kernels]
+  fns = [(lib[names[k.sink, bool(k.sizes)]], k.slots, _extra(k)) for k in sched.kernels]
   return Compiled(sched, fns, time.perf_counter() - t, checked=checked)
 
 
@@ -215,14 +218,20 @@ def realize_base(u: UOp) -> None:
 
 def _numpy_view(u: UOp) -> np.ndarray | None:
   """u as a NumPy view when u only moves the data of one realized value (or of a constant); else None."""
-  if u.data is not None or u.op is Ops.BUFFER: return u.data
-  if u.op is Ops.CONST: return np.array(u.arg, dtype=u.dtype.np)
-  if u.op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP, Ops.PAD): return None
-  x = _numpy_view(u.src[0])
-  if x is None: return None
-  if u.op is Ops.PAD: return np.pad(x, u.arg[0], constant_values=u.arg[1]) if x.size <= VIEW_COPY_LIMIT else None
-  if u.op is Ops.RESHAPE: return x.reshape(u.arg)
-  if u.op is Ops.EXPAND: return np.broadcast_to(x, u.arg)
-  if u.op is Ops.PERMUTE: return x.transpose(u.arg)
-  if u.op is Ops.FLIP: return np.flip(x, u.arg)
-  return x[tuple(slice(b, e) for b, e in u.arg)]
+  moves = []
+  while u.data is None and u.op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP, Ops.PAD):
+    moves.append(u)
+    u = u.src[0]
+  if u.data is not None: x = u.data
+  elif u.op is Ops.CONST: x = np.array(u.arg, dtype=u.dtype.np)
+  else: return None
+  for m in reversed(moves):
+    if m.op is Ops.PAD:
+      if x.size > VIEW_COPY_LIMIT: return None
+      x = np.pad(x, m.arg[0], constant_values=m.arg[1])
+    elif m.op is Ops.RESHAPE: x = x.reshape(m.arg)
+    elif m.op is Ops.EXPAND: x = np.broadcast_to(x, m.arg)
+    elif m.op is Ops.PERMUTE: x = x.transpose(m.arg)
+    elif m.op is Ops.FLIP: x = np.flip(x, m.arg)
+    else: x = x[tuple(slice(b, e) for b, e in m.arg)]
+  return x

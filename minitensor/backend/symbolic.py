@@ -60,7 +60,8 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
 
 
 def _cast_const(v, to: DType):
-  if to.is_float: return float(np.array(v).astype(to.np))
+  if to.is_float:
+    with np.errstate(over="ignore"): return float(np.array(v).astype(to.np))    # inf, as the C cast gives
   if isinstance(v, float): return bool(v) if to is dtypes.bool else float_to_int(v, to)
   return to.python(v)
 
@@ -122,17 +123,18 @@ def _bounds(u: UOp) -> tuple:
 
 # ---------------------------------------------------------------- the normal form of index sums
 def _lin(u: UOp) -> tuple[dict[UOp, int], int]:
-  """u as ({atom: coefficient}, constant)."""
-  if u.op is Ops.CONST: return {}, u.arg
-  if u.op is Ops.ADD:
-    (t0, c0), (t1, c1) = _lin(u.src[0]), _lin(u.src[1])
-    for a, k in t1.items(): t0[a] = t0.get(a, 0) + k
-    return t0, c0 + c1
-  if u.op is Ops.MUL and (u.src[1].op is Ops.CONST or u.src[0].op is Ops.CONST):
-    x, k = (u.src[0], u.src[1].arg) if u.src[1].op is Ops.CONST else (u.src[1], u.src[0].arg)
-    t, c = _lin(x)
-    return {a: v * k for a, v in t.items()}, c * k
-  return {u: 1}, 0
+  """u as ({atom: coefficient}, constant). An explicit stack: a normal-form sum is as deep as it has terms."""
+  terms: dict[UOp, int] = {}
+  c = 0
+  stack = [(u, 1)]
+  while stack:
+    x, k = stack.pop()
+    if x.op is Ops.CONST: c += x.arg * k
+    elif x.op is Ops.ADD: stack += ((x.src[1], k), (x.src[0], k))
+    elif x.op is Ops.MUL and (x.src[1].op is Ops.CONST or x.src[0].op is Ops.CONST):
+      stack.append((x.src[0], k * x.src[1].arg) if x.src[1].op is Ops.CONST else (x.src[1], k * x.src[0].arg))
+    else: terms[x] = terms.get(x, 0) + k
+  return terms, c
 
 
 def _order(u: UOp) -> tuple:

@@ -292,14 +292,16 @@ class UOp:
   def __bool__(self): raise TypeError("a UOp has no truth value; compare with `is`, or simplify() and read .arg")
 
   # ---- graph utilities
-  def toposort(self) -> list[UOp]:
-    """Every node reachable from self, each after its sources."""
+  def toposort(self, known=()) -> list[UOp]:
+    """Every node reachable from self, each after its sources; nodes in `known` are neither listed nor entered
+    (a walk that continues an earlier one). Iterative: graphs may be far deeper than Python's stack."""
     seen: dict[UOp, None] = {}
     stack: list[tuple[UOp, bool]] = [(self, False)]
     while stack:
       u, done = stack.pop()
       if u in seen: continue
       if done: seen[u] = None; continue
+      if u in known: continue
       stack.append((u, True))
       stack.extend((s, False) for s in reversed(u.src) if s not in seen)
     return list(seen)
@@ -427,6 +429,24 @@ class UOp:
   def minimum(self, x) -> UOp: return self.alu(Ops.MIN, x)
   __hash__ = object.__hash__
   __eq__ = object.__eq__
+
+
+def memo_walk(root, rule, memo: dict):
+  """The result of `rule` at `root`, without recursion (graphs may be far deeper than Python's stack).
+  rule(key) is a generator: it yields the keys whose results it needs (each result is sent back in) and
+  returns its own result. Results are kept in `memo` (key -> result, never None), so each key runs once."""
+  if (r := memo.get(root)) is not None: return r
+  stack = [(root, rule(root))]
+  val = None
+  while stack:
+    key, gen = stack[-1]
+    try: want = gen.send(val)
+    except StopIteration as done:
+      memo[key] = val = done.value
+      stack.pop()
+      continue
+    if (val := memo.get(want)) is None: stack.append((want, rule(want)))
+  return val
 
 
 def range_(size: int, idx: int, kind: AxisType = AxisType.LOOP) -> UOp:
