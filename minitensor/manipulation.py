@@ -109,7 +109,7 @@ def _window(x: UOp, axis: int, b: int, e: int) -> UOp:
 # Every element of a fused concatenation tests every piece, and gcc's time grows faster than the pieces (500
 # two-element pieces in one kernel: 29 s, 2,000: 133 s). Pieces are joined CONCAT_FUSED at a time, each group a
 # kernel of its own (groups of equal pieces share one compiled function), then the groups are joined the same
-# way. Measured (AMD EPYC Zen 4, 2,000 two-element pieces, first realize): 3.3 s with groups of 8, 2.3-3.1 s
+# way. Measured (AMD EPYC Zen 3, 2,000 two-element pieces, first realize): 3.3 s with groups of 8, 2.3-3.1 s
 # with 16, 3.6 s with 32 or 64; joining 40 (1000, 64) pieces runs fastest with small groups (50-65 ms for 4-16,
 # 118 ms for 32). Up to CONCAT_FUSED pieces stay one lazy, fused expression.
 CONCAT_FUSED = 16

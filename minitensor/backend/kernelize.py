@@ -166,8 +166,8 @@ def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
   return cuts
 
 
-# Measured (AMD EPYC Zen 4, gcc -O3, one kernel computing an alternating float32 add/multiply chain): the first
-# realize costs 1.0 ms per operation at depth 256, 0.9 at 512, 1.2 at 1,024 and 1.5 at 4,096 (gcc is
+# Measured (AMD EPYC Zen 3, 2 cores, gcc -O3, one kernel computing an alternating float32 add/multiply chain):
+# the first realize costs 1.0 ms per operation at depth 256, 0.9 at 512, 1.2 at 1,024 and 1.5 at 4,096 (gcc is
 # superlinear in the depth of one expression), with a fixed ~150 ms per compile below that; the run time of a
 # 2,048-op chain over 2^18 elements did not change measurably whether cut every 32 operations or not at all
 # (60-73 ms, within the noise: one more pass over the data per cut is cheap next to the arithmetic).
