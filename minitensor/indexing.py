@@ -294,7 +294,10 @@ def _basic(shape: tuple[int, ...], idx) -> _Basic | None:
   items = idx if type(idx) is tuple else (idx,)
   key = []
   for x in items:
-    if type(x) is slice and all(v is None or type(v) is int for v in (x.start, x.stop, x.step)): key.append((x.start, x.stop, x.step))
+    if type(x) is slice:
+      a, b, c = x.start, x.stop, x.step
+      if (a is None or type(a) is int) and (b is None or type(b) is int) and (c is None or type(c) is int): key.append((a, b, c))
+      else: break
     elif type(x) is int or x is None or x is Ellipsis: key.append(x)
     else: break
   else: return _basic_of_key(shape, tuple(key))

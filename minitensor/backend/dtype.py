@@ -6,7 +6,7 @@ its value range for bounds analysis and constant folding. Two pseudo types exist
 `void` (effects: STORE, END, SINK).
 """
 from __future__ import annotations
-import math
+import functools, math
 from dataclasses import dataclass
 import numpy as np
 
@@ -30,17 +30,17 @@ class DType:
   def is_unsigned(self) -> bool: return self.kind == "u"
   @property
   def is_bool(self) -> bool: return self.kind == "b"
-  @property
+  @functools.cached_property
   def np(self) -> np.dtype: return np.dtype(self.name)
 
-  @property
+  @functools.cached_property
   def min(self) -> int | float:
     if self.kind == "f": return -math.inf
     if self.kind in "ub": return 0
     if self.kind == "x": return -(1 << 63)
     return -(1 << (8 * self.itemsize - 1))
 
-  @property
+  @functools.cached_property
   def max(self) -> int | float:
     if self.kind == "f": return math.inf
     if self.kind == "b": return 1
