@@ -5,8 +5,7 @@ Every test gets its own MINITENSOR_CACHE_DIR and empty memory caches (the `cache
 is compiled anew and the counters of `stats` move only by what the test does.
 """
 from __future__ import annotations
-import os, shutil, subprocess, sys, textwrap, threading, time, warnings
-from collections import OrderedDict
+import os, subprocess, sys, textwrap, threading, time, warnings
 import numpy as np
 import pytest
 import minitensor as mt
@@ -17,26 +16,7 @@ from minitensor.backend.render_c import index_type, render_function
 from minitensor.backend.runtime import CompileError, compile_c, stats
 from minitensor.backend.uop import Ops, buf
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(mt.__file__)))
-_ENV = ("MINITENSOR_CACHE_DIR", "MINITENSOR_NOCACHE", "MINITENSOR_CACHE_BYTES", "MINITENSOR_CC")
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-  """A fresh, empty cache directory and empty in-memory caches (kernels, compiled graphs, fallback dir)."""
-  d = tmp_path / "cache"
-  for v in _ENV: monkeypatch.delenv(v, raising=False)
-  monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(d))
-  monkeypatch.setattr(runtime, "_loaded", {})
-  monkeypatch.setattr(runtime, "_identity", {})
-  monkeypatch.setattr(runtime, "_fallback", [])
-  monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
-  yield d
-  for p in runtime._fallback: shutil.rmtree(p, ignore_errors=True)
-
-
-def _files(d, suffix: str = "") -> list[str]:
-  return sorted(os.path.join(dp, f) for dp, _, fs in os.walk(d) for f in fs if f.endswith(suffix))
+from cache_files import REPO, CACHE_ENV as _ENV, files as _files
 
 
 def _graph(x: np.ndarray, c: float = 3.0):

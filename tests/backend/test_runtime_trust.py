@@ -5,32 +5,13 @@ realized in a child process, so a crash fails the test instead of killing pytest
 """
 from __future__ import annotations
 import hashlib, os, shutil, subprocess, sys, textwrap, time, warnings
-from collections import OrderedDict
 import numpy as np
 import pytest
 import minitensor as mt
-from minitensor.backend import realize as realize_mod, runtime
+from minitensor.backend import runtime
 from minitensor.backend.runtime import compile_c, stats
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(mt.__file__)))
-_ENV = ("MINITENSOR_CACHE_DIR", "MINITENSOR_NOCACHE", "MINITENSOR_CACHE_BYTES", "MINITENSOR_CC")
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-  """A fresh cache directory and empty in-memory caches."""
-  d = tmp_path / "cache"
-  for v in _ENV: monkeypatch.delenv(v, raising=False)
-  monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(d))
-  monkeypatch.setattr(runtime, "_loaded", {})
-  monkeypatch.setattr(runtime, "_fallback", [])
-  monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
-  yield d
-  for p in runtime._fallback: shutil.rmtree(p, ignore_errors=True)
-
-
-def _files(d, suffix: str = "") -> list[str]:
-  return sorted(os.path.join(dp, f) for dp, _, fs in os.walk(d) for f in fs if f.endswith(suffix))
+from cache_files import REPO, CACHE_ENV as _ENV, files as _files
 
 
 def _env(cache_dir, **extra) -> dict:

@@ -1,0 +1,21 @@
+"""Fixtures of the backend tests."""
+import shutil
+from collections import OrderedDict
+import pytest
+from minitensor.backend import realize as realize_mod, runtime
+from cache_files import CACHE_ENV
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+  """A fresh, empty cache directory and empty in-memory caches (kernels, compiled graphs, fallback dir), so a
+  kernel is compiled anew and the counters of `stats` move only by what the test does."""
+  d = tmp_path / "cache"
+  for v in CACHE_ENV: monkeypatch.delenv(v, raising=False)
+  monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(d))
+  monkeypatch.setattr(runtime, "_loaded", {})
+  monkeypatch.setattr(runtime, "_identity", {})
+  monkeypatch.setattr(runtime, "_fallback", [])
+  monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
+  yield d
+  for p in runtime._fallback: shutil.rmtree(p, ignore_errors=True)
