@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import minitensor as mt
 import minitensor.testing as mtt
-from minitensor.backend import realize as R
+from minitensor.backend import realize as R, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.uop import buf, range_, sink
 from minitensor.backend.render_c import render_c
@@ -56,7 +56,7 @@ def test_checked_results_are_identical(name, monkeypatch):
 def test_checked_mode_compiles_checked_kernels(monkeypatch):
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   y = mt.asarray(A) * 3 + 1
-  key = (R.structure([y.uop])[0], True)        # the compiled-schedule cache keeps checked and plain programs apart
+  key = (R.structure([y.uop])[0], True, tiers.mode())    # the schedule cache keeps checked and plain programs apart
   y.numpy()
   prog = R._cache[key]
   assert prog.checked and all("mt_err" in k.src and "mt_oob" in k.src for k, *_ in prog.fns)

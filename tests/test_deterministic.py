@@ -1,6 +1,9 @@
 """Threaded kernels give the same bits run after run, and with one thread or two: every output element is
-computed by one thread, and every reduction combines its terms in an order fixed by the kernel's source."""
+computed by one thread, and every reduction combines its terms in an order fixed by the kernel's source.
+The kernels are compiled at tier 1 (OpenMP, vectorized; tier 0 runs on one thread, and its transcendental
+functions may differ from tier 1's in the last bits: backend/tiers.py)."""
 import os, subprocess, sys
+import pytest
 
 _WORK = r'''
 import hashlib, numpy as np, minitensor as mt
@@ -15,6 +18,10 @@ def digest():
           nn.layer_norm(t, (512,)), mt.exp(t) * 2 - t.T.T]
   return [hashlib.sha256(np.asarray(o).tobytes()).hexdigest() for o in outs]
 '''
+
+
+@pytest.fixture(autouse=True)
+def tier1(monkeypatch): monkeypatch.setenv("MINITENSOR_TIER", "1")
 
 
 def _digest_in_process() -> list[str]:

@@ -77,8 +77,18 @@ def _innermost(s: frozenset, scope: dict) -> UOp | None:
   return inner
 
 
-def linearize(sink: UOp) -> list[Stmt]:
+_recent: dict[UOp, tuple[Stmt, ...]] = {}     # the last programs (the tiers' work estimate and the renderer both ask)
+
+
+def linearize(sink: UOp) -> tuple[Stmt, ...]:
   """The program of `sink`: loops nested or siblings as the edges require, each node once."""
+  if (p := _recent.get(sink)) is None:
+    if len(_recent) >= 64: _recent.clear()
+    p = _recent[sink] = tuple(_linearize(sink))
+  return p
+
+
+def _linearize(sink: UOp) -> list[Stmt]:
   nodes = sink.toposort()
   pos = {u: i for i, u in enumerate(nodes)}
   scope, parent = _scopes(nodes)

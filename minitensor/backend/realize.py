@@ -10,14 +10,16 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, os, time, weakref
+import itertools, logging, os, threading, time, weakref
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, FLOAT_ARG, prod, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
+from minitensor.backend.linearize import iterations
 from minitensor.backend.render_c import PRELUDE, render_function
+from minitensor.backend import tiers
 from minitensor.backend.runtime import compile_c, Kernel, Once, stats, _ffi
 
 _from_buffer = _ffi.from_buffer
@@ -60,26 +62,48 @@ if DEBUG and not log.handlers:
 
 @dataclass
 class Compiled:
-  """A schedule with its kernels compiled: run it on a list of input arrays."""
+  """A schedule with its kernels compiled (at `tier`, tiers.py): run it on a list of input arrays. At tier 0 the
+  run time is accumulated; past tiers.HOT_SECONDS the tier-1 compile starts on a background thread, and its
+  functions replace `fns` in one assignment."""
   sched: Schedule
   fns: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]]     # (kernel, buffer slots, size arguments)
   compile_seconds: float = 0.0
   runs: int = 0
-
   checked: bool = False
+  tier: int = 1
+  src: str = ""
+  names: dict = field(default_factory=dict)     # each kernel's C function name
+  elapsed: float = 0.0                          # run time at tier 0
+  upgrade: threading.Thread | None = None
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     s = self.sched
     bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
+    t = time.perf_counter() if self.tier == 0 else 0.0
     if DEBUG or self.checked: self._run_slow(bufs)
     else:
       for k, slots, sizes in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots], *sizes)
+    if self.tier == 0:
+      self.elapsed += time.perf_counter() - t
+      if self.elapsed > tiers.HOT_SECONDS and self.upgrade is None and tiers.mode() == "auto": self._tier_up()
     self.runs += 1
     return [bufs[o] for o in s.outputs]
 
+  def _tier_up(self) -> None:
+    """Compile at tier 1 on a background thread; swap the functions in when done (a failed compile keeps tier 0)."""
+    def work() -> None:
+      cc, flags = tiers.toolchain(1, False)
+      try: fns = _functions(self.sched, self.names, compile_c(self.src, flags, cc))
+      except Exception as e:                   # noqa: BLE001  (the tier-0 code keeps working)
+        log.warning(f"minitensor: the tier-1 compile failed, staying at tier 0: {e}")
+        return
+      self.fns, self.tier = fns, 1
+    self.upgrade = threading.Thread(target=work, name="minitensor-tier1", daemon=True)
+    self.upgrade.start()
+
   def _run_slow(self, bufs: list[np.ndarray]) -> None:
     """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
-    origin = f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit"
+    origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit")
     err = np.zeros(3, np.int64)
     for (k, slots, sizes), spec in zip(self.fns, self.sched.kernels):
       args = [_from_buffer(bufs[i], require_writable=False) for i in slots] + list(sizes) + ([_from_buffer(err)] if self.checked else [])
@@ -127,9 +151,20 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
   src = PRELUDE + "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
-  lib = compile_c(src)
-  fns = [(lib[names[k.sink, bool(k.sizes)]], k.slots, _extra(k)) for k in sched.kernels]
-  return Compiled(sched, fns, time.perf_counter() - t, checked=checked)
+  tier = tiers.choose(_work(sched))
+  cc, flags = tiers.toolchain(tier, "_Float16" in src[len(PRELUDE):])
+  fns = _functions(sched, names, compile_c(src, flags, cc))
+  return Compiled(sched, fns, time.perf_counter() - t, checked=checked, tier=tier, src=src, names=names)
+
+
+def _functions(sched: Schedule, names: dict, lib: dict[str, Kernel]) -> list:
+  """(kernel, buffer slots, size arguments) of every kernel of the schedule, from a compiled library."""
+  return [(lib[names[k.sink, bool(k.sizes)]], k.slots, _extra(k)) for k in sched.kernels]
+
+
+def _work(sched: Schedule) -> int:
+  """The schedule's predicted work: its loop iterations (the loop bounds of a size-generic kernel)."""
+  return sum(prod(k.sizes) if k.sizes else iterations(k.sink) for k in sched.kernels)
 
 
 def _extra(k) -> tuple:
@@ -184,7 +219,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     borrowed = any(is_borrowed(_leaf(o)) for o in outputs)
   else:
     skey, leaves = structure(outputs)
-    key = (skey, os.environ.get("MINITENSOR_CHECK") == "1")
+    key = (skey, os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
     prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
     res = [r.reshape(o.shape) for r, o in zip(prog([b.data for b in leaves]), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)

@@ -56,12 +56,19 @@ static inline int64_t f2i64_##S(T x) { return (x >= (T)-0x1p63 && x < (T)0x1p63)
 static inline uint64_t f2u64_##S(T x) \
 { return x >= (T)0x1p63 ? (uint64_t)f2i64_##S(x - (T)0x1p63) ^ 0x8000000000000000ull : (uint64_t)f2i64_##S(x); }
 MT_F2I(float, f32) MT_F2I(double, f64)
-/* NumPy's float16 maximum/minimum keep the first operand on ties (float32/64 keep the second) */
+#ifdef __TINYC__
+/* tcc's NAN is 0.0f / 0.0f, which is x86's default NaN: its sign bit is set. NumPy's (and gcc's) NAN is positive */
+#undef NAN
+#define NAN (((union { uint32_t u; float f; }){ 0x7fc00000u }).f)
+#else
+/* NumPy's float16 maximum/minimum keep the first operand on ties (float32/64 keep the second); tcc has no
+   _Float16 (kernels with float16 are compiled by the C compiler in every tier) */
 static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (a >= b || a != a) ? a : b; }
 static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (a <= b || a != a) ? a : b; }
+#endif
 /* checked mode: record the first out-of-bounds access (which buffer, which index) instead of making it */
 static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i) { if (!err[0]) { err[0] = 1; err[1] = slot; err[2] = i; } return 0; }
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__) && defined(__x86_64__) && defined(__GLIBC__)
 /* glibc's vector math library (libmvec): loops calling these vectorize; same special values as libm */
 #define MT_SIMD(fn) __attribute__((simd("notinbranch"))) float fn##f(float); __attribute__((simd("notinbranch"))) double fn(double);
 #define MT_SIMD2(fn) __attribute__((simd("notinbranch"))) float fn##f(float, float); __attribute__((simd("notinbranch"))) double fn(double, double);

@@ -275,9 +275,8 @@ _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 _SWITCH = re.compile(r"^int mt_serial\b", re.M)
 
 
-def _key(src: str, flags: tuple) -> str:
+def _key(src: str, flags: tuple, cc: str) -> str:
   h = hashlib.sha256()
-  cc = compiler()
   for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src):
     h.update(part.encode())
     h.update(b"\0")
@@ -365,10 +364,10 @@ def _sweep(d: str) -> None:
       if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
 
 
-def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
-  """Compile src (with its key embedded) in a private build directory, load it from there, move it into the
-  cache at path; the loaded library."""
-  d, cc = os.path.dirname(path), compiler()
+def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int, cc: str):
+  """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
+  the cache at path; the loaded library."""
+  d = os.path.dirname(path)
   _sweep(d)
   work = tempfile.mkdtemp(dir=d, prefix=".build-")
   try:
@@ -451,13 +450,14 @@ def _keep(key: str, ks: dict[str, Kernel]) -> None: _loaded[key] = ks
 _libraries = Once(_memory_hit, _keep)
 
 
-def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
-  """Compile (or fetch from the caches) a translation unit; its kernels by name."""
-  key = _key(src, flags)
-  return _libraries.get(key, lambda: _load(src, key, flags))
+def compile_c(src: str, flags: tuple = FLAGS, cc: str | None = None) -> dict[str, Kernel]:
+  """Compile (or fetch from the caches) a translation unit with cc (default: compiler()); its kernels by name."""
+  cc = cc or compiler()
+  key = _key(src, flags, cc)
+  return _libraries.get(key, lambda: _load(src, key, flags, cc))
 
 
-def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
+def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
   limit = cache_limit()                       # a bad MINITENSOR_CACHE_BYTES fails before any compile
   path = os.path.join(_entry_dir(key), key + ".so")
   # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
@@ -468,7 +468,7 @@ def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
   if _valid(path) and (lib := _open(path, key, cdef)) is not None:
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
-  else: lib = _build(src, key, path, flags, cdef, limit)
+  else: lib = _build(src, key, path, flags, cdef, limit, cc)
   if switch:
     _threaded.append(lib)
     if _serial: lib.mt_serial = 1

@@ -79,7 +79,7 @@ def test_install_waits_for_the_cache_lock(cache):
   """Entries are moved into place under the cache's lock: while another holder has it, a finished compile is
   loaded (from its build directory) but not installed; once the lock is free it is, with a valid checksum."""
   src = "void k(float* restrict a) { a[0] = 42.0f; }\n"
-  key = runtime._key(src, runtime.FLAGS)
+  key = runtime._key(src, runtime.FLAGS, runtime.compiler())
   path = os.path.join(runtime.cache_dir(), key[:2], key + ".so")
   c0, done = stats.compiles, []
   with runtime._locked(runtime.cache_dir()):

@@ -44,7 +44,9 @@ def _run(tmp_path, body: str, *args: str, **env) -> str:
   script = tmp_path / "scenario.py"
   script.write_text(_COMMON + textwrap.dedent(body))
   e = {k: v for k, v in os.environ.items() if not k.startswith("MINITENSOR_")}
-  e.update(MINITENSOR_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=REPO + os.pathsep + e.get("PYTHONPATH", ""), **env)
+  # tier 1: the kernels these tests run must be OpenMP-threaded ones (tier 0's tcc code runs on one thread)
+  e.update(MINITENSOR_CACHE_DIR=str(tmp_path / "cache"), MINITENSOR_TIER="1",
+           PYTHONPATH=REPO + os.pathsep + e.get("PYTHONPATH", ""), **env)
   try: p = subprocess.run([sys.executable, str(script), *args], env=e, cwd=str(tmp_path), capture_output=True,
                           text=True, timeout=240)
   except subprocess.TimeoutExpired as t: pytest.fail(f"hung: {t.stderr}")

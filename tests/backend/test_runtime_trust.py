@@ -178,18 +178,18 @@ def test_entry_of_the_wrong_size_is_rebuilt(cache):
 
 def test_key_embedded_in_every_library(cache):
   src = "void k(float* restrict a) { a[0] = 1.0f; }\n"
-  key = runtime._key(src, runtime.FLAGS)
+  key = runtime._key(src, runtime.FLAGS, runtime.compiler())
   lib = compile_c(src)["k"].lib
   assert runtime._ffi.string(lib.mt_cache_key) == key.encode()
 
 
 def test_key_includes_the_target_cpu(monkeypatch):
   src = "void k(float* restrict a) { a[0] = 1.0f; }\n"
-  k0 = runtime._key(src, runtime.FLAGS)
+  k0 = runtime._key(src, runtime.FLAGS, runtime.compiler())
   assert runtime.target_cpu() and ("flags=" in runtime.target_cpu() or "Features=" in runtime.target_cpu()
                                    or not os.path.exists("/proc/cpuinfo"))
   monkeypatch.setattr(runtime, "_cpu", ["another cpu"])
-  assert runtime._key(src, runtime.FLAGS) != k0
+  assert runtime._key(src, runtime.FLAGS, runtime.compiler()) != k0
 
 
 # ---------------------------------------------------------------------- directories
@@ -220,7 +220,7 @@ def test_sticky_world_writable_ancestor_is_accepted(tmp_path, monkeypatch):
 
 def test_cache_subdirectory_that_is_a_file_falls_back_with_a_warning(cache):
   src = "void k(float* restrict a) { a[0] += 5.0f; }\n"
-  key = runtime._key(src, runtime.FLAGS)
+  key = runtime._key(src, runtime.FLAGS, runtime.compiler())
   (cache / f"v{runtime.VERSION}").mkdir(parents=True)
   (cache / f"v{runtime.VERSION}" / key[:2]).write_text("not a directory")
   with warnings.catch_warnings(record=True) as caught:
