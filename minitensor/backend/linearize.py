@@ -174,6 +174,16 @@ def _linearize(sink: UOp) -> list[Stmt]:
   return [s for s in out if s.kind != "node" or s.u.op not in _NOT_STMT]
 
 
+def operations(sink: UOp) -> int:
+  """Statements executed by a lowered program: every statement times the iterations of the loops around it."""
+  total, stack = 0, [1]
+  for s in linearize(sink):
+    if s.kind == "open": stack.append(stack[-1] * s.u.arg.size)
+    elif s.kind == "close": stack.pop()
+    else: total += stack[-1]
+  return total
+
+
 def iterations(sink: UOp) -> int:
   """Total loop iterations of a lowered program: sum over loops of size * iterations of the loops around it."""
   total, stack = 0, [1]

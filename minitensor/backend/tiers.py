@@ -14,7 +14,7 @@ differ in the last places: measured on 100,000 random arguments, 1-4 ulp (float3
 others 2; float64 exp, sin, cos, tan, tanh, sinh 3), within the 4 ulp glibc documents for libmvec
 (tests/backend/test_tiers.py checks 4).
 
-MINITENSOR_TIER=0|1|auto (default auto). In auto, a schedule whose predicted work (loop iterations) reaches
+MINITENSOR_TIER=0|1|auto (default auto). In auto, a schedule whose predicted work (statements executed) reaches
 LARGE_WORK is compiled at tier 1 at once, so big-array throughput never drops; any other starts at tier 0 and,
 once its accumulated run time passes HOT_SECONDS (about what an -O3 compile of a small kernel costs), is
 compiled at tier 1 on a background thread and swapped in by one assignment (a call in flight finishes on the
@@ -25,10 +25,14 @@ import os, shutil
 from minitensor.backend.runtime import FLAGS, compiler
 
 TCC_FLAGS = ("-shared", "-fPIC")
-# Measured (AMD EPYC Zen 3, gcc 12, softmax (100, 100) / a + b): -O1 52 / 37 ms, -O2 60 / 40 ms, -O3 65 / 47 ms
-# (and pathological -O3 cases up to 1 s): -O1 is the cheap level
+# Measured (AMD EPYC Zen 3, gcc 12, first calls in a new process): -O1 111 ms for softmax (100, 100) where
+# -O3 takes 976 ms, 87 / 104 ms for a + b; -O1 is the cheap level
 TIER0_FLAGS = ("-O1",) + FLAGS[1:]
-LARGE_WORK = 1 << 22      # loop iterations: tcc's scalar code would cost tens of ms per call
+# Measured (AMD EPYC Zen 3): tier-0 code costs 0.5-1.2 ns more per statement executed than tier 1 (a 1M-element
+# add, softmax (512, 512), a column sum, GEMM 128), and an -O3 compile ~90 ms more than tcc's: one call breaks
+# even near 2^26 statements. Above LARGE_WORK a schedule compiles at -O3 at once (its tier-0 call would cost
+# more than ~30 ms over tier 1's).
+LARGE_WORK = 1 << 25
 HOT_SECONDS = 0.1         # accumulated tier-0 run time after which the tier-1 compile starts
 
 
@@ -47,7 +51,7 @@ def fast_compiler() -> str | None:
 
 
 def choose(work: int) -> int:
-  """The tier a new schedule of this predicted work (loop iterations) starts at."""
+  """The tier a new schedule of this predicted work (statements executed) starts at."""
   m = mode()
   if m != "auto": return int(m)
   return 1 if work >= LARGE_WORK else 0
