@@ -31,13 +31,12 @@ runtime sets in a forked child (os.register_at_fork), so there they run single-t
 locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import atexit, contextlib, fcntl, hashlib, os, platform, re, shutil, stat, struct, subprocess, tempfile, threading, time
-import warnings, weakref
+import atexit, contextlib, fcntl, os, platform, re, shutil, stat, struct, tempfile, threading, time, warnings, weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 import numpy as np
-import cffi
 from minitensor.backend.uop import UOp, Ops
+# cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
 
 VERSION = "0.1.0"
 
@@ -133,6 +132,7 @@ _identity: dict[str, str] = {}
 
 def _compiler_identity(cc: str) -> str:
   if cc not in _identity:
+    import subprocess
     try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[:1]
     except (OSError, subprocess.SubprocessError): out = []
     _identity[cc] = f"{shutil.which(cc) or cc} {out[0] if out else ''}"
@@ -269,13 +269,25 @@ class Kernel:
   lib: object = field(repr=False, default=None)
 
 
-_ffi = cffi.FFI()
+_ffi: list = []
+
+
+def ffi():
+  """The cffi FFI that wraps buffers as kernel arguments. cffi (with pycparser, about 35 ms) and subprocess and
+  hashlib are imported at the first compile or load, not by `import minitensor`."""
+  if not _ffi:
+    import cffi
+    _ffi.append(cffi.FFI())
+  return _ffi[0]
+
+
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 _SWITCH = re.compile(r"^int mt_serial\b", re.M)
 
 
 def _key(src: str, flags: tuple) -> str:
+  import hashlib
   h = hashlib.sha256()
   cc = compiler()
   for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src):
@@ -299,6 +311,7 @@ def _elf_complete(data: bytes) -> bool:
 def _valid(so: str) -> bool:
   """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
   the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
+  import hashlib
   try:
     with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
     fd = os.open(so, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -311,7 +324,7 @@ def _valid(so: str) -> bool:
   return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
 
 
-_ffis: dict[str, cffi.FFI] = {}
+_ffis: dict = {}
 
 
 def _open(path: str, key: str, cdef: str):
@@ -319,6 +332,7 @@ def _open(path: str, key: str, cdef: str):
   # one FFI per set of declarations (kernels of different libraries may share a name with other parameters):
   # parsing them costs more than loading a library
   if (ffi := _ffis.get(cdef)) is None:
+    import cffi
     ffi = cffi.FFI()
     ffi.cdef(cdef + "\nextern const char mt_cache_key[];")
     _ffis[cdef] = ffi
@@ -368,6 +382,7 @@ def _sweep(d: str) -> None:
 def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
   """Compile src (with its key embedded) in a private build directory, load it from there, move it into the
   cache at path; the loaded library."""
+  import hashlib, subprocess
   d, cc = os.path.dirname(path), compiler()
   _sweep(d)
   work = tempfile.mkdtemp(dir=d, prefix=".build-")
@@ -477,7 +492,8 @@ def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:
   """Run k on contiguous ndarrays (one per parameter, in slot order)."""
-  k.fn(*[_ffi.from_buffer(a, require_writable=False) for a in arrays])
+  from_buffer = ffi().from_buffer
+  k.fn(*[from_buffer(a, require_writable=False) for a in arrays])
 
 
 def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:
