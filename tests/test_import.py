@@ -11,7 +11,6 @@ HEAVY = ("cffi", "pycparser", "hypothesis", "scipy", "matplotlib", "numpy.random
 _CHILD = textwrap.dedent("""
   import json, sys
   import numpy as np
-import pytest
   heavy = %r
   loaded = lambda: [m for m in heavy if m in sys.modules]
   import minitensor as mt
