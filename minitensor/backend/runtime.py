@@ -379,6 +379,33 @@ def _sweep(d: str) -> None:
       if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
 
 
+def compile_timeout() -> float:
+  """$MINITENSOR_COMPILE_TIMEOUT: seconds a compiler may run before it is stopped (default 120). Anything but a
+  positive finite number raises ValueError naming the variable."""
+  s = os.environ.get("MINITENSOR_COMPILE_TIMEOUT", "").strip()
+  if not s: return 120.0
+  try: t = float(s)
+  except ValueError: t = float("nan")
+  if not 0 < t < float("inf"):
+    raise ValueError(f"MINITENSOR_COMPILE_TIMEOUT={s!r} is not a positive number of seconds (e.g. 120 or 2.5)")
+  return t
+
+
+def _run_compiler(cmd: list[str], cwd: str):
+  """Run the compiler in its own process group (the driver's children too: cc1, as, ld), stopped as a whole at
+  compile_timeout() (subprocess.TimeoutExpired) or when this thread is interrupted (Ctrl-C); the finished
+  subprocess.CompletedProcess."""
+  import signal, subprocess
+  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  try: out, err = p.communicate(timeout=compile_timeout())
+  except BaseException:
+    # the whole group: a child left running would also keep the pipes open, and communicate() waits for them
+    with contextlib.suppress(OSError): os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    raise
+  return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
 def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
   """Compile src (with its key embedded) in a private build directory, load it from there, move it into the
   cache at path; the loaded library."""
@@ -390,9 +417,13 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
     with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
     t = time.perf_counter()
     # relative names: the object's bytes depend only on the source, whichever process builds it
-    try: p = subprocess.run([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], capture_output=True, text=True,
-                            cwd=work)
+    try: p = _run_compiler([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], work)
     except OSError: raise _no_compiler(cc) from None
+    except subprocess.TimeoutExpired as e:
+      kept = os.path.join(d, key + ".failed.c")
+      with open(kept, "w") as f: f.write(src)
+      raise CompileError(f"{cc} did not finish within {e.timeout:g} s and was stopped (MINITENSOR_COMPILE_TIMEOUT; "
+                         f"set it higher for a very large kernel)", kept) from None
     stats.compiles += 1
     stats.compile_seconds += time.perf_counter() - t
     so = os.path.join(work, "kernel.so")
@@ -474,6 +505,7 @@ def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
 
 def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
   limit = cache_limit()                       # a bad MINITENSOR_CACHE_BYTES fails before any compile
+  compile_timeout()                           # and so does a bad MINITENSOR_COMPILE_TIMEOUT
   path = os.path.join(_entry_dir(key), key + ".so")
   # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
   sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
