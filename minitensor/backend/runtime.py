@@ -23,7 +23,9 @@ minitensor's version. The threat model is in the README; the rules that enforce 
                a build directory nor the entry just built. A build directory is removed however its build ends;
                those older than an hour (a killed process) are swept.
 
-MINITENSOR_NOCACHE=1 keeps compiled objects in a temporary directory for this process only (removed at exit).
+MINITENSOR_COMPILE_TIMEOUT (seconds, default 120) bounds a compile: the compiler's process group is killed and a
+CompileError names the variable (an interrupt kills it too). MINITENSOR_NOCACHE=1 keeps compiled objects in a
+temporary directory for this process only (removed at exit).
 
 fork: GNU OpenMP's thread pool does not survive fork(), a parallel region in the child would wait for it
 forever. Every rendered kernel's parallel loops run only `if(!mt_serial)`, a global of its library that the
@@ -291,11 +293,19 @@ _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 _SWITCH = re.compile(r"^int mt_serial\b", re.M)
 
 
+def _tuned(flags: tuple, cc: str) -> tuple:
+  """The flags cc is run with: GCC_O3_FLAGS added to an -O3 build by GCC, whose --version line reads
+  `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
+  line = _compiler_identity(cc)
+  gcc = "clang" not in line and re.search(r"\) \d+\.\d+", line) is not None
+  return flags + GCC_O3_FLAGS if gcc and "-O3" in flags else flags
+
+
 def _key(src: str, flags: tuple) -> str:
   import hashlib
   h = hashlib.sha256()
   cc = compiler()
-  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src):
+  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(_tuned(flags, cc)), src):
     h.update(part.encode())
     h.update(b"\0")
   return h.hexdigest()[:32]
@@ -422,7 +432,7 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int):
     with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
     t = time.perf_counter()
     # relative names: the object's bytes depend only on the source, whichever process builds it
-    try: p = _run_compiler([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], work)
+    try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
     except OSError: raise _no_compiler(cc) from None
     except subprocess.TimeoutExpired as e:
       kept = os.path.join(d, key + ".failed.c")
@@ -504,15 +514,10 @@ _libraries = Once(_memory_hit, _keep)
 
 def compile_c(src: str, flags: tuple = FLAGS) -> dict[str, Kernel]:
   """Compile (or fetch from the caches) a translation unit; its kernels by name."""
-  if "-O3" in flags and _is_gcc(compiler()): flags = flags + GCC_O3_FLAGS
   key = _key(src, flags)
   return _libraries.get(key, lambda: _load(src, key, flags))
 
 
-def _is_gcc(cc: str) -> bool:
-  """cc is GCC: its --version line reads `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
-  line = _compiler_identity(cc)
-  return "clang" not in line and re.search(r"\) \d+\.\d+", line) is not None
 
 
 def _load(src: str, key: str, flags: tuple) -> dict[str, Kernel]:
