@@ -13,11 +13,24 @@ from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty,
 from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named functions)
 from minitensor.creation import *  # noqa: F401,F403
 from minitensor.manipulation import *  # noqa: F401,F403
-from minitensor import random  # noqa: F401
-from minitensor import nn  # noqa: F401
 from minitensor.inspect import explain, to_dot  # noqa: F401
 from minitensor.extra import *  # noqa: F401,F403
 from minitensor.sorting import *  # noqa: F401,F403
 from minitensor.statistics import *  # noqa: F401,F403
 from minitensor.einsum import einsum  # noqa: F401
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
+
+# imported on first use (`mt.random`, `mt.nn`, `mt.testing`): numpy.random alone costs ~10 ms of import time,
+# testing needs hypothesis
+_SUBMODULES = ("random", "nn", "testing")
+
+
+def __getattr__(name: str):
+  if name in _SUBMODULES:
+    import importlib
+    return importlib.import_module(f"minitensor.{name}")
+  raise AttributeError(f"module 'minitensor' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+  return sorted(set(globals()) | set(_SUBMODULES))

@@ -20,9 +20,14 @@ from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend import tiers
-from minitensor.backend.runtime import compile_c, Kernel, Once, stats, _ffi
+from minitensor.backend.runtime import compile_c, Kernel, Once, stats, ffi
 
-_from_buffer = _ffi.from_buffer
+
+def _from_buffer(*args, **kw):
+  """cffi's from_buffer; binds itself at the first call (cffi is imported by the first compile, not at import)."""
+  global _from_buffer
+  _from_buffer = ffi().from_buffer
+  return _from_buffer(*args, **kw)
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
 

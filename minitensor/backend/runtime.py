@@ -23,7 +23,9 @@ minitensor's version. The threat model is in the README; the rules that enforce 
                a build directory nor the entry just built. A build directory is removed however its build ends;
                those older than an hour (a killed process) are swept.
 
-MINITENSOR_NOCACHE=1 keeps compiled objects in a temporary directory for this process only (removed at exit).
+MINITENSOR_COMPILE_TIMEOUT (seconds, default 120) bounds a compile: the compiler's process group is killed and a
+CompileError names the variable (an interrupt kills it too). MINITENSOR_NOCACHE=1 keeps compiled objects in a
+temporary directory for this process only (removed at exit).
 
 fork: GNU OpenMP's thread pool does not survive fork(), a parallel region in the child would wait for it
 forever. Every rendered kernel's parallel loops run only `if(!mt_serial)`, a global of its library that the
@@ -31,13 +33,12 @@ runtime sets in a forked child (os.register_at_fork), so there they run single-t
 locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import atexit, contextlib, fcntl, hashlib, os, platform, re, shutil, stat, struct, subprocess, tempfile, threading, time
-import warnings, weakref
+import atexit, contextlib, fcntl, os, platform, re, shutil, stat, struct, tempfile, threading, time, warnings, weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 import numpy as np
-import cffi
 from minitensor.backend.uop import UOp, Ops
+# cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
 
 VERSION = "0.1.0"
 
@@ -121,6 +122,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # -ffp-contract=off: a*b + c is rounded twice, as NumPy computes it (fused multiply-adds are written
 # explicitly by the renderer where NumPy's own kernels fuse: the dot-product accumulations of matmul).
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-std=gnu99")
+# added to gcc's -O3 builds only (clang and tcc do not know them); figures in benchmarks/RESULTS.md, "-O3 compile time".
+# peeled-insns 150 (default 200): after unroll-and-jam, complete unrolling of reduction loops with literal trip counts
+# (softmax of (100, 100)) made 0.6-1.0 s compiles of a 60 ms kernel; no-version-loops-for-strides: no second copy of
+# every loop over a runtime stride, assuming it is 1. Neither changes the machine code of any benchmark workload.
+GCC_O3_FLAGS = ("--param=max-completely-peeled-insns=150", "-fno-version-loops-for-strides")
 
 
 def compiler() -> str:
@@ -133,6 +139,7 @@ _identity: dict[str, str] = {}
 
 def _compiler_identity(cc: str) -> str:
   if cc not in _identity:
+    import subprocess
     try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[:1]
     except (OSError, subprocess.SubprocessError): out = []
     _identity[cc] = f"{shutil.which(cc) or cc} {out[0] if out else ''}"
@@ -269,15 +276,35 @@ class Kernel:
   lib: object = field(repr=False, default=None)
 
 
-_ffi = cffi.FFI()
+_ffi: list = []
+
+
+def ffi():
+  """The cffi FFI that wraps buffers as kernel arguments. cffi (with pycparser, about 35 ms) and subprocess and
+  hashlib are imported at the first compile or load, not by `import minitensor`."""
+  if not _ffi:
+    import cffi
+    _ffi.append(cffi.FFI())
+  return _ffi[0]
+
+
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 _SWITCH = re.compile(r"^int mt_serial\b", re.M)
 
 
+def _tuned(flags: tuple, cc: str) -> tuple:
+  """The flags cc is run with: GCC_O3_FLAGS added to an -O3 build by GCC, whose --version line reads
+  `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
+  line = _compiler_identity(cc)
+  gcc = "clang" not in line and re.search(r"\) \d+\.\d+", line) is not None
+  return flags + GCC_O3_FLAGS if gcc and "-O3" in flags else flags
+
+
 def _key(src: str, flags: tuple, cc: str) -> str:
+  import hashlib
   h = hashlib.sha256()
-  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(flags), src):
+  for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(_tuned(flags, cc)), src):
     h.update(part.encode())
     h.update(b"\0")
   return h.hexdigest()[:32]
@@ -298,6 +325,7 @@ def _elf_complete(data: bytes) -> bool:
 def _valid(so: str) -> bool:
   """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
   the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
+  import hashlib
   try:
     with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
     fd = os.open(so, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -310,7 +338,7 @@ def _valid(so: str) -> bool:
   return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
 
 
-_ffis: dict[str, cffi.FFI] = {}
+_ffis: dict = {}
 
 
 def _open(path: str, key: str, cdef: str):
@@ -318,6 +346,7 @@ def _open(path: str, key: str, cdef: str):
   # one FFI per set of declarations (kernels of different libraries may share a name with other parameters):
   # parsing them costs more than loading a library
   if (ffi := _ffis.get(cdef)) is None:
+    import cffi
     ffi = cffi.FFI()
     ffi.cdef(cdef + "\nextern const char mt_cache_key[];")
     _ffis[cdef] = ffi
@@ -364,9 +393,37 @@ def _sweep(d: str) -> None:
       if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
 
 
+def compile_timeout() -> float:
+  """$MINITENSOR_COMPILE_TIMEOUT: seconds a compiler may run before it is stopped (default 120). Anything but a
+  positive finite number raises ValueError naming the variable."""
+  s = os.environ.get("MINITENSOR_COMPILE_TIMEOUT", "").strip()
+  if not s: return 120.0
+  try: t = float(s)
+  except ValueError: t = float("nan")
+  if not 0 < t < float("inf"):
+    raise ValueError(f"MINITENSOR_COMPILE_TIMEOUT={s!r} is not a positive number of seconds (e.g. 120 or 2.5)")
+  return t
+
+
+def _run_compiler(cmd: list[str], cwd: str):
+  """Run the compiler in its own process group (the driver's children too: cc1, as, ld), stopped as a whole at
+  compile_timeout() (subprocess.TimeoutExpired) or when this thread is interrupted (Ctrl-C); the finished
+  subprocess.CompletedProcess."""
+  import signal, subprocess
+  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  try: out, err = p.communicate(timeout=compile_timeout())
+  except BaseException:
+    # the whole group: a child left running would also keep the pipes open, and communicate() waits for them
+    with contextlib.suppress(OSError): os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    raise
+  return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
 def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
   the cache at path; the loaded library."""
+  import hashlib, subprocess
   d = os.path.dirname(path)
   _sweep(d)
   work = tempfile.mkdtemp(dir=d, prefix=".build-")
@@ -374,9 +431,13 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int, c
     with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
     t = time.perf_counter()
     # relative names: the object's bytes depend only on the source, whichever process builds it
-    try: p = subprocess.run([cc, *flags, "-o", "kernel.so", "kernel.c", "-lm"], capture_output=True, text=True,
-                            cwd=work)
+    try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
     except OSError: raise _no_compiler(cc) from None
+    except subprocess.TimeoutExpired as e:
+      kept = os.path.join(d, key + ".failed.c")
+      with open(kept, "w") as f: f.write(src)
+      raise CompileError(f"{cc} did not finish within {e.timeout:g} s and was stopped (MINITENSOR_COMPILE_TIMEOUT; "
+                         f"set it higher for a very large kernel)", kept) from None
     stats.compiles += 1
     stats.compile_seconds += time.perf_counter() - t
     so = os.path.join(work, "kernel.so")
@@ -459,6 +520,7 @@ def compile_c(src: str, flags: tuple = FLAGS, cc: str | None = None) -> dict[str
 
 def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
   limit = cache_limit()                       # a bad MINITENSOR_CACHE_BYTES fails before any compile
+  compile_timeout()                           # and so does a bad MINITENSOR_COMPILE_TIMEOUT
   path = os.path.join(_entry_dir(key), key + ".so")
   # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
   sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
@@ -477,7 +539,8 @@ def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:
   """Run k on contiguous ndarrays (one per parameter, in slot order)."""
-  k.fn(*[_ffi.from_buffer(a, require_writable=False) for a in arrays])
+  from_buffer = ffi().from_buffer
+  k.fn(*[from_buffer(a, require_writable=False) for a in arrays])
 
 
 def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:

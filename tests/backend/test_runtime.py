@@ -125,3 +125,24 @@ def test_run_c_accepts_larger_and_read_only_inputs():
   out = np.zeros(8, np.float32)
   run_c(copy_kernel(), {0: a, 1: out})
   np.testing.assert_array_equal(out, a[:8])
+
+
+@pytest.mark.parametrize("version, tuned", [(None, True), ("Debian clang version 14.0.6", False)])
+def test_gcc_o3_builds_get_the_compile_time_flags(cache, tmp_path, monkeypatch, version, tuned):
+  """GCC_O3_FLAGS reach gcc's -O3 builds only: not an -O1 build, not a compiler whose --version is clang's."""
+  real, log = runtime.compiler(), tmp_path / "argv"
+  answer = f'echo "{version}"; exit 0' if version else f'exec "{real}" "$@"'
+  cc = tmp_path / "logcc"
+  cc.write_text(f'#!/bin/sh\ncase "$1" in --version) {answer};; esac\necho "$@" >> "{log}"\nexec "{real}" "$@"\n')
+  cc.chmod(0o755)
+  monkeypatch.setenv("MINITENSOR_CC", str(cc))
+  monkeypatch.setattr(runtime, "_identity", {})
+  src, name = fresh_source()
+  a = np.zeros(1, np.float32)
+  runtime.call(compile_c(src)[name], [a])
+  runtime.call(compile_c(src, flags=tuple(f for f in runtime.FLAGS if f != "-O3") + ("-O1",))[name], [a])
+  assert a[0] == 2.0
+  o3, o1 = log.read_text().splitlines()
+  assert "-O3" in o3.split() and "-O1" in o1.split()
+  assert all((f in o3.split()) == tuned for f in runtime.GCC_O3_FLAGS)
+  assert not set(runtime.GCC_O3_FLAGS) & set(o1.split())

@@ -180,7 +180,7 @@ def test_key_embedded_in_every_library(cache):
   src = "void k(float* restrict a) { a[0] = 1.0f; }\n"
   key = runtime._key(src, runtime.FLAGS, runtime.compiler())
   lib = compile_c(src)["k"].lib
-  assert runtime._ffi.string(lib.mt_cache_key) == key.encode()
+  assert runtime.ffi().string(lib.mt_cache_key) == key.encode()
 
 
 def test_key_includes_the_target_cpu(monkeypatch):

@@ -19,11 +19,11 @@ TCC = shutil.which("tcc")
 def compilers(monkeypatch):
   """The compiler of every build this test makes, in order."""
   seen: list[str] = []
-  run = runtime.subprocess.run
-  def spy(args, **kw):
-    if "-o" in args: seen.append(os.path.basename(args[0]))
-    return run(args, **kw)
-  monkeypatch.setattr(runtime.subprocess, "run", spy)
+  run = runtime._run_compiler
+  def spy(cmd, cwd):
+    seen.append(os.path.basename(cmd[0]))
+    return run(cmd, cwd)
+  monkeypatch.setattr(runtime, "_run_compiler", spy)
   return seen
 
 
