@@ -226,8 +226,9 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
-    res = [np.array(v, order="C", copy=True) if is_borrowed(_leaf(o)) else np.asarray(v, order="C") for v, o in zip(views, outputs)]
-    borrowed = any(is_borrowed(_leaf(o)) for o in outputs)
+    user = [is_borrowed(_leaf(o)) for o in outputs]
+    res = [np.array(v, order="C", copy=True) if u else np.asarray(v, order="C") for v, u in zip(views, user)]
+    borrowed = any(user)
   else:
     skey, leaves = structure(outputs)
     key = (skey, os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
