@@ -38,12 +38,17 @@ def flat(body: UOp) -> UOp | None:
   for u in body.toposort():
     if u.op in (Ops.CONST, Ops.BUFFER): new[u] = u
     elif u.op is Ops.RESHAPE: new[u] = new[u.src[0]]
-    elif u.op is Ops.EXPAND and (c := new[u.src[0]]).op is Ops.CONST: new[u] = c
+    elif u.op is Ops.EXPAND and _scalar(c := new[u.src[0]]): new[u] = c
     elif u.op in ALU:
       m = prod(u.shape)
-      new[u] = u.replace(src=tuple(x.reshape((1,)).expand((m,)) if x.op is Ops.CONST else x for x in (new[s] for s in u.src)))
+      new[u] = u.replace(src=tuple(x.reshape((1,)).expand((m,)) if _scalar(x) else x for x in (new[s] for s in u.src)))
     else: return None
   return new[body] if new[body].shape == (n,) else None
+
+
+def _scalar(u: UOp) -> bool:
+  """A constant, or a one-element buffer (a constant passed as a kernel argument): broadcast, not walked."""
+  return u.op is Ops.CONST or (u.op is Ops.BUFFER and u.shape == (1,))
 
 
 def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -152,6 +157,7 @@ def _after_reduce(body: UOp, red: UOp, below: set[UOp], val: dict[UOp, UOp]) -> 
     if u.op in ALU and all(s is red or s not in below for s in u.src): val[u] = u.replace(src=tuple(val[s] for s in u.src))
     elif u.op is Ops.RESHAPE and (u.src[0] is red or u.src[0] not in below) and u.src[0] in val: val[u] = val[u.src[0]]
     elif (v := _view(u)) is not None and v[1] is None: val[u] = v[0]
+    elif v is not None and v[0].shape == (1,): val[u] = v[0].index(0).load()      # a broadcast kernel argument
     else: return False
   return True
 

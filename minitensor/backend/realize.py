@@ -187,7 +187,20 @@ def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
   """The outputs with realized leaves renumbered 0..n-1 in the order `structure` lists them, and the arrays of
   those leaves (the graph a schedule is compiled for, on a cache miss)."""
   leaves = structure(outputs)[1]
-  return _renumber(outputs, leaves), [b.data for b in leaves]
+  return _renumber(outputs, leaves), arrays_of(leaves)
+
+
+def lifted(u: UOp) -> bool:
+  """Whether CONST u is a kernel argument rather than a literal in the C: every number a program may vary (a
+  scale, an offset, a clip bound, a fill value) except 0, 1 and -1, which the simplifier folds (x*1, x+0, -x),
+  and NaN and the infinities. Index constants and booleans are structure, never arguments."""
+  v = u.arg
+  return u.dtype is not dtypes.index and u.dtype is not dtypes.bool and v != 0 and v != 1 and v != -1 and v - v == 0
+
+
+def arrays_of(leaves: list[UOp]) -> list[np.ndarray]:
+  """The input arrays of a schedule: each realized leaf's data, each lifted constant as a one-element array."""
+  return [b.data if b.data is not None else np.full(1, b.arg, b.dtype.np) for b in leaves]
 
 
 def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
@@ -199,7 +212,9 @@ def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
 def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
   """A hashable key of the outputs' graph with realized leaves abstracted to (position, dtype, size), and the
   leaves in that order: equal keys mean the same computation on other data. A node whose value was realized
-  before (it holds `data`) is a leaf too: its graph is not computed again. Builds no nodes (the hot path)."""
+  before (it holds `data`) is a leaf too: its graph is not computed again; so is a `lifted` constant, which the
+  kernels read from a one-element buffer (x * 0.5 and x * 0.25 share a kernel). Builds no nodes (the hot
+  path)."""
   pos: dict[UOp, int] = {}
   leaves: list[UOp] = []
   key: list = []
@@ -208,7 +223,7 @@ def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
     while stack:
       u = stack[-1]
       if u in pos: stack.pop(); continue
-      known = u.data is not None
+      known = u.data is not None or (u.op is Ops.CONST and lifted(u))
       todo = [s for s in u.src if s not in pos] if not known else None
       if todo: stack.extend(reversed(todo)); continue
       stack.pop()
@@ -233,7 +248,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     skey, leaves = structure(outputs)
     key = (skey, os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
     prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
-    res = [r.reshape(o.shape) for r, o in zip(prog([b.data for b in leaves]), outputs)]
+    res = [r.reshape(o.shape) for r, o in zip(prog(arrays_of(leaves)), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
   # they read a user's memory, which may change after this realization

@@ -19,10 +19,15 @@ from minitensor.backend.uop import Ops, buf
 from cache_files import REPO, CACHE_ENV as _ENV, files as _files
 
 
+_FUNCTIONS = ("exp", "sin", "cos", "tanh", "arctan")
+
+
 def _graph(x: np.ndarray, c: float = 3.0):
-  """A small fused graph of x (needs a compiled kernel) and NumPy's value of it."""
+  """A small fused graph of x (needs a compiled kernel) and NumPy's value of it. c is a kernel argument, not part
+  of the kernel: the function applied, chosen by int(c), makes graphs of different c different kernels."""
+  f = _FUNCTIONS[int(c) % len(_FUNCTIONS)]
   t = mt.asarray(x)
-  return (mt.exp(t * c) + t).sum(axis=1), (np.exp(x * c) + x).sum(axis=1)
+  return (getattr(mt, f)(t * c) + t).sum(axis=1), (getattr(np, f)(x * c) + x).sum(axis=1)
 
 
 def _data(seed: int = 0, shape=(5, 7)) -> np.ndarray:
