@@ -1,7 +1,6 @@
 """Checked mode (MINITENSOR_CHECK=1): every kernel tests its indices; an out-of-bounds access is reported (kernel,
 buffer, index) instead of made. These tests pass with or without MINITENSOR_CHECK set in the environment: each
 sets the mode it needs."""
-from types import SimpleNamespace
 import numpy as np
 import pytest
 import minitensor as mt
@@ -68,7 +67,7 @@ def kernel(sink_uop, name="oob") -> Kernel:
 
 def call(k: Kernel, *arrays: np.ndarray) -> np.ndarray:
   err = np.zeros(3, np.int64)
-  k.fn(*(R._from_buffer(a, require_writable=False) for a in arrays), R._from_buffer(err))
+  k.fn(*(R._from_buffer(a) for a in arrays), R._from_buffer(err))
   return err
 
 
@@ -106,9 +105,8 @@ def test_in_bounds_kernel_reports_nothing():
 def test_violation_raises_index_error_naming_kernel_buffer_and_index():
   r = range_(8, 0)
   k = kernel(sink(buf(1, 8).index(r).store(buf(0, 4).index(r).load()).end(r)), "k_oob")
-  spec = SimpleNamespace(ast=SimpleNamespace(shape=(8,), dtype=dtypes.float32))
-  sched = SimpleNamespace(kernels=[spec], buffers=[(8, dtypes.float32)], outputs=[1])
-  prog = R.Compiled(sched, [(k, (0, 1), ())], checked=True)
+  plan = R.Plan("", 1, (R.Call("k_oob", (0, 1), (), (), (8,), "float32"),), ((8, "float32"),), (1,))
+  prog = R.Compiled(plan, 1, [(k, (0, 1), ())], checked=True)
   with pytest.raises(IndexError, match=r"kernel k_oob computing \(8,\) float32 accessed index 4 of buffer data0 "
                                        r"\(schedule buffer 0, size 4\)"):
     prog([np.zeros(4, np.float32)])

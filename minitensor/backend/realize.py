@@ -12,22 +12,21 @@ compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no co
 from __future__ import annotations
 import itertools, logging, os, threading, time, weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 import numpy as np
 from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, FLOAT_ARG, prod, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend import tiers
-from minitensor.backend.runtime import compile_c, Kernel, Once, stats, ffi
+from minitensor.backend import plans, tiers
+from minitensor.backend.runtime import compile_c, CompileError, Kernel, Once, stats, native
 
 
-def _from_buffer(*args, **kw):
-  """cffi's from_buffer; binds itself at the first call (cffi is imported by the first compile, not at import)."""
-  global _from_buffer
-  _from_buffer = ffi().from_buffer
-  return _from_buffer(*args, **kw)
+def _from_buffer(a):
+  """A kernel's pointer argument to a's memory (cffi's backend is imported at the first kernel load)."""
+  n = native()
+  return n.backend.from_buffer(n.chars, a, False)
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
 
@@ -65,44 +64,94 @@ if DEBUG and not log.handlers:
   log.setLevel(logging.DEBUG)
 
 
+@dataclass(frozen=True)
+class Call:
+  """One kernel call of a plan: the C function, the schedule buffers it takes (in parameter order), the loop
+  sizes and argument array a size-generic kernel takes after them, and what it computes (for messages)."""
+  fn: str
+  slots: tuple[int, ...]
+  sizes: tuple[int, ...]
+  params: tuple[int, ...]
+  shape: tuple[int, ...]
+  dtype: str
+
+
+@dataclass(frozen=True)
+class Plan:
+  """What running a compiled schedule needs, and all it needs (the contract between lowering and running, and
+  what the disk keeps: plans.py): the translation unit without the PRELUDE, the tier it is compiled at, the calls
+  in order, the buffers to allocate after the inputs ((size, dtype name)) and the buffer of each output."""
+  src: str
+  tier: int
+  calls: tuple[Call, ...]
+  buffers: tuple[tuple[int, str], ...]
+  outputs: tuple[int, ...]
+
+  def to_json(self) -> dict:
+    return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
+            "buffers": [list(b) for b in self.buffers], "outputs": list(self.outputs)}
+
+  @staticmethod
+  def from_json(d: dict) -> Plan:
+    """The plan stored as d; ValueError when d is not a well-formed plan (a damaged or foreign file)."""
+    try:
+      calls = tuple(Call(_text(c[0]), _ints(c[1]), _ints(c[2]), _ints(c[3]), _ints(c[4]), _text(c[5])) for c in d["calls"])
+      bufs = tuple((int(n), _text(t)) for n, t in d["buffers"])
+      for _, t in bufs: np.dtype(t)
+      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]))
+    except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
+
+
+def _ints(xs) -> tuple[int, ...]:
+  if not isinstance(xs, list) or any(type(x) is not int for x in xs): raise ValueError("not a plan: a list of ints expected")
+  return tuple(xs)
+
+
+def _text(x) -> str:
+  if not isinstance(x, str): raise ValueError("not a plan: a string expected")
+  return x
+
+
 @dataclass
 class Compiled:
-  """A schedule with its kernels compiled (at `tier`, tiers.py): run it on a list of input arrays. At tier 0 the
+  """A plan with its kernels loaded (at `plan.tier`, tiers.py): run it on a list of input arrays. At tier 0 the
   run time is accumulated; past tiers.HOT_SECONDS the tier-1 compile starts on a background thread, and its
-  functions replace `fns` in one assignment."""
-  sched: Schedule
-  fns: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]]     # (kernel, buffer slots, size arguments)
+  functions replace `fns` in one assignment (and the stored plan says tier 1 from then on)."""
+  plan: Plan
+  n_inputs: int
+  fns: list[tuple[Kernel, tuple[int, ...], tuple]]     # (kernel, buffer slots, arguments after the buffers)
   compile_seconds: float = 0.0
   runs: int = 0
   checked: bool = False
   tier: int = 1
-  src: str = ""
-  names: dict = field(default_factory=dict)     # each kernel's C function name
-  elapsed: float = 0.0                          # run time at tier 0
+  disk_key: str | None = None                          # where the plan is stored (plans.py)
+  elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    s = self.sched
-    bufs = list(inputs) + [np.empty(n, d.np) for n, d in s.buffers]
+    p = self.plan
+    bufs = list(inputs) + [np.empty(n, np.dtype(d)) for n, d in p.buffers]
     t = time.perf_counter() if self.tier == 0 else 0.0
     if DEBUG or self.checked: self._run_slow(bufs)
     else:
-      for k, slots, sizes in self.fns: k.fn(*[_from_buffer(bufs[i], require_writable=False) for i in slots], *sizes)
+      n = native()
+      fb, chars = n.backend.from_buffer, n.chars
+      for k, slots, extra in self.fns: k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra)
     if self.tier == 0:
       self.elapsed += time.perf_counter() - t
       if self.elapsed > tiers.HOT_SECONDS and self.upgrade is None and tiers.mode() == "auto": self._tier_up()
     self.runs += 1
-    return [bufs[o] for o in s.outputs]
+    return [bufs[o] for o in p.outputs]
 
   def _tier_up(self) -> None:
     """Compile at tier 1 on a background thread; swap the functions in when done (a failed compile keeps tier 0)."""
     def work() -> None:
-      cc, flags = tiers.toolchain(1, False)
-      try: fns = _functions(self.sched, self.names, compile_c(self.src, flags, cc))
+      try: fns = _functions(self.plan, 1)
       except Exception as e:                   # noqa: BLE001  (the tier-0 code keeps working)
         log.warning(f"minitensor: the tier-1 compile failed, staying at tier 0: {e}")
         return
       self.fns, self.tier = fns, 1
+      if self.disk_key is not None: plans.store(self.disk_key, replace(self.plan, tier=1).to_json())
     self.upgrade = threading.Thread(target=work, name="minitensor-tier1", daemon=True)
     self.upgrade.start()
 
@@ -110,17 +159,17 @@ class Compiled:
     """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
     origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit")
     err = np.zeros(3, np.int64)
-    for (k, slots, sizes), spec in zip(self.fns, self.sched.kernels):
-      args = [_from_buffer(bufs[i], require_writable=False) for i in slots] + list(sizes) + ([_from_buffer(err)] if self.checked else [])
+    for (k, slots, extra), c in zip(self.fns, self.plan.calls):
+      args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + ([_from_buffer(err)] if self.checked else [])
       t = time.perf_counter()
       k.fn(*args)
       dt = time.perf_counter() - t
       if err[0]:
         what = f"buffer data{err[1]} (schedule buffer {slots[err[1]]}, size {bufs[slots[err[1]]].size})" if err[1] >= 0 else f"accumulator acc{-1 - err[1]}"
-        raise IndexError(f"checked mode: kernel {k.name} computing {spec.ast.shape} {spec.ast.dtype.name} accessed index {err[2]} of {what}")
+        raise IndexError(f"checked mode: kernel {k.name} computing {c.shape} {c.dtype} accessed index {err[2]} of {what}")
       if DEBUG:
         nbytes = sum(bufs[i].nbytes for i in slots)
-        log.debug(f"{k.name:4s} {str(spec.ast.shape):18s} {spec.ast.dtype.name:8s} {dt * 1e6:9.1f} us "
+        log.debug(f"{k.name:4s} {str(c.shape):18s} {c.dtype:8s} {dt * 1e6:9.1f} us "
                   f"{nbytes / max(dt, 1e-9) / 1e9:7.2f} GB/s  {origin}")
 
 
@@ -151,26 +200,49 @@ def settle(timeout: float | None = None) -> None:
     if c.upgrade is not None: c.upgrade.join(timeout)
 
 
+def program(key, outputs: list[UOp], leaves: list[UOp]) -> Compiled:
+  """The compiled program of a graph (key: its structural key with the modes): from its plan on disk when there is
+  one (no lowering), else kernelized, lowered, rendered and compiled, and its plan stored."""
+  t = time.perf_counter()
+  disk = plans.plan_key(key)
+  if (stored := plans.load(disk)) is not None:
+    try:
+      plan = Plan.from_json(stored)
+      fns = _functions(plan, plan.tier)
+    except (ValueError, KeyError, CompileError): pass      # a damaged plan: lowered again and rewritten below
+    else:
+      stats.plan_hits += 1
+      if DEBUG >= 2: log.debug(plan.src)
+      return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key[1], tier=plan.tier, disk_key=disk)
+  prog = compile_schedule(_renumber(outputs, leaves), len(leaves))
+  if DEBUG >= 2: log.debug(prog.plan.src)
+  prog.disk_key = disk
+  plans.store(disk, prog.plan.to_json())
+  return prog
+
+
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule(list(outputs), n_inputs)
-  if not sched.kernels: return Compiled(sched, [])
   # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[tuple[UOp, bool], str] = {}
   for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
-  src = PRELUDE + "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
-  if DEBUG >= 2: log.debug(src[len(PRELUDE):])
-  tier = tiers.choose(_work(sched))
-  cc, flags = tiers.toolchain(tier, "_Float16" in src[len(PRELUDE):])
-  fns = _functions(sched, names, compile_c(src, flags, cc))
-  return Compiled(sched, fns, time.perf_counter() - t, checked=checked, tier=tier, src=src, names=names)
+  src = "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
+  calls = tuple(Call(names[k.sink, bool(k.sizes)], k.slots, k.sizes, k.params, k.ast.shape, k.ast.dtype.name) for k in sched.kernels)
+  tier = tiers.choose(_work(sched)) if calls else 1
+  plan = Plan(src, tier, calls, tuple((n, d.name) for n, d in sched.buffers), sched.outputs)
+  return Compiled(plan, n_inputs, _functions(plan, tier), time.perf_counter() - t, checked=checked, tier=tier)
 
 
-def _functions(sched: Schedule, names: dict, lib: dict[str, Kernel]) -> list:
-  """(kernel, buffer slots, size arguments) of every kernel of the schedule, from a compiled library."""
-  return [(lib[names[k.sink, bool(k.sizes)]], k.slots, _extra(k)) for k in sched.kernels]
+def _functions(plan: Plan, tier: int) -> list:
+  """(kernel, buffer slots, arguments after the buffers) of every call of the plan, its library compiled (or
+  found in the caches) at `tier`."""
+  if not plan.calls: return []
+  cc, flags = tiers.toolchain(tier, "_Float16" in plan.src)
+  lib = compile_c(PRELUDE + plan.src, flags, cc)
+  return [(lib[c.fn], c.slots, _extra(c)) for c in plan.calls]
 
 
 def _work(sched: Schedule) -> int:
@@ -180,7 +252,7 @@ def _work(sched: Schedule) -> int:
 
 def _extra(k) -> tuple:
   """The arguments after the buffers: a size-generic kernel's argument array and loop sizes."""
-  return ((_from_buffer(np.array(k.params, np.int64), require_writable=False),) if k.params else ()) + k.sizes
+  return ((_from_buffer(np.array(k.params, np.int64)),) if k.params else ()) + k.sizes
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
@@ -247,7 +319,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   else:
     skey, leaves = structure(outputs)
     key = (skey, os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
-    prog = _schedules.get(key, lambda: compile_schedule(_renumber(outputs, leaves), len(leaves)))
+    prog = _schedules.get(key, lambda: program(key, outputs, leaves))
     res = [r.reshape(o.shape) for r, o in zip(prog(arrays_of(leaves)), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless

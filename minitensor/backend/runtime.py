@@ -1,11 +1,12 @@
 """runtime: C source -> shared object -> a callable on NumPy buffers.
 
     compile_c(src)      the kernels of a translation unit, compiled by the system C compiler into a shared
-                        object and loaded with cffi.FFI().dlopen; cached in memory and on disk
+                        object and loaded with cffi's C backend; cached in memory and on disk
     run_c(prog, bufs)   renders (if given a SINK), compiles, and calls one kernel on {slot: ndarray}
 
 The disk cache: $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
-`v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size). The key hashes the source,
+`v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size), and the run plans that
+find them without lowering a graph (`<key>.plan`, plans.py). The key hashes the source,
 the compiler's identity (path and `--version`), the flags, the target CPU (kernels are built -march=native) and
 minitensor's version. The threat model is in the README; the rules that enforce it:
 
@@ -52,12 +53,13 @@ class CompileError(RuntimeError):
 
 @dataclass
 class Stats:
-  """Counters for tests and inspection: compiler invocations, memory and disk cache hits, graph cache."""
+  """Counters for tests and inspection: compiler invocations, memory and disk cache hits, graph cache, plans."""
   compiles: int = 0
   memory_hits: int = 0
   disk_hits: int = 0
   graph_hits: int = 0
   graph_misses: int = 0
+  plan_hits: int = 0               # programs found as plans on disk (plans.py): nothing lowered
   compile_seconds: float = 0.0
   def reset(self) -> None:
     for k in self.__dataclass_fields__: setattr(self, k, type(getattr(self, k))())
@@ -109,7 +111,7 @@ def _after_fork_in_child() -> None:
   global _serial, _fallback_lock
   _serial = True
   _fallback_lock = threading.Lock()
-  for lib in _threaded: lib.mt_serial = 1
+  for lib in _threaded: _set_serial(lib)
   for o in list(Once.instances): o.reset()
 
 
@@ -251,7 +253,7 @@ def cache_dir() -> str:
   return d if why is None else _temp_dir(f"cache directory not used: {why}")
 
 
-def _entry_dir(key: str) -> str:
+def entry_dir(key: str) -> str:
   """The directory holding `key`'s entry: its shard of cache_dir(), else (a file in its place, another owner)
   the same shard of the temporary directory."""
   d = os.path.join(cache_dir(), key[:2])
@@ -276,16 +278,47 @@ class Kernel:
   lib: object = field(repr=False, default=None)
 
 
-_ffi: list = []
+class Native:
+  """cffi's C backend (`_cffi_backend`) and the few C types kernels need. A kernel's parameters are pointers and
+  int64_t, known without parsing C, so the backend's type constructors suffice: cffi.FFI() would import pycparser,
+  which costs about 70 ms at a process's first kernel (more than finding and loading the kernel itself)."""
+
+  def __init__(self) -> None:
+    import _cffi_backend as backend
+    self.backend = backend
+    self.void = backend.new_void_type()
+    self.ptr = backend.new_pointer_type(self.void)
+    self.i64 = backend.new_primitive_type("int64_t")
+    self.int = backend.new_primitive_type("int")
+    self.chars = backend.new_array_type(backend.new_pointer_type(backend.new_primitive_type("char")), None)
+    self._fn_types: dict[tuple[str, ...], object] = {}
+
+  def fn_type(self, params: tuple[str, ...]):
+    """The type of `void f(params)`, each parameter "void*" or "int64_t"."""
+    if (t := self._fn_types.get(params)) is None:
+      t = self._fn_types[params] = self.backend.new_function_type(
+        tuple(self.ptr if p == "void*" else self.i64 for p in params), self.void, False)
+    return t
+
+  def from_buffer(self, a, require_writable: bool = False):
+    """A pointer argument to the memory of a (an ndarray or another buffer), without a copy."""
+    return self.backend.from_buffer(self.chars, a, require_writable)
+
+  def string(self, lib, name: str) -> bytes:
+    """The NUL-terminated char array `name` exported by lib (KeyError when it exports none)."""
+    return self.backend.string(lib.read_variable(self.chars, name))
 
 
-def ffi():
-  """The cffi FFI that wraps buffers as kernel arguments. cffi (with pycparser, about 35 ms) and subprocess and
-  hashlib are imported at the first compile or load, not by `import minitensor`."""
-  if not _ffi:
-    import cffi
-    _ffi.append(cffi.FFI())
-  return _ffi[0]
+_native: list[Native] = []
+
+
+def native() -> Native:
+  """The process's Native (cffi's backend is imported at the first kernel load, not by `import minitensor`)."""
+  if not _native: _native.append(Native())
+  return _native[0]
+
+
+def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 
 
 _loaded: dict[str, dict[str, Kernel]] = {}
@@ -338,24 +371,14 @@ def _valid(so: str) -> bool:
   return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
 
 
-_ffis: dict = {}
-
-
-def _open(path: str, key: str, cdef: str):
+def _open(path: str, key: str):
   """The library at path if it loads and embeds `key`; else None (a wrong one is closed again)."""
-  # one FFI per set of declarations (kernels of different libraries may share a name with other parameters):
-  # parsing them costs more than loading a library
-  if (ffi := _ffis.get(cdef)) is None:
-    import cffi
-    ffi = cffi.FFI()
-    ffi.cdef(cdef + "\nextern const char mt_cache_key[];")
-    _ffis[cdef] = ffi
-  try: lib = ffi.dlopen(path)
+  try: lib = native().backend.load_library(path, os.RTLD_NOW)
   except OSError: return None
   try:
-    if ffi.string(lib.mt_cache_key).decode() == key: return lib
-  except (KeyError, AttributeError, UnicodeDecodeError): pass
-  ffi.dlclose(lib)
+    if native().string(lib, "mt_cache_key").decode() == key: return lib
+  except (KeyError, UnicodeDecodeError): pass
+  lib.close_lib()
   return None
 
 
@@ -420,7 +443,7 @@ def _run_compiler(cmd: list[str], cwd: str):
   return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
-def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int, cc: str):
+def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
   the cache at path; the loaded library."""
   import hashlib, subprocess
@@ -448,7 +471,7 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int, c
       said = f": {p.stderr.strip()}" if p.stderr.strip() else ""
       raise CompileError(f"{cc} exited with status 0 but wrote no shared object{said}", kept)
     os.chmod(so, 0o600)
-    if (lib := _open(so, key, cdef)) is None:
+    if (lib := _open(so, key)) is None:
       raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
     with open(so, "rb") as f: data = f.read()
     root = os.path.dirname(d)
@@ -464,16 +487,27 @@ def _build(src: str, key: str, path: str, flags: tuple, cdef: str, limit: int, c
   finally: shutil.rmtree(work, ignore_errors=True)
 
 
+def install(path: str, data: bytes) -> None:
+  """Write a small cache entry (a run plan, plans.py) atomically under the cache's lock, counted and evicted
+  with the libraries."""
+  root = os.path.dirname(os.path.dirname(path))
+  with _locked(root):
+    try: old = os.stat(path).st_size
+    except OSError: old = 0
+    _atomic_write(path, data)
+    _evict(root, path, len(data) - old, cache_limit())
+
+
 def _entries(root: str) -> Iterator[tuple[float, int, str]]:
-  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so` only, never anything inside a
-  build directory. Stale build directories met on the way are swept."""
+  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so` and `.plan` only, never anything
+  inside a build directory. Stale build directories met on the way are swept."""
   with os.scandir(root) as shards:
     for s in shards:
       if len(s.name) != 2 or s.name.startswith(".") or not s.is_dir(follow_symlinks=False): continue
       _sweep(s.path)
       with os.scandir(s.path) as it:
         for e in it:
-          if e.name.endswith(".so") and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+          if e.name.endswith((".so", ".plan")) and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
             with contextlib.suppress(OSError):
               st = e.stat(follow_symlinks=False)
               yield st.st_mtime, st.st_size, e.path
@@ -494,7 +528,7 @@ def _evict(root: str, keep: str, added: int, limit: int) -> None:
     for _, size, p in entries:
       if total <= limit: break
       if p == keep: continue
-      for q in (p, p[:-3] + ".sha256"):
+      for q in (p, p[:-3] + ".sha256") if p.endswith(".so") else (p,):
         with contextlib.suppress(OSError): os.unlink(q)
       total -= size
   with contextlib.suppress(OSError): _atomic_write(usage, str(total).encode())
@@ -521,26 +555,23 @@ def compile_c(src: str, flags: tuple = FLAGS, cc: str | None = None) -> dict[str
 def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
   limit = cache_limit()                       # a bad MINITENSOR_CACHE_BYTES fails before any compile
   compile_timeout()                           # and so does a bad MINITENSOR_COMPILE_TIMEOUT
-  path = os.path.join(_entry_dir(key), key + ".so")
-  # parameters as cffi sees them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
-  sigs = [(name, ["void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()]) for name, params in _SIG.findall(src)]
+  path = os.path.join(entry_dir(key), key + ".so")
+  # parameters as the caller passes them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
+  sigs = [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip())) for name, params in _SIG.findall(src)]
   switch = bool(_SWITCH.search(src))
-  cdef = "\n".join(f"void {name}({', '.join(ps) or 'void'});" for name, ps in sigs)
-  if switch: cdef += "\nextern int mt_serial;"
-  if _valid(path) and (lib := _open(path, key, cdef)) is not None:
+  if _valid(path) and (lib := _open(path, key)) is not None:
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
-  else: lib = _build(src, key, path, flags, cdef, limit, cc)
+  else: lib = _build(src, key, path, flags, limit, cc)
   if switch:
     _threaded.append(lib)
-    if _serial: lib.mt_serial = 1
-  return {name: Kernel(name, src, getattr(lib, name), len(ps), lib) for name, ps in sigs}
+    if _serial: _set_serial(lib)
+  return {name: Kernel(name, src, lib.load_function(native().fn_type(ps), name), len(ps), lib) for name, ps in sigs}
 
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:
   """Run k on contiguous ndarrays (one per parameter, in slot order)."""
-  from_buffer = ffi().from_buffer
-  k.fn(*[from_buffer(a, require_writable=False) for a in arrays])
+  k.fn(*[native().from_buffer(a) for a in arrays])
 
 
 def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:

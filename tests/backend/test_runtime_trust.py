@@ -180,7 +180,7 @@ def test_key_embedded_in_every_library(cache):
   src = "void k(float* restrict a) { a[0] = 1.0f; }\n"
   key = runtime._key(src, runtime.FLAGS, runtime.compiler())
   lib = compile_c(src)["k"].lib
-  assert runtime.ffi().string(lib.mt_cache_key) == key.encode()
+  assert runtime.native().string(lib, "mt_cache_key") == key.encode()
 
 
 def test_key_includes_the_target_cpu(monkeypatch):
@@ -271,13 +271,14 @@ def _four_children(cache_dir, **env) -> None:
 
 
 def test_usage_count_is_exact_after_concurrent_builds(tmp_path):
-  """4 processes build overlapping sets of kernels into one cache: the byte count kept in `usage` equals the
-  size of the entries (a lost or doubled addition would show)."""
+  """4 processes build overlapping sets of kernels (and their run plans) into one cache: the byte count kept in
+  `usage` equals the size of the entries (a lost or doubled addition would show)."""
   cache_dir = tmp_path / "cache"
   _four_children(cache_dir)
   (usage,) = _files(cache_dir, "usage")
-  sos = _files(cache_dir, ".so")
-  assert len(sos) == 4 and int(open(usage).read()) == sum(os.path.getsize(f) for f in sos)
+  sos, plans = _files(cache_dir, ".so"), _files(cache_dir, ".plan")
+  assert len(sos) == 4 and len(plans) == 4
+  with open(usage) as f: assert int(f.read()) == sum(os.path.getsize(f) for f in sos + plans)
 
 
 def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
@@ -285,7 +286,7 @@ def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
   the same kernels in different orders. Each realization still succeeds with NumPy's values."""
   cache_dir = tmp_path / "cache"
   _four_children(cache_dir, MINITENSOR_CACHE_BYTES="1")
-  assert len(_files(cache_dir, ".so")) == 1 and not [f for f in _files(cache_dir) if ".build-" in f or ".tmp-" in f]
+  assert len(_files(cache_dir, ".so") + _files(cache_dir, ".plan")) == 1 and not [f for f in _files(cache_dir) if ".build-" in f or ".tmp-" in f]
 
 
 def test_cache_cleared_during_a_build_still_gives_the_result(cache, monkeypatch):

@@ -1,0 +1,107 @@
+"""Run plans on disk (plans.py): a process that has not seen a graph finds its program from the graph's structure,
+without kernelizing, lowering or rendering anything; plans that are damaged, of other code or of another CPU are
+not used; a plan follows its program to tier 1."""
+from __future__ import annotations
+import json, os, subprocess, sys, textwrap
+from collections import OrderedDict
+import numpy as np
+import pytest
+import minitensor as mt
+from minitensor import nn
+from minitensor.backend import plans, realize as realize_mod, runtime, tiers
+from minitensor.backend.runtime import stats
+
+from cache_files import REPO, CACHE_ENV, files
+
+_CHILD = textwrap.dedent("""
+  import numpy as np
+  import minitensor as mt
+  from minitensor import nn
+  from minitensor.backend import realize
+  from minitensor.backend.runtime import stats
+  if {forbid}:
+    def lowered(*a, **k): raise AssertionError("lowered a graph that has a plan on disk")
+    realize.compile_schedule = lowered
+  rng = np.random.default_rng(0)
+  x, w = rng.standard_normal((2, 3, 9, 9)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  got = np.asarray(nn.conv2d(mt.asarray(x), mt.asarray(w)) * 0.5)
+  want = np.stack([[sum(np.correlate(x[n, c, i + a], w[o, c, a], "valid") for c in range(3) for a in range(3))
+                    for i in range(7)] for n in range(2) for o in range(4)]).reshape(2, 4, 7, 7) * 0.5
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+  print(stats.compiles, stats.plan_hits)
+""")
+
+
+def _child(cache_dir, forbid: bool) -> tuple[int, int]:
+  env = {k: v for k, v in os.environ.items() if k not in CACHE_ENV}
+  env.update(MINITENSOR_CACHE_DIR=str(cache_dir), PYTHONPATH=REPO + os.pathsep + env.get("PYTHONPATH", ""))
+  p = subprocess.run([sys.executable, "-c", _CHILD.format(forbid=forbid)], env=env, cwd=REPO, capture_output=True,
+                     text=True, timeout=180)
+  assert p.returncode == 0, p.stderr
+  c, h = map(int, p.stdout.split())
+  return c, h
+
+
+def test_a_new_process_runs_a_stored_plan_without_lowering(tmp_path):
+  assert _child(tmp_path / "cache", forbid=False) == (1, 0)      # compiled, plan stored
+  assert _child(tmp_path / "cache", forbid=True) == (0, 1)       # plan found: nothing lowered, nothing compiled
+
+
+def _fresh_memory(monkeypatch) -> None:
+  monkeypatch.setattr(runtime, "_loaded", {})
+  monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
+
+
+def _graph():
+  x = np.linspace(-1, 1, 42).reshape(6, 7)
+  return nn.softmax(mt.asarray(x) * 1.5, axis=-1), np.exp(1.5 * x) / np.exp(1.5 * x).sum(-1, keepdims=True)
+
+
+def _realized(monkeypatch) -> tuple[int, int]:
+  """Realize _graph with empty memory caches: (compiles, plan hits) it cost."""
+  _fresh_memory(monkeypatch)
+  c, h = stats.compiles, stats.plan_hits
+  t, want = _graph()
+  np.testing.assert_allclose(np.asarray(t), want, rtol=1e-12)
+  return stats.compiles - c, stats.plan_hits - h
+
+
+@pytest.mark.parametrize("damage", ["garbage", "not an object", "wrong types", "unknown function", "bad dtype"])
+def test_a_damaged_plan_is_not_used_and_is_rewritten(cache, monkeypatch, damage):
+  assert _realized(monkeypatch) == (1, 0)
+  (path,) = files(cache, ".plan")
+  good = json.load(open(path))
+  bad = {"garbage": "{not json", "not an object": "[1, 2]",
+         "wrong types": json.dumps({**good, "outputs": ["a"]}),
+         "unknown function": json.dumps({**good, "calls": [["nope", *good["calls"][0][1:]]]}),
+         "bad dtype": json.dumps({**good, "buffers": [[4, "float99"]]})}[damage]
+  with open(path, "w") as f: f.write(bad)
+  assert _realized(monkeypatch) == (0, 0)                # lowered again, found its library on disk
+  assert json.load(open(path)) == good                   # and the plan was written anew
+  assert _realized(monkeypatch) == (0, 1)
+
+
+def test_plans_of_other_backend_code_or_another_cpu_are_not_used(cache, monkeypatch):
+  assert _realized(monkeypatch) == (1, 0)
+  monkeypatch.setattr(plans, "_digest", ["a different backend"])
+  assert _realized(monkeypatch) == (0, 0)
+  monkeypatch.setattr(runtime, "_cpu", ["another CPU"])
+  assert _realized(monkeypatch) == (1, 0)                # another CPU: its own library too
+  assert len(files(cache, ".plan")) == 3
+
+
+def test_a_plan_follows_its_program_to_tier_1(cache, monkeypatch):
+  monkeypatch.setenv("MINITENSOR_TIER", "auto")
+  monkeypatch.setattr(tiers, "HOT_SECONDS", 0.0)
+  _fresh_memory(monkeypatch)
+  t, want = _graph()
+  np.testing.assert_allclose(np.asarray(t), want, rtol=1e-12)
+  (path,) = files(cache, ".plan")
+  assert json.load(open(path))["tier"] == 0             # a small graph starts at tier 0...
+  t.numpy()                                              # ...is hot at once (HOT_SECONDS = 0)...
+  realize_mod.settle()
+  assert json.load(open(path))["tier"] == 1              # ...and its plan says tier 1 once that compile is done
+  _fresh_memory(monkeypatch)
+  t, _ = _graph()
+  t.numpy()
+  assert [c.tier for c in realize_mod._cache.values()] == [1]
