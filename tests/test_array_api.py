@@ -1,6 +1,6 @@
-"""The Array API (2023.12) namespace: names, signatures, dtype functions, inspection, and agreement with NumPy.
+"""The Array API (2024.12) namespace: names, signatures, dtype functions, inspection, and agreement with NumPy.
 
-Signatures are checked for compatibility with the standard's (written below from the 2023.12 specification):
+Signatures are checked for compatibility with the standard's (written below from the 2024.12 specification):
 every call the standard allows must work. A positional-only parameter may have any name (or be absorbed by
 *args); a keyword-only one may also be positional-or-keyword (NumPy's spelling, kept so NumPy-style calls work);
 a parameter the standard makes optional must not be required; extra parameters must have defaults.
@@ -15,11 +15,12 @@ import minitensor as mt
 
 P = inspect.Parameter
 UNARY = ("abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor imag isfinite isinf "
-         "isnan log log1p log2 log10 logical_not negative positive real round sign signbit sin sinh square sqrt tan "
+         "isnan log log1p log2 log10 logical_not negative positive real reciprocal round sign signbit sin sinh square sqrt "
+         "tan "
          "tanh trunc").split()
 BINARY = ("add atan2 bitwise_and bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor copysign divide equal "
           "floor_divide greater greater_equal hypot less less_equal logaddexp logical_and logical_or logical_xor maximum "
-          "minimum multiply not_equal pow remainder subtract").split()
+          "minimum multiply nextafter not_equal pow remainder subtract").split()
 SPEC = [f"{f}(x, /)" for f in UNARY] + [f"{f}(x1, x2, /)" for f in BINARY] + """
 clip(x, /, min=None, max=None)
 arange(start, /, stop=None, step=1, *, dtype=None, device=None)
@@ -76,6 +77,8 @@ unique_values(x, /)
 argsort(x, /, *, axis=-1, descending=False, stable=True)
 sort(x, /, *, axis=-1, descending=False, stable=True)
 cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False)
+cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False)
+take_along_axis(x, indices, /, *, axis=-1)
 max(x, /, *, axis=None, keepdims=False)
 mean(x, /, *, axis=None, keepdims=False)
 min(x, /, *, axis=None, keepdims=False)
@@ -126,7 +129,7 @@ def incompatibilities(impl: inspect.Signature, std: inspect.Signature) -> list[s
 # ---------------------------------------------------------------------- names and signatures
 def test_namespace_names():
   x = mt.asarray([1.0])
-  assert x.__array_namespace__() is mt and mt.__array_api_version__ == "2023.12"
+  assert x.__array_namespace__() is mt and mt.__array_api_version__ == "2024.12"
   missing = [spec(line)[0] for line in SPEC if not callable(getattr(mt, spec(line)[0], None))]
   assert not missing, missing
   for name, v in CONSTANTS.items(): assert getattr(mt, name) == v
