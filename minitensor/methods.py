@@ -103,16 +103,11 @@ class NdarrayMethods:
   def __dlpack__(self, *, stream=None, max_version: tuple[int, int] | None = None, dl_device=None, copy: bool | None = None):
     """The value as a DLPack capsule: the realized, read-only buffer itself (no copy) for a consumer of DLPack
     1.0 or later; a copy for an older one (it cannot be told that the buffer is read-only), or when copy=True.
-    BufferError when copy=False cannot be honoured; ValueError for a device other than the CPU."""
-    if stream is not None: raise ValueError(f"__dlpack__: the CPU has no streams, got stream={stream!r}")
-    if dl_device is not None and tuple(dl_device) != (_CPU, 0):
-      raise ValueError(f"__dlpack__: minitensor's data is on the CPU (1, 0), not on {tuple(dl_device)}")
+    NumPy's exporter does the rest, with its errors (BufferError for another device or for copy=False to an
+    older consumer)."""
     a = np.asarray(self)                               # read-only view of the realized buffer
-    legacy = max_version is None or max_version[0] < 1
-    if copy or legacy:
-      if copy is False: raise BufferError("__dlpack__: a read-only buffer cannot be exported to a DLPack < 1.0 consumer without a copy")
-      return np.array(a, copy=True).__dlpack__(max_version=max_version)
-    return a.__dlpack__(max_version=max_version)
+    if (max_version is None or max_version[0] < 1) and copy is None: a, copy = np.array(a, copy=True), False
+    return a.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
   def __dlpack_device__(self) -> tuple[int, int]: return (_CPU, 0)
 

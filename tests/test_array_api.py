@@ -91,6 +91,34 @@ any(x, /, *, axis=None, keepdims=False)
 diff(x, /, *, axis=-1, n=1, prepend=None, append=None)
 einsum(subscripts, /, *operands)
 """.strip().splitlines()
+EXTENSIONS = """
+linalg.cholesky(x, /, *, upper=False)
+linalg.cross(x1, x2, /, *, axis=-1)
+linalg.det(x, /)
+linalg.diagonal(x, /, *, offset=0)
+linalg.eigh(x, /)
+linalg.eigvalsh(x, /)
+linalg.inv(x, /)
+linalg.matmul(x1, x2, /)
+linalg.matrix_norm(x, /, *, keepdims=False, ord='fro')
+linalg.matrix_power(x, n, /)
+linalg.matrix_rank(x, /, *, rtol=None)
+linalg.matrix_transpose(x, /)
+linalg.outer(x1, x2, /)
+linalg.pinv(x, /, *, rtol=None)
+linalg.qr(x, /, *, mode='reduced')
+linalg.slogdet(x, /)
+linalg.solve(x1, x2, /)
+linalg.svd(x, /, *, full_matrices=True)
+linalg.svdvals(x, /)
+linalg.tensordot(x1, x2, /, *, axes=2)
+linalg.trace(x, /, *, offset=0, dtype=None)
+linalg.vecdot(x1, x2, /, *, axis=-1)
+linalg.vector_norm(x, /, *, axis=None, keepdims=False, ord=2)
+""".strip().splitlines() + [f"fft.{f}(x, /, *, n=None, axis=-1, norm='backward')" for f in "fft ifft rfft irfft hfft ihfft".split()] + \
+  [f"fft.{f}(x, /, *, s=None, axes=None, norm='backward')" for f in "fftn ifftn rfftn irfftn".split()] + \
+  [f"fft.{f}(n, /, *, d=1.0, dtype=None, device=None)" for f in ("fftfreq", "rfftfreq")] + \
+  [f"fft.{f}(x, /, *, axes=None)" for f in ("fftshift", "ifftshift")]
 CONSTANTS = {"e": math.e, "pi": math.pi, "inf": math.inf}
 DTYPE_NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
 
@@ -138,10 +166,18 @@ def test_namespace_names():
   assert mt.float32 == mt.asarray(np.ones(2, np.float32)).dtype and not hasattr(mt, "complex64")
 
 
-@pytest.mark.parametrize("line", SPEC)
+def explicit(impl: inspect.Signature, std: inspect.Signature) -> bool:
+  """No *args standing in for parameters the standard names (add(x1, x2, /), not add(*args))."""
+  return not any(p.kind is P.VAR_POSITIONAL for p in impl.parameters.values()) or \
+    any(p.kind is P.VAR_POSITIONAL for p in std.parameters.values())
+
+
+@pytest.mark.parametrize("line", SPEC + EXTENSIONS)
 def test_signature(line):
+  *module, line = line.split(".", 1) if line.startswith(("linalg.", "fft.")) else [line]
   name, std = spec(line)
-  assert incompatibilities(inspect.signature(getattr(mt, name)), std) == []
+  impl = inspect.signature(getattr(getattr(mt, module[0]) if module else mt, name))
+  assert incompatibilities(impl, std) == [] and explicit(impl, std)
 
 
 def test_signature_check_rejects():
