@@ -1,6 +1,7 @@
 """The ndarray habits of Tensor that live outside tensor.py: methods that call the module functions, Python's
 format() and round(), DLPack export, and the `where=`/`initial=` keywords of the reductions.
 
+    t.fill t.clip t.dot t.explain
     t.cumsum t.cumprod t.argsort t.nonzero t.repeat t.take t.trace t.diagonal t.ptp t.searchsorted
                           the module functions of the same names (lazy or realizing, as those are)
     t.sort()              in place, as ndarray.sort: the sorted values are written into t (views see them)
@@ -23,6 +24,25 @@ _CPU = 1     # DLPack's kDLCPU
 class NdarrayMethods:
   """Methods of ndarray that Tensor gets from the module functions (mixed into Tensor)."""
   __slots__ = ()
+
+  def fill(self, value) -> None:
+    """Set every element to value (in place: aliases and views see it), as ndarray.fill."""
+    self[...] = value
+
+  def clip(self, min=None, max=None):
+    """Values limited to [min, max]: minitensor.clip."""
+    from minitensor.tensor import clip
+    return clip(self, min, max)
+
+  def dot(self, other):
+    """numpy.dot with another operand: minitensor.dot."""
+    from minitensor.tensor import dot
+    return dot(self, other)
+
+  def explain(self):
+    """The schedule that realizing this Tensor runs (minitensor.explain)."""
+    from minitensor.inspect import explain
+    return explain(self)
 
   def cumsum(self, axis: int | None = None, dtype=None):
     """Cumulative sum along axis (flattened when None): minitensor.cumsum."""
@@ -176,9 +196,10 @@ def _masked(kind: str, method):
     m = None if where is True else _mask(self, where, op)
     if kind in ("max", "min"):
       if initial is None: raise ValueError(f"reduction operation '{op}' does not have an identity, so to use a where mask one has to specify 'initial'")
-      x = self if m is None else where_(m, self, asarray(initial).astype(self.dtype))
-      if (shape := _empty_result(self, axis, keepdims, op)) is not None: return full(shape, initial, self.dtype)
-      return U.apply(np.maximum if kind == "max" else np.minimum, method(x, axis, keepdims), initial).astype(self.dtype)
+      init = asarray(np.asarray(initial).astype(self.dtype))         # NumPy casts initial first (-2 is True for bool)
+      x = self if m is None else where_(m, self, init)
+      if (shape := _empty_result(self, axis, keepdims, op)) is not None: return full(shape, init, self.dtype)
+      return U.apply(np.maximum if kind == "max" else np.minimum, method(x, axis, keepdims), init)
     x = self if m is None else where_(m, self, _IDENTITY.get(kind, 0))
     if kind in ("sum", "prod"):
       r = method(x, *args, **kwargs)

@@ -263,15 +263,10 @@ class Tensor(NdarrayMethods):
   def __ilshift__(self, x): return self._inplace(np.left_shift, x)
   def __irshift__(self, x): return self._inplace(np.right_shift, x)
 
-  def fill(self, value) -> None:
-    """Set every element to value (in place: aliases and views see it), as ndarray.fill."""
-    self[...] = value
-
   def astype(self, dtype, copy: bool = True) -> Tensor:
     """The values converted to dtype (C conversion rules, as NumPy's astype)."""
     return Tensor(self.uop.cast(_dtype(dtype)))
 
-  def clip(self, min=None, max=None) -> Tensor: return clip(self, min, max)
   def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
   def conj(self) -> Tensor: return self
 
@@ -402,12 +397,6 @@ class Tensor(NdarrayMethods):
     from minitensor.indexing import setitem
     V.write(self, setitem(self, idx, value).uop)
 
-  def dot(self, other) -> Tensor: return dot(self, other)
-
-  def explain(self):
-    """The schedule that realizing this Tensor runs (minitensor.explain)."""
-    from minitensor.inspect import explain
-    return explain(self)
 
   # ------------------------------------------------------------------ NumPy protocols
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
