@@ -181,7 +181,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
   axis : None, int or tuple of ints, optional
   keepdims : bool, optional
   ord : int, float, inf or -inf, optional
-      2 (default), 1, inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), or any p: sum(|x|^p)^(1/p).
+      2 (default; None too), 1, inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), or any p:
+      sum(|x|^p)^(1/p).
 
   Returns
   -------
@@ -190,8 +191,9 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
   """
   t = _floating(asarray(x))
   if isinstance(ord, str): raise ValueError(f"vector_norm: invalid norm order {ord!r} for vectors")
+  if ord is None: ord = 2
   a = abs(t)
-  if ord == math.inf: return a.max(axis, keepdims)
+  if ord == math.inf: return a.max(axis, keepdims, initial=0)      # an empty vector's norm is 0
   if ord == -math.inf: return a.min(axis, keepdims)
   if ord == 0: return (a != 0).sum(axis, dtype=a.dtype, keepdims=keepdims)
   if ord == 1: return a.sum(axis, keepdims=keepdims)
@@ -209,7 +211,8 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
       (..., M, N), at least 2-D.
   keepdims : bool, optional
       Keep the last two axes with size 1.
-  ord : {'fro', 'nuc', 1, -1, 2, -2, inf, -inf}, optional
+  ord : {'fro', 'nuc', 1, -1, 2, -2, inf, -inf, None}, optional
+      None: 'fro'.
 
   Returns
   -------
@@ -218,12 +221,12 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
   t = _floating(asarray(x))
   if t.ndim < 2: raise ValueError(f"matrix_norm: input must be at least 2-dimensional, got shape {t.shape}")
   a = abs(t)
-  if ord == "fro": r = U.apply(np.sqrt, (a * a).sum((-2, -1)))
-  elif ord in (1, -1): r = (a.sum(-2).max(-1) if ord == 1 else a.sum(-2).min(-1))
-  elif ord in (math.inf, -math.inf): r = (a.sum(-1).max(-1) if ord > 0 else a.sum(-1).min(-1))
+  if ord is None or ord == "fro": r = U.apply(np.sqrt, (a * a).sum((-2, -1)))
+  elif ord in (1, -1): r = (a.sum(-2).max(-1, initial=0) if ord == 1 else a.sum(-2).min(-1))
+  elif ord in (math.inf, -math.inf): r = (a.sum(-1).max(-1, initial=0) if ord > 0 else a.sum(-1).min(-1))
   elif ord in (2, -2, "nuc"):
     s = svdvals(t)
-    r = s.max(-1) if ord == 2 else s.min(-1) if ord == -2 else s.sum(-1)
+    r = s.max(-1, initial=0) if ord == 2 else s.min(-1) if ord == -2 else s.sum(-1)
   else: raise ValueError(f"matrix_norm: invalid norm order {ord!r} for matrices")
   return r.reshape(r.shape + (1, 1)) if keepdims else r
 
