@@ -279,18 +279,20 @@ def namespace(api_version: str | None = None) -> types.ModuleType:
   import minitensor
   if api_version is None or api_version == __array_api_version__: return minitensor
   if api_version not in _VERSIONS:
-    raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r} (supported: {', '.join(_VERSIONS)})")
+    raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r} "
+                     f"(supported: {', '.join(_VERSIONS)})")
   return _older(api_version)
 
 
 @functools.cache
 def _older(version: str) -> types.ModuleType:
   import minitensor
-  from minitensor import linalg, fft  # noqa: F401  (loaded, so that the copy holds them)
+  import minitensor.linalg, minitensor.fft  # noqa: F401  (loaded, so that the copy holds them)
   ns = types.ModuleType("minitensor", f"minitensor as the Array API {version} namespace")
   ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__", "__getattr__")})
   ns.__array_api_version__ = version
-  ns.meshgrid = lambda *arrays, indexing="xy", sparse=False: list(minitensor.meshgrid(*arrays, indexing=indexing, sparse=sparse))
+  ns.meshgrid = lambda *arrays, indexing="xy", sparse=False: list(minitensor.meshgrid(*arrays, indexing=indexing,
+                                                                                      sparse=sparse))
   ns.broadcast_arrays = lambda *arrays: list(minitensor.broadcast_arrays(*arrays))
   ns.meshgrid.__signature__ = inspect.signature(minitensor.meshgrid)
   ns.broadcast_arrays.__signature__ = inspect.signature(minitensor.broadcast_arrays)
@@ -575,7 +577,8 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
   from minitensor.extra import cumprod
   t = T.asarray(x)
   if axis is None:
-    if t.ndim > 1: raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, got shape {t.shape}")
+    if t.ndim > 1:
+      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, got shape {t.shape}")
     t, axis = t.reshape(-1), 0
   r = cumprod(t, axis, dtype)
   if not include_initial: return r

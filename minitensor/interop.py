@@ -53,8 +53,9 @@ def implementation(func) -> Callable | None:
   """minitensor's function for NumPy's `func` (a function or ufunc of the numpy namespace): the one minitensor
   exports under func's name, looked up at each call, so functions added to minitensor later are found too."""
   name = getattr(func, "__name__", None)
-  sub = next((m for m in _SUBMODULES if getattr(getattr(np, m), name, None) is func), None) if isinstance(name, str) else None
-  if sub is None and (not isinstance(name, str) or getattr(np, name, None) is not func): return None
+  if not isinstance(name, str): return None
+  sub = next((m for m in _SUBMODULES if getattr(getattr(np, m), name, None) is func), None)
+  if sub is None and getattr(np, name, None) is not func: return None
   f = getattr(importlib.import_module("minitensor" + ("." + sub if sub else "")), name, None)
   if not callable(f) or isinstance(f, type) or not getattr(f, "__module__", "").startswith("minitensor"): return None
   return f

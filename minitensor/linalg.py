@@ -63,12 +63,14 @@ def _lapack(name: str, x, *more, **kwargs):
   arrays = [np.asarray(asarray(a)) for a in (x,) + more]
   try: return getattr(np.linalg, name)(*arrays, **kwargs)
   except LinAlgError as e:
-    raise LinAlgError(f"{name}: {e} (input shape{'s' if more else ''} {', '.join(str(a.shape) for a in arrays)})") from None
+    shapes = ", ".join(str(a.shape) for a in arrays)
+    raise LinAlgError(f"{name}: {e} (input shape{'s' if more else ''} {shapes})") from None
 
 
 def _square(t: Tensor, name: str) -> None:
   if t.ndim < 2: raise LinAlgError(f"{name}: {t.ndim}-dimensional array given. Array must be at least two-dimensional")
-  if t.shape[-1] != t.shape[-2]: raise LinAlgError(f"{name}: Last 2 dimensions of the array must be square, got shape {t.shape}")
+  if t.shape[-1] != t.shape[-2]:
+    raise LinAlgError(f"{name}: Last 2 dimensions of the array must be square, got shape {t.shape}")
 
 
 # ---------------------------------------------------------------------- lazy
@@ -130,10 +132,12 @@ def cross(x1, x2, /, *, axis: int = -1) -> Tensor:
       The broadcast shape, the vectors along axis.
   """
   a, b = asarray(x1), asarray(x2)
-  if a.ndim == 0 or b.ndim == 0: raise ValueError(f"cross: operands must be at least 1-D, got shapes {a.shape} and {b.shape}")
+  if a.ndim == 0 or b.ndim == 0:
+    raise ValueError(f"cross: operands must be at least 1-D, got shapes {a.shape} and {b.shape}")
   a, b = M.moveaxis(a, axis, -1), M.moveaxis(b, axis, -1)
   if a.shape[-1] != 3 or b.shape[-1] != 3:
-    raise ValueError(f"cross: both input arrays must be (arrays of) 3-dimensional vectors along axis {axis}, got shapes {a.shape} and {b.shape} (axis moved last)")
+    raise ValueError(f"cross: both input arrays must be (arrays of) 3-dimensional vectors along axis {axis}, "
+                     f"got shapes {a.shape} and {b.shape} (axis moved last)")
   (a0, a1, a2), (b0, b1, b2) = ([t[..., k] for k in range(3)] for t in (a, b))
   r = M.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
   return M.moveaxis(r, -1, axis)
@@ -252,7 +256,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:
     if ord is None:
       r = vector_norm(t.reshape(-1))
       return r.reshape((1,) * t.ndim) if keepdims else r
-    if t.ndim not in (1, 2): raise ValueError(f"norm: Improper number of dimensions to norm (shape {t.shape} with ord={ord!r})")
+    if t.ndim not in (1, 2):
+      raise ValueError(f"norm: Improper number of dimensions to norm (shape {t.shape} with ord={ord!r})")
     axis = tuple(range(t.ndim))
   axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
   if len(axes) == 1: return vector_norm(t, axis=axes[0], keepdims=keepdims, ord=2 if ord is None else ord)

@@ -120,7 +120,8 @@ class NdarrayMethods:
     return round(self._scalar("int"))
 
   # ------------------------------------------------------------------ DLPack and devices
-  def __dlpack__(self, *, stream=None, max_version: tuple[int, int] | None = None, dl_device=None, copy: bool | None = None):
+  def __dlpack__(self, *, stream=None, max_version: tuple[int, int] | None = None, dl_device=None,
+                 copy: bool | None = None):
     """The value as a DLPack capsule: the realized, read-only buffer itself (no copy) for a consumer of DLPack
     1.0 or later; a copy for an older one (it cannot be told that the buffer is read-only), or when copy=True.
     NumPy's exporter does the rest, with its errors (BufferError for another device or for copy=False to an
@@ -158,8 +159,10 @@ def ptp(a, axis=None, keepdims: bool = False):
 
 # ---------------------------------------------------------------------- where= and initial= of the reductions
 _IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True}
+# kind: (whether NumPy has initial= for it, the name in NumPy's messages)
 _SPEC = {"sum": (True, "sum"), "prod": (True, "prod"), "max": (True, "maximum"), "min": (True, "minimum"),
-         "mean": (False, "mean"), "var": (False, "var"), "std": (False, "std"), "any": (False, "any"), "all": (False, "all")}
+         "mean": (False, "mean"), "var": (False, "var"), "std": (False, "std"), "any": (False, "any"),
+         "all": (False, "all")}
 
 
 def _mask(t, where, op: str):
@@ -168,7 +171,8 @@ def _mask(t, where, op: str):
   if m.dtype != np.bool_: m = m.astype(bool)
   if m.shape != t.shape:
     try: m = m.broadcast_to(t.shape)
-    except ValueError: raise ValueError(f"{op}: where= of shape {m.shape} does not broadcast to the array's shape {t.shape}") from None
+    except ValueError:
+      raise ValueError(f"{op}: where= of shape {m.shape} does not broadcast to the array's shape {t.shape}") from None
   return m
 
 
@@ -180,6 +184,35 @@ def _empty_result(t, axis, keepdims: bool, op: str) -> tuple[int, ...] | None:
   return tuple(1 if k in axes else s for k, s in enumerate(t.shape) if keepdims or k not in axes)
 
 
+def _extreme(t, method, kind: str, op: str, m, initial, axis, keepdims: bool):
+  """max/min with initial (and a mask): the masked-out elements read as initial, which joins the result."""
+  from minitensor.tensor import where, full, asarray
+  from minitensor import ufuncs as U
+  if initial is None:
+    raise ValueError(f"reduction operation '{op}' does not have an identity, so to use a where mask one has to "
+                     "specify 'initial'")
+  init = asarray(np.asarray(initial).astype(t.dtype))          # NumPy casts initial first (-2 is True for bool)
+  if (shape := _empty_result(t, axis, keepdims, op)) is not None: return full(shape, init, t.dtype)
+  x = t if m is None else where(m, t, init)
+  return U.apply(np.maximum if kind == "max" else np.minimum, method(x, axis, keepdims), init)
+
+
+def _moment(t, kind: str, m, args: dict):
+  """mean/var/std over the masked elements: sums in float64 divided by the mask's counts, rounded once to the
+  result dtype."""
+  from minitensor.tensor import where
+  from minitensor import ufuncs as U
+  axis, keepdims, dtype = args["axis"], args["keepdims"], args.get("dtype")
+  out = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if t.dtype.kind in "biu" else t.dtype
+  acc = np.promote_types(out, np.float64)
+  x, n = where(m, t.astype(acc), 0), m.sum(axis, keepdims=keepdims)
+  if kind == "mean": return (x.sum(axis, keepdims=keepdims) / n).astype(out)
+  ddof = args["correction"] if args["correction"] is not None else args["ddof"]
+  d = where(m, x - x.sum(axis, keepdims=True) / m.sum(axis, keepdims=True), 0)
+  v = ((d * d).sum(axis, keepdims=keepdims) / U.apply(np.maximum, n - ddof, 0)).astype(out)
+  return v if kind == "var" else U.apply(np.sqrt, v)
+
+
 def _masked(kind: str, method):
   """`method` (a reduction of Tensor) with NumPy's where= (and initial= where NumPy has it)."""
   has_initial, op = _SPEC[kind]
@@ -188,43 +221,27 @@ def _masked(kind: str, method):
   def reduce(self, *args, where=True, **kwargs):
     initial = kwargs.pop("initial", None) if has_initial else None
     if where is True and initial is None: return method(self, *args, **kwargs)
-    from minitensor.tensor import where as where_, full, asarray
+    from minitensor.tensor import where as where_
     from minitensor import ufuncs as U
     b = inspect.signature(method).bind(self, *args, **kwargs)
     b.apply_defaults()
-    axis, keepdims = b.arguments["axis"], b.arguments["keepdims"]
     m = None if where is True else _mask(self, where, op)
     if kind in ("max", "min"):
-      if initial is None: raise ValueError(f"reduction operation '{op}' does not have an identity, so to use a where mask one has to specify 'initial'")
-      init = asarray(np.asarray(initial).astype(self.dtype))         # NumPy casts initial first (-2 is True for bool)
-      x = self if m is None else where_(m, self, init)
-      if (shape := _empty_result(self, axis, keepdims, op)) is not None: return full(shape, init, self.dtype)
-      return U.apply(np.maximum if kind == "max" else np.minimum, method(x, axis, keepdims), init)
-    x = self if m is None else where_(m, self, _IDENTITY.get(kind, 0))
-    if kind in ("sum", "prod"):
-      r = method(x, *args, **kwargs)
-      return r if initial is None else U.apply(np.add if kind == "sum" else np.multiply, r, initial).astype(r.dtype)
-    if kind in ("any", "all"): return method(x, *args, **kwargs)
-    # mean var std: sums in float64 (float128 stays), divided by the mask's count, rounded once to the result dtype
-    dtype = b.arguments.get("dtype")
-    out = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if self.dtype.kind in "biu" else self.dtype
-    acc = np.promote_types(out, np.float64)
-    n = m.sum(axis, keepdims=keepdims)
-    if kind == "mean": return (x.sum(axis, dtype=acc, keepdims=keepdims) / n).astype(out)
-    c = b.arguments["correction"]
-    ddof = c if c is not None else b.arguments["ddof"]
-    mu = x.sum(axis, dtype=acc, keepdims=True) / m.sum(axis, keepdims=True)
-    d = where_(m, self.astype(acc) - mu, 0)
-    v = ((d * d).sum(axis, keepdims=keepdims) / U.apply(np.maximum, n - ddof, 0)).astype(out)
-    return v if kind == "var" else U.apply(np.sqrt, v)
+      return _extreme(self, method, kind, op, m, initial, b.arguments["axis"], b.arguments["keepdims"])
+    if kind in ("mean", "var", "std"): return _moment(self, kind, m, b.arguments)
+    r = method(self if m is None else where_(m, self, _IDENTITY[kind]), *args, **kwargs)
+    return r if initial is None else U.apply(np.add if kind == "sum" else np.multiply, r, initial).astype(r.dtype)
 
   sig = inspect.signature(method)
   extra = [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=d)
            for p, d in ((("initial", None),) if has_initial else ()) + (("where", True),)]
   reduce.__signature__ = sig.replace(parameters=[p for p in sig.parameters.values()] + extra)
-  reduce.__doc__ = (method.__doc__ or "") + ("\n\n" if method.__doc__ else "") + (
-    "where= (array_like of bool, broadcast to the shape) reduces only the selected elements" +
-    ("; initial= (scalar) joins the reduction (needed by max/min with where=)" if has_initial else "") + ".")
+  doc = method.__doc__ or ""
+  extra_doc = "where : array_like of bool, optional (reduce only these elements)\n"
+  if has_initial: extra_doc = "initial : scalar, optional (joins the reduction; max/min with where= need it)\n" + \
+    extra_doc
+  reduce.__doc__ = (doc.replace("\nReturns\n", extra_doc + "\nReturns\n", 1) if "\nReturns\n" in doc
+                    else doc + "\n\n" + extra_doc)
   return reduce
 
 

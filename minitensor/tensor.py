@@ -412,9 +412,6 @@ class Tensor(NdarrayMethods):
     return namespace(api_version)
 
 
-add_where(Tensor)
-
-
 # ---------------------------------------------------------------------- helpers of the methods above
 def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
   axes = normalize_axes(axis, t.ndim, "any/all")
@@ -679,3 +676,4 @@ matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and t
 dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's second-to-last axis otherwise.", "a, b : array_like")
 tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).", "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
 realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.", "*tensors : Tensor", "list of numpy.ndarray")
+add_where(Tensor)     # after the docs above: the wrappers extend them

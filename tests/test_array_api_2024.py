@@ -6,7 +6,8 @@ from hypothesis import given, strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
-DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64"]
+DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
+          "float64"]
 
 
 # ---------------------------------------------------------------------- versions
@@ -71,7 +72,8 @@ def test_nextafter(data):
   dtype = data.draw(st.sampled_from([np.float32, np.float64]))
   shape = data.draw(mtt.shapes(max_dims=2))
   x1, x2 = (data.draw(mtt.arrays(dtype, shape)) for _ in range(2))
-  mtt.assert_matches_numpy(lambda a, b: (mt if isinstance(a, mt.Tensor) else np).nextafter(a, b), x1, x2, rtol=0, atol=0)
+  mtt.assert_matches_numpy(lambda a, b: (mt if isinstance(a, mt.Tensor) else np).nextafter(a, b), x1, x2,
+                           rtol=0, atol=0)
 
 
 @given(data=st.data())
@@ -95,7 +97,8 @@ def test_other_2024_functions():
             lambda xp, x: xp.count_nonzero(x > 1, axis=1)):
     mtt.assert_matches_numpy(lambda x: f(mt if isinstance(x, mt.Tensor) else np, x), a)
   for side in ("left", "right"):
-    np.testing.assert_array_equal(np.asarray(mt.searchsorted(s[0], a[1], side=side)), np.searchsorted(s[0], a[1], side=side))
+    np.testing.assert_array_equal(np.asarray(mt.searchsorted(s[0], a[1], side=side)),
+                                  np.searchsorted(s[0], a[1], side=side))
 
 
 # ---------------------------------------------------------------------- array-agnostic code

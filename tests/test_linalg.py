@@ -117,10 +117,12 @@ def test_factorizations_match_numpy(dtype):
   r = rng.standard_normal((2, 5, 3)).astype(dtype)
   s = spd(4, dtype, (2,))
   rhs, vec = rng.standard_normal((2, 4, 2)).astype(dtype), rng.standard_normal(4).astype(dtype)
-  cases = [("det", (a,), {}), ("slogdet", (a,), {}), ("inv", (a,), {}), ("solve", (a, rhs), {}), ("solve", (a[0], vec), {}),
-           ("cholesky", (s,), {}), ("cholesky", (s,), {"upper": True}), ("qr", (r,), {}), ("qr", (r,), {"mode": "complete"}),
+  cases = [("det", (a,), {}), ("slogdet", (a,), {}), ("inv", (a,), {}), ("solve", (a, rhs), {}),
+           ("solve", (a[0], vec), {}), ("cholesky", (s,), {}), ("cholesky", (s,), {"upper": True}), ("qr", (r,), {}),
+           ("qr", (r,), {"mode": "complete"}),
            ("qr", (r,), {"mode": "r"}), ("svd", (r,), {}), ("svd", (r,), {"full_matrices": False}),
-           ("svd", (r,), {"compute_uv": False}), ("svdvals", (r,), {}), ("eigh", (s,), {}), ("eigh", (s,), {"UPLO": "U"}),
+           ("svd", (r,), {"compute_uv": False}), ("svdvals", (r,), {}), ("eigh", (s,), {}),
+           ("eigh", (s,), {"UPLO": "U"}),
            ("eigvalsh", (s,), {}), ("pinv", (r,), {}), ("pinv", (r,), {"rtol": 0.5}), ("matrix_rank", (r,), {}),
            ("matrix_rank", (np.ones((3, 3), dtype),), {})]
   for name, args, kw in cases:
