@@ -272,7 +272,7 @@ class Tensor(NdarrayMethods):
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
-    if self.ndim == 0 and name != "mean" and type(axis) is int and axis in (0, -1): axis = None   # NumPy's ufunc.reduce
+    if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None  # as ufunc.reduce
     axes = normalize_axes(axis, self.ndim, name)
     u = self.uop.cast(acc) if acc is not None else self.uop
     if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
