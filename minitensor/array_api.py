@@ -289,7 +289,7 @@ def _older(version: str) -> types.ModuleType:
   import minitensor
   import minitensor.linalg, minitensor.fft  # noqa: F401  (loaded, so that the copy holds them)
   ns = types.ModuleType("minitensor", f"minitensor as the Array API {version} namespace")
-  ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__", "__getattr__")})
+  ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__")})
   ns.__array_api_version__ = version
   ns.meshgrid = lambda *arrays, indexing="xy", sparse=False: list(minitensor.meshgrid(*arrays, indexing=indexing,
                                                                                       sparse=sparse))
