@@ -236,8 +236,9 @@ class Tensor(NdarrayMethods):
   def __le__(self, x): return U.apply(np.less_equal, self, x)
   def __gt__(self, x): return U.apply(np.greater, self, x)
   def __ge__(self, x): return U.apply(np.greater_equal, self, x)
-  def __eq__(self, x): return U.apply(np.equal, self, x) if x is not None else full(self.shape, False, bool)  # type: ignore[override]
-  def __ne__(self, x): return U.apply(np.not_equal, self, x) if x is not None else full(self.shape, True, bool)  # type: ignore[override]
+  # t == None is all False, as NumPy's (the overrides of object's __eq__/__ne__ return Tensors)
+  def __eq__(self, x): return full(self.shape, False, bool) if x is None else U.apply(np.equal, self, x)
+  def __ne__(self, x): return full(self.shape, True, bool) if x is None else U.apply(np.not_equal, self, x)
 
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
@@ -272,7 +273,8 @@ class Tensor(NdarrayMethods):
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
-    if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None  # as ufunc.reduce
+    # as NumPy's ufunc.reduce: axis 0 or -1 of a 0-d array reduces nothing (mean raises)
+    if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None
     axes = normalize_axes(axis, self.ndim, name)
     u = self.uop.cast(acc) if acc is not None else self.uop
     if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
