@@ -18,10 +18,11 @@ def test_methods_match_numpy():
            lambda x: x.repeat([1, 0, 2]), lambda x: x.take([0, -1, 2]), lambda x: x.take([[1], [0]], axis=1),
            lambda x: x.clip(-1, 2), lambda x: x.round(1), lambda x: x.trace(), lambda x: x.trace(offset=1),
            lambda x: x.diagonal(), lambda x: x.diagonal(-1), lambda x: x.conj(), lambda x: x.conjugate(),
-           lambda x: x.dot(x.T), lambda x: x.searchsorted(x) if x.ndim == 1 else x.copy(),
-           lambda x: np.ptp(x, axis=1), lambda x: np.ptp(x)]
+           lambda x: x.dot(x.T), lambda x: x.copy(), lambda x: np.ptp(x, axis=1), lambda x: np.ptp(x)]
   for f in cases:
     mtt.assert_matches_numpy(f, A)
+  for side in ("left", "right"):
+    mtt.assert_matches_numpy(lambda x: x.searchsorted(x[::3] + 0.5 * (side == "left"), side=side), np.sort(A.ravel()))
   t = mt.asarray(A)
   assert t.ptp(axis=0).tolist() == np.ptp(A, axis=0).tolist() and float(mt.ptp(t)) == np.ptp(A)
   assert t.item(5) == A.item(5) and t[1, 2].item() == A[1, 2] and t.tobytes() == A.tobytes()
