@@ -18,11 +18,12 @@ from minitensor.extra import *  # noqa: F401,F403
 from minitensor.sorting import *  # noqa: F401,F403
 from minitensor.statistics import *  # noqa: F401,F403
 from minitensor.einsum import einsum  # noqa: F401
+from minitensor.methods import ptp  # noqa: F401
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 
-# imported on first use (`mt.random`, `mt.nn`, `mt.testing`): numpy.random alone costs ~10 ms of import time,
-# testing needs hypothesis
-_SUBMODULES = ("random", "nn", "testing")
+# imported on first use (`mt.random`, `mt.nn`, `mt.testing`, `mt.linalg`, `mt.fft`): numpy.random alone costs
+# ~10 ms of import time, testing needs hypothesis
+_SUBMODULES = ("random", "nn", "testing", "linalg", "fft")
 
 
 def __getattr__(name: str):

@@ -1,4 +1,4 @@
-"""The Array API (2023.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
+"""The Array API (2024.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
 
     dtypes                    NumPy dtype objects (mt.float32 == x.dtype); complex dtypes are absent (unsupported:
                               TypeError wherever a complex dtype or value meets the library)
@@ -15,18 +15,25 @@
                               logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
                               signbit = x < 0 or x is -0.0 (1 / x < 0); the sign bit of a NaN is not visible
                               (the IR has no bit casts): signbit(-nan) is False, unlike NumPy
+    versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2024.12: the minitensor
+                              module for 2024.12 (and None); for older versions a copy of it whose meshgrid and
+                              broadcast_arrays return lists, as those versions say (2024.12: tuples)
+    DLPack                    Tensor.__dlpack__ exports the realized read-only buffer (zero copy); from_dlpack
+                              wraps a producer's memory without a copy when it is C-contiguous (methods.py)
+    nextafter                 realizes and calls NumPy (the graph has no bit casts)
     signatures                where the standard's differ from NumPy's (clip, expand_dims, reshape), the functions
                               here accept both: the standard's keyword-only and positional-only parameters are
                               ordinary parameters in the same places, so NumPy-style calls keep working
 """
 from __future__ import annotations
-import builtins, functools, inspect, math
+import builtins, functools, inspect, math, types
 from typing import Callable, NamedTuple
 import numpy as np
 from minitensor import ufuncs as U, functions as F, creation as C, manipulation as M, tensor as T
 from minitensor.tensor import Tensor, where
 
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2024.12"
+_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
            "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
            "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
@@ -34,7 +41,7 @@ __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf"
            "zeros", "zeros_like", "from_dlpack", "clip", "expand_dims", "reshape",
            "acos", "asin", "atan", "atan2", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
            "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
-           "real", "imag", "conj", "conjugate"]
+           "real", "imag", "conj", "conjugate", "nextafter", "cumulative_prod"]
 
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 _NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
@@ -241,22 +248,55 @@ empty_like, full_like, ones_like, zeros_like = (_on_cpu(f) for f in (C.empty_lik
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
-  """A Tensor of any object that exports DLPack (through NumPy), or of a Tensor.
+  """A Tensor of any object that exports DLPack (through NumPy's importer), or of a Tensor.
+
+  Without copy=True the producer's memory is wrapped without a copy when it is C-contiguous and of a supported
+  dtype (as asarray(a, copy=False): the Tensor shows that memory's current values); otherwise it is copied.
 
   Parameters
   ----------
-  x : object with __dlpack__, or Tensor
+  x : object with __dlpack__ and __dlpack_device__, or Tensor
   device : None or "cpu", optional
   copy : bool, optional
-      True: always copy; False: never (a Tensor is returned as it is); None: as needed.
+      True: always copy; False: never (BufferError or ValueError when a copy is needed); None: only as needed.
 
   Returns
   -------
   Tensor
   """
   _device(device, "from_dlpack")
-  if isinstance(x, Tensor): return x
-  return T.asarray(np.from_dlpack(x, copy=copy), copy=copy)
+  if isinstance(x, Tensor): return x.copy() if copy else x
+  a = np.from_dlpack(x, copy=copy)
+  try: return T.asarray(a, copy=False)
+  except ValueError:
+    if copy is False: raise
+    return T.asarray(a)
+
+
+def namespace(api_version: str | None = None) -> types.ModuleType:
+  """The namespace of an Array API version: minitensor itself for None and 2024.12; for 2021.12 to 2023.12 a
+  copy of it whose meshgrid and broadcast_arrays return lists (those versions' return type)."""
+  import minitensor
+  if api_version is None or api_version == __array_api_version__: return minitensor
+  if api_version not in _VERSIONS:
+    raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r} "
+                     f"(supported: {', '.join(_VERSIONS)})")
+  return _older(api_version)
+
+
+@functools.cache
+def _older(version: str) -> types.ModuleType:
+  import minitensor
+  import minitensor.linalg, minitensor.fft  # noqa: F401  (loaded, so that the copy holds them)
+  ns = types.ModuleType("minitensor", f"minitensor as the Array API {version} namespace")
+  ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__")})
+  ns.__array_api_version__ = version
+  ns.meshgrid = lambda *arrays, indexing="xy", sparse=False: list(minitensor.meshgrid(*arrays, indexing=indexing,
+                                                                                      sparse=sparse))
+  ns.broadcast_arrays = lambda *arrays: list(minitensor.broadcast_arrays(*arrays))
+  ns.meshgrid.__signature__ = inspect.signature(minitensor.meshgrid)
+  ns.broadcast_arrays.__signature__ = inspect.signature(minitensor.broadcast_arrays)
+  return ns
 
 
 # ---------------------------------------------------------------------- signatures the standard spells differently
@@ -498,6 +538,52 @@ def conj(x, /) -> Tensor:
 
 
 conjugate = conj
+
+
+def nextafter(x1, x2, /) -> Tensor:
+  """The next representable floating-point value after x1 towards x2 (realizes both and calls NumPy: the graph
+  has no bit casts).
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), _ = _loop(np.nextafter, x1, x2)
+  a, b = (np.asarray(v) if isinstance(v, Tensor) else v for v in (a, b))
+  with np.errstate(all="ignore"): return T.asarray(np.nextafter(a, b))     # no warnings, as minitensor's kernels
+
+
+def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False) -> Tensor:
+  """Cumulative product (the Array API's function): axis may be omitted only for arrays of at most one dimension.
+
+  Parameters
+  ----------
+  x : array_like
+  axis : int, optional
+  dtype : data-type, optional
+      As cumprod.
+  include_initial : bool, optional
+      Start with the product of no elements (one), so the axis grows by one.
+
+  Returns
+  -------
+  Tensor
+  """
+  from minitensor.extra import cumprod
+  t = T.asarray(x)
+  if axis is None:
+    if t.ndim > 1:
+      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, got shape {t.shape}")
+    t, axis = t.reshape(-1), 0
+  r = cumprod(t, axis, dtype)
+  if not include_initial: return r
+  ax = T.normalize_axes(axis, t.ndim, "cumulative_prod")[0]
+  return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 1))
 
 # The dtype objects are bound last: from here on `bool` in this module is np.dtype("bool").
 bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 = _DTYPES.values()

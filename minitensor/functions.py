@@ -15,15 +15,18 @@ def _at(f: np.ufunc, a, indices, b=None) -> None:
 
 
 def _ufunc(f: np.ufunc):
-  def fn(*args):
-    return U.apply(f, *args)
+  # explicit positional-only parameters (the Array API's `add(x1, x2, /)`), so inspect.signature shows them
+  if f.nin == 1:
+    def fn(x, /): return U.apply(f, x)
+  else:
+    def fn(x1, x2, /): return U.apply(f, x1, x2)
   fn.__name__ = fn.__qualname__ = f.__name__
   fn.at = functools.partial(_at, f)
   fn.__doc__ = f"""Elementwise ``numpy.{f.__name__}`` as a lazy Tensor (NumPy's dtypes and broadcasting).
 
   Parameters
   ----------
-  *args : Tensor, array_like or Python scalar ({f.nin} operand{'s' if f.nin > 1 else ''})
+  {'x' if f.nin == 1 else 'x1, x2'} : Tensor, array_like or Python scalar
 
   Returns
   -------

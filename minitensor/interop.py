@@ -23,17 +23,20 @@ Policy (NumPy's result where minitensor cannot compute lazily, never a silent ap
                                                NumPy on the realized arrays: an ndarray
   functions (Tensor.__array_function__)
     a NumPy function minitensor exports under the same name (np.sum, np.mean, np.concatenate, np.where,
-    np.clip, np.reshape, np.transpose, ...), called with arguments minitensor's signature accepts
+    np.clip, np.reshape, np.transpose, ...; np.linalg.* and np.fft.* from mt.linalg and mt.fft), called with
+    arguments minitensor's signature accepts
                                                minitensor's function: Tensors
-    any other function (np.median, np.percentile, np.linalg.norm, ...) or call (np.sum(t, out=a), np.where(c))
+    any other function (np.median, np.percentile, ...), call (np.sum(t, out=a)), or a case minitensor's
+    function does not implement (it raises NotImplementedError: np.pad(t, 1, mode="reflect"))
                                                NumPy on the realized arrays (Tensors inside lists and tuples
                                                too): NumPy's result
 
 NumPy's function -> minitensor's is a lookup at call time: NumPy's own name for it (np.permute_dims is
-np.transpose: "transpose") in the `minitensor` namespace, when that object is a function defined in minitensor.
+np.transpose: "transpose") in the `minitensor` namespace (numpy.linalg's in mt.linalg, numpy.fft's in mt.fft),
+when that object is a function defined in minitensor.
 """
 from __future__ import annotations
-import functools, inspect
+import functools, importlib, inspect
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
@@ -41,6 +44,7 @@ from minitensor.tensor import Tensor, asarray, where as where_
 
 _REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
            np.logical_or: "any"}
+_SUBMODULES = ("linalg", "fft")     # numpy.<sub>.<name> -> minitensor.<sub>.<name>
 _DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True, "dtype": None,
              "out": None, "keepdims": False}
 
@@ -48,10 +52,11 @@ _DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": N
 def implementation(func) -> Callable | None:
   """minitensor's function for NumPy's `func` (a function or ufunc of the numpy namespace): the one minitensor
   exports under func's name, looked up at each call, so functions added to minitensor later are found too."""
-  import minitensor
   name = getattr(func, "__name__", None)
-  if not isinstance(name, str) or getattr(np, name, None) is not func: return None   # not numpy.linalg's or numpy.fft's
-  f = getattr(minitensor, name, None)
+  if not isinstance(name, str): return None
+  sub = next((m for m in _SUBMODULES if getattr(getattr(np, m), name, None) is func), None)
+  if sub is None and getattr(np, name, None) is not func: return None
+  f = getattr(importlib.import_module("minitensor" + ("." + sub if sub else "")), name, None)
   if not callable(f) or isinstance(f, type) or not getattr(f, "__module__", "").startswith("minitensor"): return None
   return f
 
@@ -159,7 +164,9 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict):
   """Tensor.__array_function__: see the module docstring for the policy."""
   if not all(issubclass(t, (Tensor, np.ndarray)) for t in types): return NotImplemented
   f = implementation(func)
-  if f is not None and _accepts(f, args, kwargs): return f(*args, **kwargs)
+  if f is not None and _accepts(f, args, kwargs):
+    try: return f(*args, **kwargs)
+    except NotImplementedError: pass          # a mode minitensor lacks: NumPy computes it below
   if isinstance(kwargs.get("out"), Tensor):
     raise TypeError(f"numpy.{func.__name__}: out= must be an ndarray, got a Tensor")
   return func(*to_numpy(args), **to_numpy(kwargs))

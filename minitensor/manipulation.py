@@ -502,44 +502,51 @@ _A, _AX, _KD = "a : array_like", "axis : None, int or tuple of ints, optional --
 _DT = "dtype : data-type, optional -- accumulation and result dtype (default NumPy's)"
 _DDOF = ("ddof : float, optional -- the divisor is N - ddof", "correction : float, optional -- the Array API's name of ddof")
 _ARGAX = "axis : int or None, optional -- None: the index into the flattened array"
+_WH = ("initial : scalar, optional -- joins the reduction (max/min with where= need it)",
+       "where : array_like of bool, optional -- reduce only these elements (broadcast to a's shape)")
 
 
-@_doc("The sum over the given axes (array_likes accepted).", _A, _AX, _DT, _KD)
-def sum(a, axis=None, dtype=None, keepdims: bool = False) -> Tensor: return asarray(a).sum(axis, dtype, keepdims)
+@_doc("The sum over the given axes (array_likes accepted).", _A, _AX, _DT, _KD, *_WH)
+def sum(a, axis=None, dtype=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  return asarray(a).sum(axis, dtype, keepdims, initial=initial, where=where)
 
 
-@_doc("The product over the given axes.", _A, _AX, _DT, _KD)
-def prod(a, axis=None, dtype=None, keepdims: bool = False) -> Tensor: return asarray(a).prod(axis, dtype, keepdims)
+@_doc("The product over the given axes.", _A, _AX, _DT, _KD, *_WH)
+def prod(a, axis=None, dtype=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  return asarray(a).prod(axis, dtype, keepdims, initial=initial, where=where)
 
 
-@_doc("The maximum over the given axes (NaN propagates).", _A, _AX, _KD)
-def max(a, axis=None, keepdims: bool = False) -> Tensor: return asarray(a).max(axis, keepdims)
+@_doc("The maximum over the given axes (NaN propagates).", _A, _AX, _KD, *_WH)
+def max(a, axis=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  return asarray(a).max(axis, keepdims, initial=initial, where=where)
 
 
-@_doc("The minimum over the given axes (NaN propagates).", _A, _AX, _KD)
-def min(a, axis=None, keepdims: bool = False) -> Tensor: return asarray(a).min(axis, keepdims)
+@_doc("The minimum over the given axes (NaN propagates).", _A, _AX, _KD, *_WH)
+def min(a, axis=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  return asarray(a).min(axis, keepdims, initial=initial, where=where)
 
 
 amax, amin = max, min
 
 
-@_doc("The arithmetic mean over the given axes.", _A, _AX, _DT, _KD)
-def mean(a, axis=None, dtype=None, keepdims: bool = False) -> Tensor: return asarray(a).mean(axis, dtype, keepdims)
+@_doc("The arithmetic mean over the given axes.", _A, _AX, _DT, _KD, _WH[1])
+def mean(a, axis=None, dtype=None, keepdims: bool = False, *, where=True) -> Tensor:
+  return asarray(a).mean(axis, dtype, keepdims, where=where)
 
 
-@_doc("The variance over the given axes.", _A, _AX, _DT, *_DDOF, _KD)
-def var(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
-  return asarray(a).var(axis, dtype, ddof, keepdims, correction=correction)
+@_doc("The variance over the given axes.", _A, _AX, _DT, *_DDOF, _KD, _WH[1])
+def var(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None, where=True) -> Tensor:
+  return asarray(a).var(axis, dtype, ddof, keepdims, correction=correction, where=where)
 
 
-@_doc("The standard deviation over the given axes.", _A, _AX, _DT, *_DDOF, _KD)
-def std(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
-  return asarray(a).std(axis, dtype, ddof, keepdims, correction=correction)
+@_doc("The standard deviation over the given axes.", _A, _AX, _DT, *_DDOF, _KD, _WH[1])
+def std(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None, where=True) -> Tensor:
+  return asarray(a).std(axis, dtype, ddof, keepdims, correction=correction, where=where)
 
 
 def _arg(a, axis, keepdims: bool, name: str) -> Tensor:
   t = asarray(a)
-  if axis is not None: _axis(axis, t.ndim, name)     # one axis: TypeError for a tuple, as NumPy
+  if axis is not None: _axis(axis, t.ndim or 1, name)     # one axis (a 0-d array counts as 1-d): TypeError for a tuple
   return getattr(t, name)(axis, keepdims)
 
 
@@ -551,12 +558,12 @@ def argmax(a, axis=None, keepdims: bool = False) -> Tensor: return _arg(a, axis,
 def argmin(a, axis=None, keepdims: bool = False) -> Tensor: return _arg(a, axis, keepdims, "argmin")
 
 
-@_doc("Whether any element over the given axes is true.", _A, _AX, _KD)
-def any(a, axis=None, keepdims: bool = False) -> Tensor: return asarray(a).any(axis, keepdims)
+@_doc("Whether any element over the given axes is true.", _A, _AX, _KD, _WH[1])
+def any(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor: return asarray(a).any(axis, keepdims, where=where)
 
 
-@_doc("Whether all elements over the given axes are true.", _A, _AX, _KD)
-def all(a, axis=None, keepdims: bool = False) -> Tensor: return asarray(a).all(axis, keepdims)
+@_doc("Whether all elements over the given axes are true.", _A, _AX, _KD, _WH[1])
+def all(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor: return asarray(a).all(axis, keepdims, where=where)
 
 
 @_doc("The number of nonzero elements over the given axes, as int64.", _A, _AX, _KD)

@@ -18,6 +18,7 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.realize import buffer_of, array_of, borrow, is_borrowed, realize_base, realize as _realize
 from minitensor import ufuncs as U
 from minitensor import views as V
+from minitensor.methods import NdarrayMethods, add_where
 
 
 def _dtype(d) -> DType:
@@ -72,7 +73,7 @@ def _acc_dtype(kind: str, d: DType) -> DType:
 _WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64}
 
 
-class Tensor:
+class Tensor(NdarrayMethods):
   """A lazy n-dimensional array with NumPy's API; values are computed by minitensor's compiler on demand."""
   # _link: how a view derives from its root (views.py), None for a root; _version counts a root's writes and
   # realizations (views compare it); _writes counts the writes pending since the root's last realization
@@ -235,8 +236,9 @@ class Tensor:
   def __le__(self, x): return U.apply(np.less_equal, self, x)
   def __gt__(self, x): return U.apply(np.greater, self, x)
   def __ge__(self, x): return U.apply(np.greater_equal, self, x)
-  def __eq__(self, x): return U.apply(np.equal, self, x)  # type: ignore[override]
-  def __ne__(self, x): return U.apply(np.not_equal, self, x)  # type: ignore[override]
+  # t == None is all False, as NumPy's (the overrides of object's __eq__/__ne__ return Tensors)
+  def __eq__(self, x): return full(self.shape, False, bool) if x is None else U.apply(np.equal, self, x)
+  def __ne__(self, x): return full(self.shape, True, bool) if x is None else U.apply(np.not_equal, self, x)
 
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
@@ -262,20 +264,17 @@ class Tensor:
   def __ilshift__(self, x): return self._inplace(np.left_shift, x)
   def __irshift__(self, x): return self._inplace(np.right_shift, x)
 
-  def fill(self, value) -> None:
-    """Set every element to value (in place: aliases and views see it), as ndarray.fill."""
-    self[...] = value
-
   def astype(self, dtype, copy: bool = True) -> Tensor:
     """The values converted to dtype (C conversion rules, as NumPy's astype)."""
     return Tensor(self.uop.cast(_dtype(dtype)))
 
-  def clip(self, min=None, max=None) -> Tensor: return clip(self, min, max)
   def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
   def conj(self) -> Tensor: return self
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
+    # as NumPy's ufunc.reduce: axis 0 or -1 of a 0-d array reduces nothing (mean raises)
+    if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None
     axes = normalize_axes(axis, self.ndim, name)
     u = self.uop.cast(acc) if acc is not None else self.uop
     if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
@@ -400,12 +399,6 @@ class Tensor:
     from minitensor.indexing import setitem
     V.write(self, setitem(self, idx, value).uop)
 
-  def dot(self, other) -> Tensor: return dot(self, other)
-
-  def explain(self):
-    """The schedule that realizing this Tensor runs (minitensor.explain)."""
-    from minitensor.inspect import explain
-    return explain(self)
 
   # ------------------------------------------------------------------ NumPy protocols
   def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -417,8 +410,8 @@ class Tensor:
     return array_function(func, types, args, kwargs)
 
   def __array_namespace__(self, *, api_version: str | None = None):
-    import minitensor
-    return minitensor
+    from minitensor.array_api import namespace
+    return namespace(api_version)
 
 
 # ---------------------------------------------------------------------- helpers of the methods above
@@ -433,8 +426,8 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   name = "argmax" if op is Ops.MAX else "argmin"
   if axis is not None and not isinstance(axis, (int, np.integer)):
     raise TypeError(f"{name}: axis must be an integer or None, got {type(axis).__name__}")
-  if axis is None:
-    r = _arg(t.reshape(-1), 0, False, op)
+  if axis is None or t.ndim == 0:        # NumPy flattens a 0-d array here
+    r = _arg(t.reshape(-1), 0 if axis is None else axis, False, op)
     return r.reshape((1,) * t.ndim) if keepdims else r
   (ax,) = normalize_axes(axis, t.ndim, name)
   if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
@@ -533,9 +526,14 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
   return [t._realized() for t in tensors]
 
 
-def where(cond, x, y) -> Tensor:
+def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
   """x where cond is true, else y (broadcast together; x and y promoted as NumPy does). As NumPy's where, a
-  Python int goes through int64 (or uint64) and wraps into the result dtype: where(c, int8_t, 1000) holds -24."""
+  Python int goes through int64 (or uint64) and wraps into the result dtype: where(c, int8_t, 1000) holds -24.
+  where(cond) alone is nonzero(cond)."""
+  if x is None or y is None:
+    if x is not y: raise ValueError("where: either both or neither of x and y should be given")
+    from minitensor.sorting import nonzero
+    return nonzero(cond)
   c = asarray(cond) if not isinstance(cond, Tensor) else cond
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
   xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]
@@ -680,3 +678,4 @@ matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and t
 dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's second-to-last axis otherwise.", "a, b : array_like")
 tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).", "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
 realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.", "*tensors : Tensor", "list of numpy.ndarray")
+add_where(Tensor)     # after the docs above: the wrappers extend them

@@ -1,6 +1,6 @@
-"""The Array API (2023.12) namespace: names, signatures, dtype functions, inspection, and agreement with NumPy.
+"""The Array API (2024.12) namespace: names, signatures, dtype functions, inspection, and agreement with NumPy.
 
-Signatures are checked for compatibility with the standard's (written below from the 2023.12 specification):
+Signatures are checked for compatibility with the standard's (written below from the 2024.12 specification):
 every call the standard allows must work. A positional-only parameter may have any name (or be absorbed by
 *args); a keyword-only one may also be positional-or-keyword (NumPy's spelling, kept so NumPy-style calls work);
 a parameter the standard makes optional must not be required; extra parameters must have defaults.
@@ -15,11 +15,12 @@ import minitensor as mt
 
 P = inspect.Parameter
 UNARY = ("abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor imag isfinite isinf "
-         "isnan log log1p log2 log10 logical_not negative positive real round sign signbit sin sinh square sqrt tan "
+         "isnan log log1p log2 log10 logical_not negative positive real reciprocal round sign signbit sin sinh square sqrt "
+         "tan "
          "tanh trunc").split()
 BINARY = ("add atan2 bitwise_and bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor copysign divide equal "
           "floor_divide greater greater_equal hypot less less_equal logaddexp logical_and logical_or logical_xor maximum "
-          "minimum multiply not_equal pow remainder subtract").split()
+          "minimum multiply nextafter not_equal pow remainder subtract").split()
 SPEC = [f"{f}(x, /)" for f in UNARY] + [f"{f}(x1, x2, /)" for f in BINARY] + """
 clip(x, /, min=None, max=None)
 arange(start, /, stop=None, step=1, *, dtype=None, device=None)
@@ -76,6 +77,8 @@ unique_values(x, /)
 argsort(x, /, *, axis=-1, descending=False, stable=True)
 sort(x, /, *, axis=-1, descending=False, stable=True)
 cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False)
+cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False)
+take_along_axis(x, indices, /, *, axis=-1)
 max(x, /, *, axis=None, keepdims=False)
 mean(x, /, *, axis=None, keepdims=False)
 min(x, /, *, axis=None, keepdims=False)
@@ -88,6 +91,34 @@ any(x, /, *, axis=None, keepdims=False)
 diff(x, /, *, axis=-1, n=1, prepend=None, append=None)
 einsum(subscripts, /, *operands)
 """.strip().splitlines()
+EXTENSIONS = """
+linalg.cholesky(x, /, *, upper=False)
+linalg.cross(x1, x2, /, *, axis=-1)
+linalg.det(x, /)
+linalg.diagonal(x, /, *, offset=0)
+linalg.eigh(x, /)
+linalg.eigvalsh(x, /)
+linalg.inv(x, /)
+linalg.matmul(x1, x2, /)
+linalg.matrix_norm(x, /, *, keepdims=False, ord='fro')
+linalg.matrix_power(x, n, /)
+linalg.matrix_rank(x, /, *, rtol=None)
+linalg.matrix_transpose(x, /)
+linalg.outer(x1, x2, /)
+linalg.pinv(x, /, *, rtol=None)
+linalg.qr(x, /, *, mode='reduced')
+linalg.slogdet(x, /)
+linalg.solve(x1, x2, /)
+linalg.svd(x, /, *, full_matrices=True)
+linalg.svdvals(x, /)
+linalg.tensordot(x1, x2, /, *, axes=2)
+linalg.trace(x, /, *, offset=0, dtype=None)
+linalg.vecdot(x1, x2, /, *, axis=-1)
+linalg.vector_norm(x, /, *, axis=None, keepdims=False, ord=2)
+""".strip().splitlines() + [f"fft.{f}(x, /, *, n=None, axis=-1, norm='backward')" for f in "fft ifft rfft irfft hfft ihfft".split()] + \
+  [f"fft.{f}(x, /, *, s=None, axes=None, norm='backward')" for f in "fftn ifftn rfftn irfftn".split()] + \
+  [f"fft.{f}(n, /, *, d=1.0, dtype=None, device=None)" for f in ("fftfreq", "rfftfreq")] + \
+  [f"fft.{f}(x, /, *, axes=None)" for f in ("fftshift", "ifftshift")]
 CONSTANTS = {"e": math.e, "pi": math.pi, "inf": math.inf}
 DTYPE_NAMES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
 
@@ -126,7 +157,7 @@ def incompatibilities(impl: inspect.Signature, std: inspect.Signature) -> list[s
 # ---------------------------------------------------------------------- names and signatures
 def test_namespace_names():
   x = mt.asarray([1.0])
-  assert x.__array_namespace__() is mt and mt.__array_api_version__ == "2023.12"
+  assert x.__array_namespace__() is mt and mt.__array_api_version__ == "2024.12"
   missing = [spec(line)[0] for line in SPEC if not callable(getattr(mt, spec(line)[0], None))]
   assert not missing, missing
   for name, v in CONSTANTS.items(): assert getattr(mt, name) == v
@@ -135,10 +166,18 @@ def test_namespace_names():
   assert mt.float32 == mt.asarray(np.ones(2, np.float32)).dtype and not hasattr(mt, "complex64")
 
 
-@pytest.mark.parametrize("line", SPEC)
+def explicit(impl: inspect.Signature, std: inspect.Signature) -> bool:
+  """No *args standing in for parameters the standard names (add(x1, x2, /), not add(*args))."""
+  return not any(p.kind is P.VAR_POSITIONAL for p in impl.parameters.values()) or \
+    any(p.kind is P.VAR_POSITIONAL for p in std.parameters.values())
+
+
+@pytest.mark.parametrize("line", SPEC + EXTENSIONS)
 def test_signature(line):
+  *module, line = line.split(".", 1) if line.startswith(("linalg.", "fft.")) else [line]
   name, std = spec(line)
-  assert incompatibilities(inspect.signature(getattr(mt, name)), std) == []
+  impl = inspect.signature(getattr(getattr(mt, module[0]) if module else mt, name))
+  assert incompatibilities(impl, std) == [] and explicit(impl, std)
 
 
 def test_signature_check_rejects():
