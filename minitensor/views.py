@@ -24,11 +24,30 @@ bounded amount of graph per iteration.
 from __future__ import annotations
 from typing import Callable, NamedTuple, TYPE_CHECKING
 from minitensor.backend.uop import UOp
-from minitensor.backend.generic import reshape_strides
 if TYPE_CHECKING: from minitensor.tensor import Tensor
 
 WRITE_CHAIN = 16      # writes pending on one root before it is realized
 
+
+
+def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
+  """The strides of a view reshaped to `new` without a copy (as NumPy's reshape of a view): groups of axes
+  with equal products map onto each other; a group of old axes must be contiguous among itself."""
+  if 0 in shape: return None
+  old = [(d, t) for d, t in zip(shape, strides) if d != 1]
+  out = [0] * len(new)
+  oi = ni = 0
+  while oi < len(old):
+    while ni < len(new) and new[ni] == 1: ni += 1
+    oj, nj, po, pn = oi + 1, ni + 1, old[oi][0], new[ni]
+    while po != pn:
+      if po < pn: po, oj = po * old[oj][0], oj + 1
+      else: pn, nj = pn * new[nj], nj + 1
+    if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)): return None
+    t = old[oj - 1][1]
+    for k in range(nj - 1, ni - 1, -1): out[k], t = (t, t * new[k]) if new[k] != 1 else (0, t)
+    oi, ni = oj, nj
+  return tuple(out)
 
 class Step(NamedTuple):
   """One movement from a source value to a view of it, and the way back: bwd(source, new view) is the new

@@ -55,7 +55,8 @@ def test_checked_results_are_identical(name, monkeypatch):
 def test_checked_mode_compiles_checked_kernels(monkeypatch):
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   y = mt.asarray(A) * 3 + 1
-  key = (R.structure([y.uop])[0], True, tiers.mode())    # the schedule cache keeps checked and plain programs apart
+  skey, leaves, sizes = R.structure([y.uop])
+  key = (skey, True, tiers.mode(), sizes, tuple(b.shape for b in leaves))    # checked and plain programs kept apart
   y.numpy()
   prog = R._cache[key]
   assert prog.checked and all("mt_err" in k.src and "mt_oob" in k.src for k, *_ in prog.fns)
@@ -105,8 +106,8 @@ def test_in_bounds_kernel_reports_nothing():
 def test_violation_raises_index_error_naming_kernel_buffer_and_index():
   r = range_(8, 0)
   k = kernel(sink(buf(1, 8).index(r).store(buf(0, 4).index(r).load()).end(r)), "k_oob")
-  plan = R.Plan("", 1, (R.Call("k_oob", (0, 1), (), (), (8,), "float32"),), ((8, "float32"),), (1,))
-  prog = R.Compiled(plan, 1, [(k, (0, 1), ())], checked=True)
+  plan = R.Plan("", 1, (R.Call("k_oob", (0, 1), (), (8,), "float32"),), ((8, (), "float32"),), (1,))
+  prog = R.Compiled(plan, 1, [(k, (0, 1), (), ())], checked=True)
   with pytest.raises(IndexError, match=r"kernel k_oob computing \(8,\) float32 accessed index 4 of buffer data0 "
                                        r"\(schedule buffer 0, size 4\)"):
     prog([np.zeros(4, np.float32)])

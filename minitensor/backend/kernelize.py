@@ -27,17 +27,17 @@ schedule(outputs) returns the kernels in dependency order, each a lowered SINK o
 slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
 linearize) counts the loop iterations of a lowered kernel: the work accounting tests and `explain` use.
 
-Elementwise kernels over whole operands or small strided views are size-generic (generic.py): their size,
-and for strided ones an array of sizes, offsets and strides, are arguments of the C function, so one compile
-serves every shape.
+Sizes: a graph of small values is lowered with symbolic sizes (schedule's `sizes`: VARs, arguments of the C
+functions), so one compile serves every graph of its structure (realize.structure). A larger graph is lowered
+for its shapes, tuned by opt.py; an elementwise kernel over whole operands (`flat`) is still lowered as one loop
+over n = prod(shape) with n an argument, so large elementwise kernels compile once for every shape and rank.
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, buf, prod
 from minitensor.backend.rangeify import Ctx, Opts, lower
-from minitensor.backend.linearize import iterations
+from minitensor.backend.linearize import iterations, variables
 from minitensor.backend.opt import choose_opts, divisor
-from minitensor.backend.generic import flat, strided, PARAMS_SLOT
 from minitensor.backend.scan import lower_scan
 
 
@@ -49,8 +49,8 @@ class KernelSpec:
   sink: UOp                   # lowered, kernel-local slots
   slots: tuple[int, ...]      # local slot k reads/writes schedule buffer slots[k]
   out: int                    # the schedule buffer it writes
-  sizes: tuple[int, ...] = ()    # a size-generic kernel: its loop bounds, arguments of the C function...
-  params: tuple[int, ...] = ()   # ...and for a strided one, its argument array (sizes, offsets, strides)
+  sizes: tuple[int, ...] = ()    # a flat kernel: its loop size, an argument of the C function
+  vars: tuple[int, ...] = ()     # a symbolic kernel: the VARs it takes (`int64_t s<idx>` after the buffers)
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class Schedule:
   n_inputs: int
   buffers: tuple[tuple[int, object], ...]     # (size, DType) of every schedule buffer after the inputs
   outputs: tuple[int, ...]                    # the schedule buffer of each output
+  shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
 
 
 _EXPENSIVE = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SIN, Ops.COS, Ops.TAN,
@@ -111,10 +112,32 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   return best
 
 
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool) -> tuple[UOp, Ctx, UOp, dict, tuple | None]:
+def _scalar(u: UOp) -> bool:
+  """A constant, or a one-element buffer (a constant passed as a kernel argument): broadcast, not walked."""
+  return u.op is Ops.CONST or (u.op is Ops.BUFFER and u.shape == (1,))
+
+
+def flat(body: UOp) -> UOp | None:
+  """body computed on its buffers read as (n,) arrays, when it is elementwise over operands read whole in their
+  own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
+  n = prod(body.shape)
+  if n < 2: return None
+  new: dict[UOp, UOp] = {}
+  for u in body.toposort():
+    if u.op in (Ops.CONST, Ops.BUFFER): new[u] = u
+    elif u.op is Ops.RESHAPE: new[u] = new[u.src[0]]
+    elif u.op is Ops.EXPAND and _scalar(c := new[u.src[0]]): new[u] = c
+    elif u.op in ALU:
+      m = prod(u.shape)
+      new[u] = u.replace(src=tuple(x.reshape((1,)).expand((m,)) if _scalar(x) else x for x in (new[s] for s in u.src)))
+    else: return None
+  return new[body] if new[body].shape == (n,) else None
+
+
+def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool, sizes: dict | None) -> tuple[UOp, Ctx, UOp, dict, tuple[int] | None]:
   """Lower the kernel of staged node `root`, other staged nodes read from their buffers. Also returns the
-  body that was lowered, for its nodes the node of the scheduled graph each one stands for, and for a
-  size-generic kernel its (size, argument array) (None for others)."""
+  body that was lowered, for its nodes the node of the scheduled graph each one stands for, and for a flat
+  kernel its loop size, an argument of the C function (None for others)."""
   body = root.src[0] if root.op is Ops.STAGE else root
   # the walk stops at other kernels' outputs: a kernel costs its own nodes, not the whole graph below it
   new: dict[UOp, UOp] = {u: b for u, b in staged_bufs.items() if u is not root}
@@ -125,13 +148,12 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
     orig[n] = u
   body = new[body]
   if body.op is Ops.SCAN:
-    ctx = Ctx()
+    ctx = Ctx(sizes=sizes)
     return lower_scan(body, out, ctx), ctx, body, orig, None
   if optimize and (f := flat(body)) is not None:
     ctx = Ctx(opts=Opts(thread=0))
-    return lower(f, out, ctx), ctx, body, orig, ((f.shape[0],), ())
-  if optimize and (g := strided(body, out)) is not None: return g[0], Ctx(), body, orig, (g[2], tuple(g[1].tolist()))
-  ctx = Ctx(opts=choose_opts(body) if optimize else Opts())
+    return lower(f, out, ctx), ctx, body, orig, (f.shape[0],)
+  ctx = Ctx(opts=choose_opts(body) if optimize else Opts(), sizes=sizes)
   return lower(body, out, ctx), ctx, body, orig, None
 
 
@@ -209,8 +231,11 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
   return [new[o] for o in outputs]
 
 
-def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedule:
-  """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1."""
+def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None) -> Schedule:
+  """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (each size of the graph
+  >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no Opts, no
+  size-generic special kernels, no split reductions (their choices depend on the sizes)."""
+  if sizes is not None: optimize = False
   if optimize: outputs = split_reduces(outputs)
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   reach: dict[UOp, set[int]] = {}
@@ -236,7 +261,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
     order = [u for u in nodes if u in slot and prod(u.shape)]
     new = None
     for u in order:
-      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize)
+      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes)
       if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
     if new is None: break
@@ -244,19 +269,18 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True) -> Schedu
     for u in [u for u, k in lowered.items() if new in k[2]]: del lowered[u]
   kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
-  return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs)
+  return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot))
 
 
-def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool) -> tuple[KernelSpec, UOp | None, set[UOp]]:
+def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None) -> tuple[KernelSpec, UOp | None, set[UOp]]:
   """The kernel of staged node u (other staged nodes read from `bufs`), the node it asks to materialize
   because it would be recomputed (or None), and the nodes of the scheduled graph it computes."""
-  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, buf(out_slot, prod(u.shape), u.dtype), optimize)
+  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic)
   new = None
   if generic is None:
     loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
                    key=lambda r: r.arg.idx)
     if (found := _recomputed(body, ctx, loops)) is not None: new = orig.get(found)
   local, slots = _localize(sink)
-  sizes, params = generic or ((), ())
-  if params: slots = slots[:-1]      # the argument array (PARAMS_SLOT, last) is not a schedule buffer
-  return KernelSpec("", u, local, slots, out_slot, sizes, params), new, set(orig.values())
+  return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local)), new, set(orig.values())
+

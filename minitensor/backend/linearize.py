@@ -19,6 +19,14 @@ from dataclasses import dataclass
 from minitensor.backend.uop import UOp, Ops
 
 
+def variables(sink: UOp) -> tuple[int, ...]:
+  """The indices of the VARs a lowered kernel uses, in index arithmetic or as loop extents (its size arguments)."""
+  nodes = sink.toposort()
+  found = {u.arg.idx for u in nodes if u.op is Ops.VAR}
+  found |= {u.arg.var.arg.idx for u in nodes if u.op is Ops.RANGE and u.arg.var is not None}
+  return tuple(sorted(found))
+
+
 class LinearizeError(ValueError):
   """The graph has no valid loop structure (a node needs two sibling loops at once, or a cycle)."""
 
@@ -29,7 +37,7 @@ class Stmt:
   u: UOp
 
 
-_NOT_STMT = (Ops.CONST, Ops.RANGE, Ops.BUFFER, Ops.ALLOC, Ops.SINK, Ops.END)
+_NOT_STMT = (Ops.CONST, Ops.VAR, Ops.RANGE, Ops.BUFFER, Ops.ALLOC, Ops.SINK, Ops.END)
 
 
 def _scopes(nodes: list[UOp]) -> tuple[dict[UOp, frozenset], dict[UOp, UOp | None]]:

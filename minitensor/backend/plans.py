@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib, hashlib, json, os
 from minitensor.backend import runtime
 
-FORMAT = "plan-1"
+FORMAT = "plan-2"
 _digest: list[str] = []
 
 

@@ -32,19 +32,24 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.symbolic import simplify
 
 
-def ravel(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
-  """The row-major flat position of idx in shape (Horner's rule)."""
-  flat = UOp.const(0)
-  for i, s in zip(idx, shape): flat = flat * s + i
+def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:
+  """The row-major flat position of idx in shape (Horner's rule). Sizes may be ints or VARs; the first is not
+  used (idx is in bounds), so a flat buffer's own size never enters index arithmetic."""
+  if not idx: return UOp.const(0)
+  flat = idx[0]
+  for i, s in zip(idx[1:], shape[1:]): flat = flat * s + i
   return flat
 
 
-def unravel(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
-  """The index in shape of flat position `flat`; size-1 axes get CONST 0."""
+def unravel(flat: UOp, shape: tuple) -> tuple[UOp, ...]:
+  """The index in shape of the in-bounds flat position `flat` (sizes ints or VARs); size-1 axes get CONST 0, and
+  the first axis needs no modulo."""
   out, stride = [], 1
-  for s in reversed(shape):
-    out.append((flat // stride) % s if s != 1 else UOp.const(0))
-    stride *= s
+  for k in range(len(shape) - 1, -1, -1):
+    s = shape[k]
+    if type(s) is int and s == 1: out.append(UOp.const(0)); continue
+    out.append(flat // stride if k == 0 else (flat // stride) % s)
+    stride = s * stride
   return tuple(reversed(out))
 
 
@@ -73,10 +78,25 @@ class Ctx:
   memo: dict = field(default_factory=dict)
   reduce_ranges: dict = field(default_factory=dict)
   opts: Opts = field(default_factory=Opts)
+  sizes: dict | None = None       # symbolic lowering: each size of the graph (>= 2) -> its VAR
 
-  def rng(self, size: int, kind: AxisType = AxisType.LOOP) -> UOp:
+  def size(self, n: int):
+    """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:
+    they decide structure), else the int."""
+    if self.sizes is None or n < 2: return n
+    if (v := self.sizes.get(n)) is None: raise AssertionError(f"rangeify: size {n} is not one of the graph's sizes")
+    return v
+
+  def sizes_of(self, shape: tuple[int, ...]) -> tuple:
+    """A shape's sizes for ravel/unravel, which never use the first (a staged buffer's flat size is not one of the
+    graph's sizes), so it stays the int."""
+    return shape[:1] + tuple(self.size(n) for n in shape[1:])
+
+  def rng(self, size: int, kind: AxisType = AxisType.LOOP, sym: bool = False) -> UOp:
+    """A new loop of `size` iterations; sym: size is one of the graph's sizes (symbolic when lowering so)."""
     self.next_range += 1
-    return range_(size, self.next_range - 1, kind)
+    v = self.size(size) if sym else size
+    return range_(size, self.next_range - 1, kind, v if isinstance(v, UOp) else None)
 
   def alloc(self, d: DType, n: int = 1) -> UOp:
     self.next_alloc += 1
@@ -108,12 +128,13 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
   if op is Ops.INDEX:
     k = len(u.src[1].shape)
     iv = []
-    for i, n in zip(u.src[1:], u.src[0].shape): iv.append(_clamp((yield (i, idx[:k])), n))
+    for i, n in zip(u.src[1:], u.src[0].shape): iv.append(_clamp((yield (i, idx[:k])), n, ctx.size(n)))
     return (yield (u.src[0], tuple(iv) + idx[k:]))
   if op is Ops.STACK: return (yield from _stack(u.src, idx[0], idx[1:], 0))
   if op is Ops.RESHAPE:
     # simplify now: ((i*N + j)//N) % N mentions j but *is* i, and _reduce places loops by what idx mentions
-    return (yield (u.src[0], tuple(simplify(i) for i in unravel(ravel(idx, u.shape), u.src[0].shape))))
+    flat = ravel(idx, ctx.sizes_of(u.shape))
+    return (yield (u.src[0], tuple(simplify(i) for i in unravel(flat, ctx.sizes_of(u.src[0].shape)))))
   if op is Ops.EXPAND:
     return (yield (u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i
                                    for i, s, n in zip(idx, u.src[0].shape, u.shape))))
@@ -122,10 +143,10 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
     for k, p in enumerate(u.arg): inv[p] = idx[k]
     return (yield (u.src[0], tuple(inv)))
   # a chain of shrinks must not grow an index expression as deep as the chain: simplify every offset
-  if op is Ops.SHRINK: return (yield (u.src[0], tuple(simplify(i + b) if b else i for i, (b, _) in zip(idx, u.arg))))
+  if op is Ops.SHRINK: return (yield (u.src[0], tuple(simplify(i + ctx.size(b)) if b else i for i, (b, _) in zip(idx, u.arg))))
   if op is Ops.PAD: return (yield from _pad(u, idx, ctx))
   if op is Ops.FLIP:
-    return (yield (u.src[0], tuple(simplify((n - 1) - i) if k in u.arg else i
+    return (yield (u.src[0], tuple(simplify((ctx.size(n) - 1) - i) if k in u.arg else i
                                    for k, (i, n) in enumerate(zip(idx, u.shape)))))
   if op is Ops.REDUCE: return (yield from _reduce(u, idx, ctx))
   raise NotImplementedError(f"rangeify: {op}")
@@ -140,13 +161,16 @@ def _stack(xs: tuple[UOp, ...], i: UOp, rest: tuple[UOp, ...], base: int):
   return (i < base + h).where(a, b)
 
 
-def _clamp(i: UOp, n: int) -> UOp:
-  """A data value used as an index, clamped into [0, n) (in its own dtype, so no bits are lost) and cast."""
+def _clamp(i: UOp, n: int, sym) -> UOp:
+  """A data value used as an index, clamped into [0, n) (in its own dtype, so no bits are lost) and cast. sym is
+  n as lowering sees it: a VAR when symbolic (then clamped below its bound in the data's dtype, then below n)."""
   lo, hi = i.vmin, i.vmax
-  if not (0 <= lo and hi < n):
+  bound = n if not isinstance(sym, UOp) else sym.vmax
+  if not (0 <= lo and hi < (n if not isinstance(sym, UOp) else sym.vmin)):
     if i.dtype.is_bool: i = i.cast(dtypes.int32)
-    i = (i if i.dtype.is_unsigned else i.maximum(i.const_like(0))).minimum(i.const_like(min(n - 1, i.dtype.max)))
-  return simplify(i.cast(dtypes.index))
+    i = (i if i.dtype.is_unsigned else i.maximum(i.const_like(0))).minimum(i.const_like(min(bound - 1, i.dtype.max)))
+  i = i.cast(dtypes.index)
+  return simplify(i.minimum(sym - 1) if isinstance(sym, UOp) else i)
 
 
 def _pad(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
@@ -154,20 +178,20 @@ def _pad(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   inner = []
   for i, (b, a), n in zip(idx, u.arg[0], u.src[0].shape):
     if b == a == 0: inner.append(i); continue
-    j = simplify(i - b)
-    ok = simplify((j >= 0) & (j < n)) if n else UOp.const(False)
+    j = simplify(i - ctx.size(b))
+    ok = simplify((j >= 0) & (j < ctx.size(n))) if n else UOp.const(False)
     valid = ok if valid is None else valid & ok
-    inner.append(simplify(j.maximum(0).minimum(max(n - 1, 0))))
+    inner.append(simplify(j.maximum(0).minimum(ctx.size(n) - 1 if n else 0)))
   if any(n == 0 for n in u.src[0].shape): return UOp.const(u.arg[1], u.dtype)
   v = yield (u.src[0], tuple(inner))
   return v if valid is None else simplify(valid).where(v, UOp.const(u.arg[1], u.dtype))
 
 
 def _axis_parts(ctx: Ctx, size: int, factor: int, kind: AxisType) -> tuple[UOp, int]:
-  """An axis of `size` as (outer RANGE or CONST 0, unroll factor): index = outer * factor + c."""
+  """An axis of the graph's `size` as (outer RANGE or CONST 0, unroll factor): index = outer * factor + c."""
   if factor > 1 and size % factor == 0:
     return (ctx.rng(size // factor, kind) if size > factor else UOp.const(0)), factor
-  return (ctx.rng(size, kind) if size > 1 else UOp.const(0)), 1
+  return (ctx.rng(size, kind, sym=True) if size > 1 else UOp.const(0)), 1
 
 
 def _combos(parts: list[tuple[UOp, int]]) -> list[tuple[UOp, ...]]:
@@ -261,9 +285,29 @@ def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | No
   """Reduce u without its loops when its value v does not change along them (a broadcast constant, an expand
   along the reduced axes) and the closed form is exactly what the loop computes; else None."""
   v = simplify(v)
-  if v.ranges & set(loops) or (f := _closed_form(u.arg[0], v, prod(u.src[0].shape[len(u.shape):]))) is None: return None
+  rs = u.src[0].shape[len(u.shape):]
+  if v.ranges & set(loops): return None
+  if ctx.sizes is not None and any(n > 1 for n in rs): f = _closed_form_symbolic(u.arg[0], v, tuple(ctx.size(n) for n in rs))
+  else: f = _closed_form(u.arg[0], v, prod(rs))
+  if f is None: return None
   del ctx.reduce_ranges[rkey]        # no loop: nothing for the kernelizer's cost model to count
   return f
+
+
+def _closed_form_symbolic(rop: Ops, v: UOp, sizes: tuple) -> UOp | None:
+  """_closed_form over prod(sizes) copies, some sizes VARs: what holds for every count (MAX, MIN, integers, a
+  float sum of 0 or of a non-finite constant); None for the float sums and products whose exactness depends on it."""
+  d = v.dtype
+  if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
+  n = UOp.const(1)
+  for s in sizes: n = n * s
+  n = simplify(n)
+  if d.is_int:
+    if rop is Ops.ADD: return v * n.cast(d)
+    return UOp(Ops.POW, (v, n.cast(d))) if n.vmax <= d.max else None
+  if rop is Ops.ADD and v.op is Ops.CONST and (v.arg == 0 or not math.isfinite(v.arg)):
+    return UOp.const(0.0, d) if v.arg == 0 else v
+  return None
 
 
 def _closed_form(rop: Ops, v: UOp, n: int) -> UOp | None:
@@ -346,7 +390,7 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   stores = []
   for idx in _combos(plist):
     val = rangeify(root, idx, ctx)
-    stores.append(out.index(ravel(idx, root.shape) if root.shape else UOp.const(0)).store(val))
+    stores.append(out.index(ravel(idx, ctx.sizes_of(root.shape)) if root.shape else UOp.const(0)).store(val))
   loops = ranges_in(*(b for b, _ in plist))
   body = stores[0] if len(stores) == 1 else UOp(Ops.SINK, tuple(stores))
   return simplify(merge_ends(sink(body.end(*loops))))

@@ -10,11 +10,11 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, os, threading, time, weakref
+import itertools, logging, math, os, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, FLOAT_ARG, prod, _argkey
+from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, FLOAT_ARG, prod, var, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.linearize import operations
@@ -66,38 +66,41 @@ if DEBUG and not log.handlers:
 
 @dataclass(frozen=True)
 class Call:
-  """One kernel call of a plan: the C function, the schedule buffers it takes (in parameter order), the loop
-  sizes and argument array a size-generic kernel takes after them, and what it computes (for messages)."""
+  """One kernel call of a plan: the C function, the schedule buffers it takes (in parameter order), the loop size
+  a flat kernel takes after them, what it computes (for messages), and the graph sizes a symbolic kernel takes
+  last (positions in the sizes of `structure`)."""
   fn: str
   slots: tuple[int, ...]
   sizes: tuple[int, ...]
-  params: tuple[int, ...]
   shape: tuple[int, ...]
   dtype: str
+  vars: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Plan:
   """What running a compiled schedule needs, and all it needs (the contract between lowering and running, and
   what the disk keeps: plans.py): the translation unit without the PRELUDE, the tier it is compiled at, the calls
-  in order, the buffers to allocate after the inputs ((size, dtype name)) and the buffer of each output."""
+  in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
+  sizes elements) and the buffer of each output."""
   src: str
   tier: int
   calls: tuple[Call, ...]
-  buffers: tuple[tuple[int, str], ...]
+  buffers: tuple[tuple[int, tuple[int, ...], str], ...]
   outputs: tuple[int, ...]
 
   def to_json(self) -> dict:
     return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
-            "buffers": [list(b) for b in self.buffers], "outputs": list(self.outputs)}
+            "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs)}
 
   @staticmethod
   def from_json(d: dict) -> Plan:
     """The plan stored as d; ValueError when d is not a well-formed plan (a damaged or foreign file)."""
     try:
-      calls = tuple(Call(_text(c[0]), _ints(c[1]), _ints(c[2]), _ints(c[3]), _ints(c[4]), _text(c[5])) for c in d["calls"])
-      bufs = tuple((int(n), _text(t)) for n, t in d["buffers"])
-      for _, t in bufs: np.dtype(t)
+      calls = tuple(Call(_text(c[0]), _ints(c[1]), _ints(c[2]), _ints(c[3]), _text(c[4]), _ints(c[5]))
+                    for c in d["calls"])
+      bufs = tuple((int(n), _ints(v), _text(t)) for n, v, t in d["buffers"])
+      for _, _, t in bufs: np.dtype(t)
       return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]))
     except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
 
@@ -119,7 +122,7 @@ class Compiled:
   functions replace `fns` in one assignment (and the stored plan says tier 1 from then on)."""
   plan: Plan
   n_inputs: int
-  fns: list[tuple[Kernel, tuple[int, ...], tuple]]     # (kernel, buffer slots, arguments after the buffers)
+  fns: list[tuple[Kernel, tuple[int, ...], tuple, tuple[int, ...]]]     # (kernel, buffer slots, arguments, vars)
   compile_seconds: float = 0.0
   runs: int = 0
   checked: bool = False
@@ -128,15 +131,16 @@ class Compiled:
   elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
 
-  def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+  def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
+    """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
     p = self.plan
-    bufs = list(inputs) + [np.empty(n, np.dtype(d)) for n, d in p.buffers]
+    bufs = list(inputs) + [np.empty(n * math.prod([sizes[v] for v in vs]), np.dtype(d)) for n, vs, d in p.buffers]
     t = time.perf_counter() if self.tier == 0 else 0.0
-    if DEBUG or self.checked: self._run_slow(bufs)
+    if DEBUG or self.checked: self._run_slow(bufs, sizes)
     else:
       n = native()
       fb, chars = n.backend.from_buffer, n.chars
-      for k, slots, extra in self.fns: k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra)
+      for k, slots, extra, vs in self.fns: k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
     if self.tier == 0:
       self.elapsed += time.perf_counter() - t
       if self.elapsed > tiers.HOT_SECONDS and self.upgrade is None and tiers.mode() == "auto": self._tier_up()
@@ -155,12 +159,12 @@ class Compiled:
     self.upgrade = threading.Thread(target=work, name="minitensor-tier1", daemon=True)
     self.upgrade.start()
 
-  def _run_slow(self, bufs: list[np.ndarray]) -> None:
+  def _run_slow(self, bufs: list[np.ndarray], sizes: tuple[int, ...]) -> None:
     """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
     origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit")
     err = np.zeros(3, np.int64)
-    for (k, slots, extra), c in zip(self.fns, self.plan.calls):
-      args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + ([_from_buffer(err)] if self.checked else [])
+    for (k, slots, extra, vs), c in zip(self.fns, self.plan.calls):
+      args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + [sizes[v] for v in vs] + ([_from_buffer(err)] if self.checked else [])
       t = time.perf_counter()
       k.fn(*args)
       dt = time.perf_counter() - t
@@ -200,7 +204,7 @@ def settle(timeout: float | None = None) -> None:
     if c.upgrade is not None: c.upgrade.join(timeout)
 
 
-def program(key, outputs: list[UOp], leaves: list[UOp]) -> Compiled:
+def program(key, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] = ()) -> Compiled:
   """The compiled program of a graph (key: its structural key with the modes): from its plan on disk when there is
   one (no lowering), else kernelized, lowered, rendered and compiled, and its plan stored."""
   t = time.perf_counter()
@@ -214,25 +218,31 @@ def program(key, outputs: list[UOp], leaves: list[UOp]) -> Compiled:
       stats.plan_hits += 1
       if DEBUG >= 2: log.debug(plan.src)
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key[1], tier=plan.tier, disk_key=disk)
-  prog = compile_schedule(_renumber(outputs, leaves), len(leaves))
+  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes)
   if DEBUG >= 2: log.debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
   return prog
 
 
-def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
-  """Kernelize, lower, render and compile (all kernels in one translation unit)."""
+def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = ()) -> Compiled:
+  """Kernelize, lower, render and compile (all kernels in one translation unit). sizes: the graph's sizes of a
+  symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
-  sched = schedule(list(outputs), n_inputs)
+  symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
+  sched = schedule(list(outputs), n_inputs, sizes=symbolic)
   # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[tuple[UOp, bool], str] = {}
   for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
   src = "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
-  calls = tuple(Call(names[k.sink, bool(k.sizes)], k.slots, k.sizes, k.params, k.ast.shape, k.ast.dtype.name) for k in sched.kernels)
+  calls = tuple(Call(names[k.sink, bool(k.sizes)], k.slots, k.sizes, k.ast.shape, k.ast.dtype.name, k.vars)
+                for k in sched.kernels)
   tier = tiers.choose(_work(sched)) if calls else 1
-  plan = Plan(src, tier, calls, tuple((n, d.name) for n, d in sched.buffers), sched.outputs)
+  token = {n: k for k, n in enumerate(sizes)}
+  bufs = tuple((math.prod([n for n in shape if n < 2]), tuple(token[n] for n in shape if n >= 2) if sizes else (), d.name)
+               if sizes else (n_el, (), d.name) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
+  plan = Plan(src, tier, calls, bufs, sched.outputs)
   return Compiled(plan, n_inputs, _functions(plan, tier), time.perf_counter() - t, checked=checked, tier=tier)
 
 
@@ -242,17 +252,12 @@ def _functions(plan: Plan, tier: int) -> list:
   if not plan.calls: return []
   cc, flags = tiers.toolchain(tier, "_Float16" in plan.src)
   lib = compile_c(PRELUDE + plan.src, flags, cc)
-  return [(lib[c.fn], c.slots, _extra(c)) for c in plan.calls]
+  return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
 
 
 def _work(sched: Schedule) -> int:
   """The schedule's predicted work: the statements its kernels execute (at the shapes they were compiled for)."""
   return sum(operations(k.sink) for k in sched.kernels)
-
-
-def _extra(k) -> tuple:
-  """The arguments after the buffers: a size-generic kernel's argument array and loop sizes."""
-  return ((_from_buffer(np.array(k.params, np.int64)),) if k.params else ()) + k.sizes
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
@@ -281,15 +286,35 @@ def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
   return tuple(o.substitute(slots) for o in outputs)
 
 
-def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
-  """A hashable key of the outputs' graph with realized leaves abstracted to (position, dtype, size), and the
-  leaves in that order: equal keys mean the same computation on other data. A node whose value was realized
-  before (it holds `data`) is a leaf too: its graph is not computed again; so is a `lifted` constant, which the
-  kernels read from a one-element buffer (x * 0.5 and x * 0.25 share a kernel). Builds no nodes (the hot
-  path)."""
+SYMBOLIC_MAX = 1 << 16     # graphs whose values all have at most this many elements are lowered with symbolic sizes
+
+
+def structure(outputs: list[UOp], symbolic: bool = True) -> tuple[tuple, list[UOp], tuple[int, ...]]:
+  """A hashable key of the outputs' graph with realized leaves abstracted to (position, dtype, size), the leaves
+  in that order, and the graph's sizes: equal keys mean the same computation on other data. A node whose value
+  was realized before (it holds `data`) is a leaf too: its graph is not computed again; so is a `lifted`
+  constant, which the kernels read from a one-element buffer (x * 0.5 and x * 0.25 share a kernel).
+
+  Symbolic (every value of at most SYMBOLIC_MAX elements): the sizes are abstracted too. Each distinct size >= 2
+  in a shape or a movement argument is a token (its position in the returned sizes); 0 and 1 stay numbers,
+  since they decide structure (empty, broadcast). The key then says which sizes are equal and nothing about
+  their values: softmax of (5, 7) and of (30, 2) share a kernel, whose sizes are arguments (SYMBOLIC in
+  README). Otherwise the sizes are part of the key, and () is returned for them. Builds no nodes (the hot path)."""
+  if symbolic and (r := _walk(outputs, True)) is not None: return r
+  return _walk(outputs, False)
+
+
+def _walk(outputs: list[UOp], symbolic: bool):
   pos: dict[UOp, int] = {}
   leaves: list[UOp] = []
   key: list = []
+  sizes: dict[int, int] = {}
+  def tok(v: int) -> int:         # a size >= 2 is token ~k (negative), k its position in `sizes`
+    if v < 2: return v
+    if (t := sizes.get(v)) is None:
+      if v > SYMBOLIC_MAX: raise OverflowError
+      t = sizes[v] = len(sizes)
+    return ~t
   for o in outputs:
     stack = [o]
     while stack:
@@ -299,13 +324,30 @@ def structure(outputs: list[UOp]) -> tuple[tuple, list[UOp]]:
       todo = [s for s in u.src if s not in pos] if not known else None
       if todo: stack.extend(reversed(todo)); continue
       stack.pop()
-      if known:
-        key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
-        leaves.append(u)
-      else: key.append((u.op, u.dtype, _argkey(u.arg) if u.op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
+      if not symbolic:
+        if known:
+          key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
+          leaves.append(u)
+        else: key.append((u.op, u.dtype, _argkey(u.arg) if u.op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
+        pos[u] = len(key) - 1
+        continue
+      if math.prod(u.shape) > SYMBOLIC_MAX: return None
+      try:
+        shape = tuple([tok(v) for v in u.shape])
+        if known:
+          key.append((Ops.BUFFER, u.dtype, shape, len(leaves)))
+          leaves.append(u)
+        else:
+          op, arg = u.op, u.arg
+          if op is Ops.SHRINK: arg = tuple([(tok(b), tok(e)) for b, e in arg])
+          elif op is Ops.PAD: arg = (tuple([(tok(b), tok(a)) for b, a in arg[0]]), _argkey(arg[1]))
+          elif op is Ops.RESHAPE or op is Ops.EXPAND: arg = None        # the node's own shape says it
+          elif op is Ops.CONST: arg = _argkey(arg)
+          key.append((op, u.dtype, arg, tuple([pos[x] for x in u.src]), shape))
+      except OverflowError: return None
       pos[u] = len(key) - 1
   key.append(tuple([pos[o] for o in outputs]))
-  return tuple(key), leaves
+  return tuple(key), leaves, tuple(sizes)
 
 
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
@@ -317,10 +359,12 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     res = [np.array(v, order="C", copy=True) if u else np.asarray(v, order="C") for v, u in zip(views, user)]
     borrowed = any(user)
   else:
-    skey, leaves = structure(outputs)
-    key = (skey, os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
-    prog = _schedules.get(key, lambda: program(key, outputs, leaves))
-    res = [r.reshape(o.shape) for r, o in zip(prog(arrays_of(leaves)), outputs)]
+    checked = os.environ.get("MINITENSOR_CHECK") == "1"
+    skey, leaves, sizes = structure(outputs)
+    # a checked kernel is lowered as the plain one is (the same arithmetic), but its guards name its buffers' sizes
+    key = (skey, checked, tiers.mode()) + ((sizes, tuple(b.shape for b in leaves)) if checked else ())
+    prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
+    res = [r.reshape(o.shape) for r, o in zip(prog(arrays_of(leaves), sizes), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
   # they read a user's memory, which may change after this realization

@@ -16,7 +16,7 @@ import math
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.uop import UOp, Ops, AxisType
 from minitensor.backend.symbolic import bounds
-from minitensor.backend.linearize import linearize, Stmt
+from minitensor.backend.linearize import linearize, Stmt, variables
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
@@ -154,6 +154,7 @@ class _Renderer:
 
   def expr(self, u: UOp) -> str:
     if u.op is Ops.CONST: return _literal(u.arg, u.dtype, self.itype)
+    if u.op is Ops.VAR: return f"s{u.arg.idx}"
     return self.r[u]
 
   def lvalue(self, idx: UOp) -> str:
@@ -251,6 +252,7 @@ class _Renderer:
     stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
     params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
     if self.sized: params += [f"int64_t n{r.arg.idx}" for r in sorted((u for u in self.sink.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg.idx)]
+    params += [f"int64_t s{v}" for v in variables(self.sink)]
     if self.checked: params.append("int64_t* restrict mt_err")
     # an accumulator is declared where its scope (an AFTER on RANGEs only) is; otherwise at the top
     scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
@@ -261,9 +263,9 @@ class _Renderer:
       ind = "  " * depth
       if s.kind == "open":
         r = s.u
-        size = f"n{r.arg.idx}" if self.sized else r.arg.size
+        size = f"n{r.arg.idx}" if self.sized else f"s{r.arg.var.arg.idx}" if r.arg.var is not None else r.arg.size
         if r.arg.kind is AxisType.THREAD:
-          cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else "!mt_serial"
+          cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized or r.arg.var is not None else "!mt_serial"
           self.lines.append(f"{ind}#pragma omp parallel for schedule(static) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; ridx{r.arg.idx}++) {{")

@@ -24,12 +24,13 @@ def lower_scan(root: UOp, out: UOp, ctx: Ctx) -> UOp:
   shape = root.shape
   # the outermost axis before the scan axis runs in threads (each thread owns whole chains)
   thread = next((k for k in range(ax) if shape[k] > 1), None) if prod(shape) >= THREAD_WORK else None
-  idx = tuple(ctx.rng(s, AxisType.THREAD if k == thread else AxisType.LOOP) if s > 1 else UOp.const(0)
+  idx = tuple(ctx.rng(s, AxisType.THREAD if k == thread else AxisType.LOOP, sym=True) if s > 1 else UOp.const(0)
               for k, s in enumerate(shape))
   x = rangeify(root.src[0], idx, ctx)
   d = root.dtype
   first = -0.0 if op is Ops.ADD and d.is_float else identity(op, d)
-  j, at = idx[ax], out.index(ravel(idx, shape))
+  sizes = ctx.sizes_of(shape)
+  j, at = idx[ax], out.index(ravel(idx, sizes))
   if j.op is Ops.CONST: return simplify(sink(at.store(combine(op, UOp.const(first, d), x)).end(*ranges_in(*idx))))
   outer = ranges_in(*idx[:ax])
   if all(s == 1 for s in shape[ax + 1:]):
@@ -40,7 +41,7 @@ def lower_scan(root: UOp, out: UOp, ctx: Ctx) -> UOp:
     body = UOp(Ops.SINK, (accl.index(0).store(v), at.store(v)))
   else:
     # later axes are inner loops: the previous prefix is read back from the output (independent chains)
-    back = ravel(idx[:ax] + ((j - 1).maximum(0),) + idx[ax + 1:], shape)
+    back = ravel(idx[:ax] + ((j - 1).maximum(0),) + idx[ax + 1:], sizes)
     # the AFTER keeps the load in the innermost loop: it reads what the previous iteration stored
     prev = (j >= 1).where(out.after(*ranges_in(*idx)).index(simplify(back)).load(), UOp.const(first, d))
     body = at.store(combine(op, prev, x))

@@ -79,7 +79,8 @@ def _bounds(u: UOp) -> tuple:
   d, op = u.dtype, u.op
   full = (d.min, d.max) if d is not dtypes.void else (0, 0)
   if op is Ops.CONST: return (u.arg, u.arg)
-  if op is Ops.RANGE: return (0, u.arg.size - 1)
+  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
+  if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
   if op in COMPARE:
     (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
     if u.src[0].dtype.is_float: return (False, True)
@@ -123,7 +124,9 @@ def _bounds(u: UOp) -> tuple:
 
 # ---------------------------------------------------------------- the normal form of index sums
 def _lin(u: UOp) -> tuple[dict[UOp, int], int]:
-  """u as ({atom: coefficient}, constant). An explicit stack: a normal-form sum is as deep as it has terms."""
+  """u as ({atom: coefficient}, constant). An explicit stack: a normal-form sum is as deep as it has terms.
+  A product with a symbolic size (VAR) in it is multiplied out into monomials, each a canonical product of
+  atoms (so i*s1*s2 is one atom however it was built)."""
   terms: dict[UOp, int] = {}
   c = 0
   stack = [(u, 1)]
@@ -133,8 +136,149 @@ def _lin(u: UOp) -> tuple[dict[UOp, int], int]:
     elif x.op is Ops.ADD: stack += ((x.src[1], k), (x.src[0], k))
     elif x.op is Ops.MUL and (x.src[1].op is Ops.CONST or x.src[0].op is Ops.CONST):
       stack.append((x.src[0], k * x.src[1].arg) if x.src[1].op is Ops.CONST else (x.src[1], k * x.src[0].arg))
+    elif x.op is Ops.MUL and x.dtype is dtypes.index and _has_var(x):
+      for mono, m in _expand(x).items():
+        if mono: terms[_product(mono)] = terms.get(_product(mono), 0) + m * k
+        else: c += m * k
     else: terms[x] = terms.get(x, 0) + k
   return terms, c
+
+
+# ---------------------------------------------------------------- symbolic sizes: products of VARs
+def _has_var(x: UOp) -> bool:
+  """Whether the product or sum x has a VAR among its factors or terms (not looking inside other ops)."""
+  stack = [x]
+  while stack:
+    y = stack.pop()
+    if y.op is Ops.VAR: return True
+    if y.op in (Ops.MUL, Ops.ADD): stack += y.src
+  return False
+
+
+def _factors(x: UOp) -> tuple[int, list[UOp]]:
+  """x as (constant, [factors]) of a product tree."""
+  k, out, stack = 1, [], [x]
+  while stack:
+    y = stack.pop()
+    if y.op is Ops.MUL: stack += y.src
+    elif y.op is Ops.CONST: k *= y.arg
+    else: out.append(y)
+  return k, out
+
+
+def _expand(x: UOp) -> dict[tuple[UOp, ...], int]:
+  """The product x multiplied out: {sorted tuple of atoms: coefficient} (() is the constant term)."""
+  k, fs = _factors(x)
+  poly: dict[tuple[UOp, ...], int] = {(): k}
+  for f in fs:
+    t, c = _lin(f) if f.op is Ops.ADD else ({f: 1}, 0)
+    parts = [((a,), m) for a, m in t.items() if m] + ([((), c)] if c else [])
+    new: dict[tuple[UOp, ...], int] = {}
+    for mono, m in poly.items():
+      for pm, pk in parts:
+        key = tuple(sorted(mono + _atoms(pm), key=lambda a: a.key))
+        new[key] = new.get(key, 0) + m * pk
+    poly = {mono: m for mono, m in new.items() if m}
+  return poly
+
+
+def _atoms(mono: tuple[UOp, ...]) -> tuple[UOp, ...]:
+  """The atoms of a monomial's factors (a factor that is itself a product contributes its own atoms)."""
+  out: list[UOp] = []
+  for a in mono:
+    k, fs = _factors(a)
+    out += fs
+  return tuple(out)
+
+
+def _product(mono: tuple[UOp, ...]) -> UOp:
+  out = mono[0]
+  for a in mono[1:]: out = UOp(Ops.MUL, (out, a))
+  return out
+
+
+def _smax(x: UOp) -> dict[tuple[int, ...], int] | None:
+  """A polynomial in the VARs (monomial: sorted VAR indices) that bounds the non-negative index x from above,
+  or None: atoms are RANGEs (size - 1), VARs, and remainders y % d (d - 1), with non-negative coefficients."""
+  terms, c = _lin(x)
+  if c < 0 or any(k < 0 for k in terms.values()): return None
+  out: dict[tuple[int, ...], int] = {(): c}
+  for atom, k in terms.items():
+    m, fs = _factors(atom)
+    if m < 0: return None
+    poly: dict[tuple[int, ...], int] = {(): k * m}
+    for f in fs:
+      if f.op is Ops.VAR: fp = {(f.arg.idx,): 1}
+      elif f.op is Ops.RANGE: fp = {(): f.arg.size - 1} if f.arg.var is None else {(f.arg.var.arg.idx,): 1, (): -1}
+      elif f.op is Ops.FLOORMOD and (dp := _poly(f.src[1])) is not None: fp = _padd(dp, {(): -1})
+      else: return None
+      poly = _pmul(poly, fp)
+    out = _padd(out, poly)
+  return out
+
+
+def _padd(a: dict, b: dict) -> dict:
+  out = dict(a)
+  for m, k in b.items(): out[m] = out.get(m, 0) + k
+  return out
+
+
+def _pmul(a: dict, b: dict) -> dict:
+  out: dict = {}
+  for ma, ka in a.items():
+    for mb, kb in b.items():
+      m = tuple(sorted(ma + mb))
+      out[m] = out.get(m, 0) + ka * kb
+  return out
+
+
+def _below(x: UOp, d: UOp) -> bool:
+  """Whether 0 <= x < d for every value of the VARs (sizes are >= 0): d - max(x) - 1 has no negative coefficient."""
+  if bounds(x)[0] < 0: return False
+  if bounds(x)[1] < bounds(d)[0]: return True
+  if (mx := _smax(x)) is None or (dp := _poly(d)) is None: return False
+  return all(k >= 0 for k in _padd(dp, {m: -k for m, k in _padd(mx, {(): 1}).items()}).values())
+
+
+def _div_mod_symbolic(u: UOp) -> UOp | None:
+  """x // d and x % d for a symbolic size d (a product of VARs): the terms of x that d divides go to the
+  quotient, and the rest R must satisfy 0 <= R < d (a RANGE of extent d, a remainder of d, ...): then
+  x // d = quotient and x % d = R."""
+  x, d = u.src
+  if _poly(d) is None: return None
+  dk, dfs = _factors(d)
+  if dk != 1: return None
+  terms, c = _lin(x)
+  quot: dict[UOp, int] = {}
+  rest: dict[UOp, int] = {}
+  for atom, k in terms.items():
+    fs = list(_factors(atom)[1]) if atom.op is Ops.MUL else [atom]
+    m = _factors(atom)[0] if atom.op is Ops.MUL else 1
+    left = list(fs)
+    for f in dfs:
+      if f in left: left.remove(f)
+      else: left = None; break
+    if left is None: rest[atom] = k
+    else:
+      q = _product(tuple(left)) if left else UOp.const(1)
+      quot[q] = quot.get(q, 0) + k * m
+  r = _build(rest, c)
+  if not _below(r, d): return None
+  if u.op is Ops.FLOORMOD: return r
+  q = _build({a: k for a, k in quot.items() if a.op is not Ops.CONST}, sum(k for a, k in quot.items() if a.op is Ops.CONST))
+  return q
+
+
+def _poly(x: UOp) -> dict[tuple[int, ...], int] | None:
+  """x as a polynomial in the VARs, when it is a sum of products of VARs and constants; else None."""
+  terms, c = _lin(x)
+  out: dict[tuple[int, ...], int] = {(): c} if c else {}
+  for atom, k in terms.items():
+    fs = _factors(atom)[1] if atom.op is Ops.MUL else [atom]
+    if any(f.op is not Ops.VAR for f in fs): return None
+    key = tuple(sorted(f.arg.idx for f in fs))
+    out[key] = out.get(key, 0) + k * _factors(atom)[0]
+  return out
 
 
 def _order(u: UOp) -> tuple:
@@ -181,7 +325,8 @@ def _split(terms: dict[UOp, int], c: int, d: int):
 
 def _div_mod(u: UOp) -> UOp | None:
   x, dv = u.src
-  if dv.op is not Ops.CONST or dv.arg <= 0: return None
+  if dv.op is not Ops.CONST: return _div_mod_symbolic(u)
+  if dv.arg <= 0: return None
   d = dv.arg
   if d == 1: return x if u.op is Ops.FLOORDIV else UOp.const(0)
   lo, hi = bounds(x)

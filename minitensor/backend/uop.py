@@ -8,7 +8,8 @@ RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTE
     CONST     ()                           python scalar            () / given
     BUFFER    ()                           ParamArg(slot, dt, (n,)) (n,) flat, global memory
     ALLOC     ()                           ParamArg(slot, dt, (n,)) (n,) a local accumulator
-    RANGE     ()                           RangeArg(size, idx, kind) () / index
+    RANGE     ()                           RangeArg(size, idx, kind, var) () / index: 0..size-1, or 0..var-1
+    VAR       ()                           VarArg(idx, lo, hi)      () / index: a size, argument s<idx> of the C
     INDEX     (x, *i)                      None                     i.shape + x.shape[len(i):]: pops leading
                                                                     axes (a gather when the i have a shape)
     LOAD      (INDEX,)                     None                     ()
@@ -45,7 +46,7 @@ class UOpError(ValueError):
 class Ops(Enum):
   # loop world
   CONST = auto(); BUFFER = auto(); ALLOC = auto(); RANGE = auto(); INDEX = auto(); LOAD = auto()
-  STORE = auto(); AFTER = auto(); END = auto(); SINK = auto(); CAST = auto()
+  STORE = auto(); AFTER = auto(); END = auto(); SINK = auto(); CAST = auto(); VAR = auto()
   # unary ALU
   EXP = auto(); EXP2 = auto(); EXPM1 = auto(); LOG = auto(); LOG2 = auto(); LOG10 = auto(); LOG1P = auto()
   SQRT = auto(); SIN = auto(); COS = auto(); TAN = auto(); ASIN = auto(); ACOS = auto(); ATAN = auto()
@@ -77,9 +78,17 @@ class ParamArg(NamedTuple):
 
 
 class RangeArg(NamedTuple):
-  size: int
+  size: int                        # the extent (for a symbolic loop: the size it was lowered at, for cost estimates)
   idx: int
   kind: AxisType = AxisType.LOOP
+  var: UOp | None = None           # a symbolic loop's extent: a VAR, bound when the kernel is called
+
+
+class VarArg(NamedTuple):
+  """A size that is an argument of the kernel (`int64_t s<idx>`), known to lie in [lo, hi]."""
+  idx: int
+  lo: int
+  hi: int
 
 
 FLOAT_UNARY = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SQRT, Ops.SIN, Ops.COS,
@@ -130,7 +139,11 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
     _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
     return arg.dtype, arg.shape
   if op is Ops.RANGE:
-    _check(not src and isinstance(arg, RangeArg) and arg.size >= 1, lambda: f"RANGE: arg must be RangeArg(size >= 1, idx, kind), got {arg!r}")
+    _check(not src and isinstance(arg, RangeArg) and arg.size >= 1 and (arg.var is None or arg.var.op is Ops.VAR),
+           lambda: f"RANGE: arg must be RangeArg(size >= 1, idx, kind, VAR or None), got {arg!r}")
+    return dtypes.index, ()
+  if op is Ops.VAR:
+    _check(not src and isinstance(arg, VarArg) and 0 <= arg.lo <= arg.hi, lambda: f"VAR: arg must be VarArg(idx, lo <= hi), got {arg!r}")
     return dtypes.index, ()
   if op in (Ops.SINK, Ops.END, Ops.STORE, Ops.LOAD, Ops.AFTER): return _infer_effect(op, src)
   if op is Ops.INDEX:
@@ -336,7 +349,7 @@ class UOp:
       import hashlib
       for u in self.toposort():
         if u._key is None:
-          a = (u.arg.size, u.arg.idx, u.arg.kind.name) if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
+          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
             if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) else _argkey(u.arg)
           h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
           for s in u.src: h.update(s._key)
@@ -449,8 +462,13 @@ def memo_walk(root, rule, memo: dict):
   return val
 
 
-def range_(size: int, idx: int, kind: AxisType = AxisType.LOOP) -> UOp:
-  return UOp(Ops.RANGE, (), RangeArg(size, idx, kind))
+def range_(size: int, idx: int, kind: AxisType = AxisType.LOOP, var: UOp | None = None) -> UOp:
+  return UOp(Ops.RANGE, (), RangeArg(size, idx, kind, var))
+
+
+def var(idx: int, lo: int, hi: int) -> UOp:
+  """A size known only when the kernel runs (its C argument `s<idx>`), in [lo, hi]."""
+  return UOp(Ops.VAR, (), VarArg(idx, lo, hi))
 
 def sink(*srcs: UOp) -> UOp: return UOp(Ops.SINK, tuple(srcs))
 

@@ -1,7 +1,7 @@
-"""generic: the strided-view algebra of size-generic kernels, against NumPy's own views."""
+"""views.reshape_strides: when a reshape of a view is a view (NumPy's no-copy rule), against NumPy's own views."""
 import numpy as np
 from hypothesis import given, strategies as st
-from minitensor.backend.generic import reshape_strides
+from minitensor.views import reshape_strides
 
 
 @st.composite

@@ -1,0 +1,125 @@
+"""Symbolic sizes: a graph whose values are all small (realize.SYMBOLIC_MAX) is lowered once per structure, with its
+sizes as VARs that the kernels take as arguments. The program compiled for one shape must give NumPy's values at
+every other shape of the same structure (sizes 2, primes, larger), and the compile counts are what the design
+promises (counts, not times)."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+import minitensor as mt
+from minitensor import nn
+from minitensor.backend import realize as realize_mod
+from minitensor.backend.uop import var, range_
+from minitensor.backend.symbolic import simplify
+from minitensor.backend.runtime import stats
+
+
+def _layernorm(m, x):
+  mu = x.mean(axis=-1, keepdims=True)
+  d = x - mu
+  return d / m.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def _softmax(m, x):
+  e = m.exp(x - x.max(axis=-1, keepdims=True))
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+# (name, function of (module, x, y) for x, y of one shape (r, c)); each is applied to mt and to np
+FAMILIES = {
+  "softmax": lambda m, x, y: _softmax(m, x),
+  "layernorm": lambda m, x, y: _layernorm(m, x),
+  "chain": lambda m, x, y: x * 2 + y * 3 - x * y,
+  "column sum": lambda m, x, y: x.sum(axis=0),
+  "transpose, slice, flip": lambda m, x, y: x.T[1:, ::-1] * 2 - y.T[:-1, :],
+  "pad": lambda m, x, y: m.pad(x, ((1, 2), (0, 3))) + 1.5,
+  "roll": lambda m, x, y: m.roll(x, 2, axis=1) - y,
+  "cumsum": lambda m, x, y: m.cumsum(x * y, axis=1),
+  "concatenate": lambda m, x, y: m.concatenate([x, y[:1] * 2], axis=0),
+  "stack": lambda m, x, y: m.stack([x, y, x - y]).sum(axis=0),
+  "matmul": lambda m, x, y: x @ y.T,
+  "gather": lambda m, x, y: x[:, [1, 0, 1]] + x[[0, -1]].sum(axis=0)[:3],
+  "reshape": lambda m, x, y: (x.reshape(-1)[: x.shape[0]] * 3).reshape(x.shape[0], 1) + y,
+  "argmax": lambda m, x, y: m.argmax(x * y, axis=1),
+}
+
+
+def _check(name: str, shape: tuple[int, int], seed: int = 0) -> None:
+  rng = np.random.default_rng(seed)
+  x, y = rng.standard_normal(shape), rng.standard_normal(shape)
+  fn = FAMILIES[name]
+  got, want = np.asarray(fn(mt, mt.asarray(x), mt.asarray(y))), fn(np, x, y)
+  assert got.shape == want.shape and got.dtype == want.dtype, (name, shape)
+  np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=f"{name} at {shape}")
+
+
+sizes = st.integers(3, 60)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(first=st.tuples(sizes, sizes), then=st.lists(st.tuples(sizes, sizes), min_size=1, max_size=4))
+def test_a_program_compiled_at_one_shape_is_right_at_every_other(name, first, then):
+  for shape in [first, *then]: _check(name, shape)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_distinct_sizes_of_one_structure_share_one_compile(name):
+  """Shapes with pairwise distinct sizes (>= 3, so none is 1 or 2 of the slices and pads above): one compile for
+  the first, none after it."""
+  _check(name, (7, 11))
+  c = stats.compiles
+  for shape in [(13, 5), (23, 4), (9, 31), (47, 3)]: _check(name, shape)
+  assert stats.compiles == c
+
+
+def test_targets_100_shapes_at_most_3_compiles_each():
+  rng = np.random.default_rng(1)
+  shapes = [tuple(int(v) for v in rng.integers(1, 200, 2)) for _ in range(100)]
+  for name in ("softmax", "layernorm", "chain", "column sum"):
+    c = stats.compiles
+    for shape in shapes: _check(name, shape)
+    assert stats.compiles - c <= 3, name
+
+
+def test_40_constants_compile_once():
+  x = mt.asarray(np.arange(12.0).reshape(3, 4))
+  c = stats.compiles
+  for i in range(40):
+    got = np.asarray(x * (i + 0.5) - (i + 2.5))
+    np.testing.assert_array_equal(got, np.arange(12.0).reshape(3, 4) * (i + 0.5) - (i + 2.5))
+  assert stats.compiles - c <= 1
+
+
+def test_30_element_reads_compile_at_most_once():
+  a = np.random.default_rng(2).standard_normal((5, 6))
+  t = mt.exp(mt.asarray(a)) * 2 + 1
+  c = stats.compiles
+  got = [[float(t[i, j]) for j in range(6)] for i in range(5)]
+  assert stats.compiles - c <= 1
+  np.testing.assert_allclose(got, np.exp(a) * 2 + 1, rtol=1e-12)
+
+
+def test_large_graphs_keep_concrete_sizes():
+  """A value over SYMBOLIC_MAX elements: the sizes are part of the key (kernels specialized and tuned)."""
+  big = np.ones((realize_mod.SYMBOLIC_MAX // 64 + 1, 64))
+  assert realize_mod.structure([mt.asarray(big).uop + 1])[2] == ()
+  assert {3, 64} <= set(realize_mod.structure([mt.asarray(big[:3]).uop + 1])[2])
+  np.testing.assert_array_equal(np.asarray(mt.asarray(big) * 3), big * 3)
+
+
+def test_structure_key_says_which_sizes_are_equal():
+  k = lambda shape: realize_mod.structure([mt.asarray(np.ones(shape)).sum(axis=0).uop])[0]
+  assert k((5, 7)) == k((30, 2)) != k((6, 6))
+  assert k((5, 7)) != k((1, 7))                      # 1 decides structure (a broadcast, a loop that is not one)
+
+
+def test_symbolic_division_by_a_size():
+  """The simplifier's rules for sizes: (i*b + j) // b is i and % b is j when j < b (j a loop of b iterations),
+  through products of sizes; a remainder it cannot bound stays a division."""
+  a, b, c = var(0, 2, 1 << 16), var(1, 2, 1 << 16), var(2, 2, 1 << 16)
+  i, j, k = range_(5, 0, var=a), range_(6, 1, var=b), range_(7, 2, var=c)
+  flat = (i * b + j) * c + k
+  assert simplify(flat // (b * c)) is i and simplify((flat // c) % b) is j and simplify(flat % c) is k
+  assert simplify((flat // (c * b)) % a) is i
+  assert simplify((i * b + j + 1) // b).op is not i.op            # j + 1 may equal b: not simplified
