@@ -18,6 +18,7 @@ from minitensor.extra import *  # noqa: F401,F403
 from minitensor.sorting import *  # noqa: F401,F403
 from minitensor.statistics import *  # noqa: F401,F403
 from minitensor.einsum import einsum  # noqa: F401
+from minitensor.autodiff import grad, value_and_grad, vjp, stop_gradient  # noqa: F401
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 
 # imported on first use (`mt.random`, `mt.nn`, `mt.testing`): numpy.random alone costs ~10 ms of import time,
