@@ -30,6 +30,7 @@ from minitensor import gradrules as R
 __all__ = ["grad", "value_and_grad", "vjp", "stop_gradient"]
 
 _placeholders = itertools.count(1 << 40)      # slots of lazy inputs' leaves, never realized (far from buffer ids)
+_active = [0]                                 # calls of f being traced now (a grad inside f: grad of grad)
 
 
 # ---------------------------------------------------------------------- pytrees
@@ -100,12 +101,16 @@ class _Trace:
     a = t._realized()
     buf = buffer_of(a) if a is not None else UOp(Ops.BUFFER, (), ParamArg(next(_placeholders), t.uop.dtype, (t.size,)))
     node = buf.reshape(t.shape)
-    self.subst[node] = t.uop
+    # a leaf holding the input's data computes what the input would; only a placeholder, or an input that may be
+    # an enclosing trace's leaf (grad of grad), must be replaced by the input's graph afterwards
+    if a is None or _active[0]: self.subst[node] = t.uop
     return Tensor(node)
 
-  def back(self, u: UOp) -> UOp: return u.substitute(self.subst)
-  def tensor(self, x) -> Any: return Tensor(self.back(x.uop)) if isinstance(x, Tensor) else x
-  def concrete(self, u: UOp) -> np.ndarray: return Tensor(self.back(u)).numpy()
+  def back(self, *us: UOp) -> list[UOp]:
+    """The graphs us over the inputs' own graphs (one walk for all of them)."""
+    return list(UOp(Ops.SINK, us).substitute(self.subst).src) if self.subst and us else list(us)
+  def tensor(self, x) -> Any: return Tensor(self.back(x.uop)[0]) if isinstance(x, Tensor) else x
+  def concrete(self, u: UOp) -> np.ndarray: return Tensor(self.back(u)[0]).numpy()
 
 
 def _argnums(argnums, n: int, api: str) -> tuple[int, ...]:
@@ -125,7 +130,9 @@ def _trace(f: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...], has_au
     leaves = [tr.leaf(x, f"{k}" if spec is None else f"{k} (leaf {j})") for j, x in enumerate(xs)]
     args[k] = _unflatten(spec, iter(leaves))
     inputs[k] = (spec, leaves)
-  out = f(*args, **kwargs)
+  _active[0] += 1
+  try: out = f(*args, **kwargs)
+  finally: _active[0] -= 1
   aux = None
   if has_aux:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -137,16 +144,15 @@ def _trace(f: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...], has_au
   return tr, inputs, out, aux
 
 
-def _cotangents(tr: _Trace, inputs: dict, nums: tuple[int, ...], roots: list[UOp], seeds: list[UOp]) -> list:
-  """Per argnum, the gradient pytree (zeros where no gradient reaches a leaf), over the inputs' own graphs."""
+def _cotangents(tr: _Trace, inputs: dict, nums: tuple[int, ...], roots: list[UOp], seeds: list[UOp],
+                extra: tuple[UOp, ...] = ()) -> tuple[list, list[UOp]]:
+  """Per argnum, the gradient pytree (zeros where no gradient reaches a leaf), and the graphs `extra`, all over
+  the inputs' own graphs."""
   wrt = [t.uop for k in nums for t in inputs[k][1]]
-  gs = iter(backward(roots, seeds, wrt, tr.concrete))
-  out = []
-  for k in nums:
-    spec, leaves = inputs[k]
-    out.append(_unflatten(spec, iter([Tensor(tr.back(g)) if (g := next(gs)) is not None else
-                                      Tensor(t.uop.const_like(0)) for t in leaves])))
-  return out
+  gs = [g if g is not None else w.const_like(0) for g, w in zip(backward(roots, seeds, wrt, tr.concrete), wrt)]
+  it = iter(tr.back(*gs, *extra))
+  out = [_unflatten(inputs[k][0], iter([Tensor(next(it)) for _ in inputs[k][1]])) for k in nums]
+  return out, list(it)
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
@@ -171,8 +177,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     if not isinstance(out, Tensor) or out.ndim != 0 or out.dtype.kind != "f":
       what = f"a Tensor of shape {out.shape} and dtype {out.dtype}" if isinstance(out, Tensor) else type(out).__name__
       raise TypeError(f"grad: f must return a scalar (0-d) float Tensor, got {what}")
-    gs = _cotangents(tr, inputs, nums, [out.uop], [out.uop.const_like(1)])
-    value = Tensor(tr.back(out.uop))
+    gs, (v,) = _cotangents(tr, inputs, nums, [out.uop], [out.uop.const_like(1)], (out.uop,))
+    value = Tensor(v)
     g = gs[0] if isinstance(argnums, int) else tuple(gs)
     return ((value, aux), g) if has_aux else (value, g)
   return vg
@@ -218,7 +224,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
   outs: list = []
   spec = _flatten(out, outs)
   if not all(isinstance(o, Tensor) for o in outs): raise TypeError("vjp: f must return Tensors (or pytrees of them)")
-  value = _unflatten(spec, iter([tr.tensor(o) for o in outs]))
+  value = _unflatten(spec, iter([Tensor(u) for u in tr.back(*(o.uop for o in outs))]))
 
   def vjp_fn(cotangent) -> tuple:
     cts: list = []
@@ -229,7 +235,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
       c = asarray(c)
       if c.shape != o.shape: raise ValueError(f"vjp: cotangent of shape {c.shape} for an output of shape {o.shape}")
       if o.dtype.kind == "f": roots.append(o.uop); seeds.append(c.uop.cast(o.uop.dtype))
-    return tuple(_cotangents(tr, inputs, nums, roots, seeds))
+    return tuple(_cotangents(tr, inputs, nums, roots, seeds)[0])
   return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
