@@ -32,6 +32,7 @@ from minitensor.backend.uop import UOp, Ops, prod
 from minitensor.tensor import asarray
 
 Rule = Callable[..., tuple]
+R_MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP)
 _c = UOp.const_like
 
 
@@ -116,9 +117,26 @@ def _back(v: UOp, shape: tuple[int, ...], n: int) -> UOp:
   return v.reshape(v.shape + (1,) * n).expand(shape)
 
 
+_LEAVES = (Ops.CONST, Ops.BUFFER, Ops.STAGE)
+
+
+def staged(g: UOp) -> UOp:
+  """g read from memory: a computed g (not a movement of a constant, a buffer or a staged value) has the value under
+  its movements staged, so every consumer of it (whatever movement it sees it through) shares one materialization."""
+  moves = []
+  while g.op in R_MOVES: moves.append(g); g = g.src[0]
+  if g.op in _LEAVES or g.data is not None: return moves[0] if moves else g
+  g = g.stage()
+  for m in reversed(moves): g = m.replace(src=(g,))
+  return g
+
+
 def _reduce(u: UOp, g: UOp) -> tuple:
   op, n = u.arg
   x = u.src[0]
+  # g is read once per reduced element: a computed g is staged (materialized once), so that a kernel consuming
+  # the broadcast (the weight gradient of a convolution) does not recompute it for every element of the window
+  if prod(x.shape[len(x.shape) - n:]) > 1: g = staged(g)
   gb = _back(g, x.shape, n)
   if op is Ops.ADD: return (gb,)
   if op in (Ops.MAX, Ops.MIN):
