@@ -4,13 +4,15 @@ cross-entropy, float32, plain SGD) with mt.value_and_grad, next to the same mode
 
     python benchmarks/bench_autodiff.py [batch] [size] [channels]      # default 32 16 8
 
-Prints the median step time of each (after a warm-up that compiles), the ratio to NumPy, the loss of each after
+Prints the median step time of each (after a warm-up that compiles; minitensor at tier 1, -O3, as a hot training
+loop runs after its first seconds), the ratio to NumPy, the loss of each after
 the same steps (they must agree), and the kernelizer's work accounting of one minitensor step: the loop
 iterations of the forward alone (realizing the loss) and of the whole step (loss and gradients), from
 minitensor.explain, and the compiler calls of the timed steps.
 """
 from __future__ import annotations
 import os, statistics, sys, time
+os.environ.setdefault("MINITENSOR_TIER", "1")
 import numpy as np
 import minitensor as mt
 from minitensor.backend.runtime import stats
