@@ -28,11 +28,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, prod
+from minitensor.backend.uop import UOp, Ops, prod, MOVEMENT as MOVES
 from minitensor.tensor import asarray
 
 Rule = Callable[..., tuple]
-R_MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP)
 _c = UOp.const_like
 
 
@@ -124,7 +123,7 @@ def staged(g: UOp) -> UOp:
   """g read from memory: a computed g (not a movement of a constant, a buffer or a staged value) has the value under
   its movements staged, so every consumer of it (whatever movement it sees it through) shares one materialization."""
   moves = []
-  while g.op in R_MOVES: moves.append(g); g = g.src[0]
+  while g.op in MOVES: moves.append(g); g = g.src[0]
   if g.op in _LEAVES or g.data is not None: return moves[0] if moves else g
   g = g.stage()
   for m in reversed(moves): g = m.replace(src=(g,))

@@ -159,8 +159,16 @@ def test_setitem_rules():
     y[np.array([0, 2])] = mt.sin(a[:2])
     return weighted(y)
 
+  def through_views(a):
+    y = a * 1.0
+    v = y.T[1:]                       # a view: writes into it go back to y
+    v *= a[:, :3].T                   # the in-place product reads a twice
+    v[0] = mt.exp(a[0, :3])
+    return weighted(y)
+
   mtt.check_grads(basic, rand(5, (3, 4)))
   mtt.check_grads(advanced, rand(6, (3, 4)))
+  mtt.check_grads(through_views, rand(7, (3, 4)))
 
 
 ZERO = {"floor": lambda x: mt.floor(x), "sign": lambda x: mt.sign(x), "rint": lambda x: mt.rint(x),
