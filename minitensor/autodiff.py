@@ -88,7 +88,7 @@ def _rule(u: UOp, g: UOp, concrete) -> tuple:
 class _Trace:
   """The fresh leaves standing for the differentiated inputs during one call of f, and the way back."""
   def __init__(self, api: str):
-    self.api, self.subst = api, {}
+    self.api, self.subst, self.lazy = api, {}, False
 
   def leaf(self, x, where: str) -> Tensor:
     if isinstance(x, (bool, int)) or not isinstance(x, Tensor) and np.asarray(x).dtype.kind != "f":
@@ -99,6 +99,7 @@ class _Trace:
       raise TypeError(f"{self.api}: input {where} has dtype {t.dtype} and shape {t.shape}; only float inputs are "
                       "differentiable (cast it with astype, or leave it out of argnums)")
     a = t._realized()
+    self.lazy |= a is None
     buf = buffer_of(a) if a is not None else UOp(Ops.BUFFER, (), ParamArg(next(_placeholders), t.uop.dtype, (t.size,)))
     node = buf.reshape(t.shape)
     # a leaf holding the input's data computes what the input would; only a placeholder, or an input that may be
@@ -111,6 +112,14 @@ class _Trace:
     return list(UOp(Ops.SINK, us).substitute(self.subst).src) if self.subst and us else list(us)
   def tensor(self, x) -> Any: return Tensor(self.back(x.uop)[0]) if isinstance(x, Tensor) else x
   def concrete(self, u: UOp) -> np.ndarray: return Tensor(self.back(u)[0]).numpy()
+
+
+def _in_realize(tb) -> bool:
+  """Whether a traceback passes through the backend's realize (where a placeholder leaf has no data to give)."""
+  while tb is not None:
+    if tb.tb_frame.f_globals.get("__name__") == "minitensor.backend.realize": return True
+    tb = tb.tb_next
+  return False
 
 
 def _argnums(argnums, n: int, api: str) -> tuple[int, ...]:
@@ -132,6 +141,11 @@ def _trace(f: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...], has_au
     inputs[k] = (spec, leaves)
   _active[0] += 1
   try: out = f(*args, **kwargs)
+  except Exception as e:
+    if tr.lazy and _in_realize(e.__traceback__):
+      raise TypeError(f"{api}: f asked for the values of a graph over a lazy (unrealized) input it is differentiated "
+                      "with respect to; realize that input first (x.realize()), or keep f from reading values") from e
+    raise
   finally: _active[0] -= 1
   aux = None
   if has_aux:

@@ -274,3 +274,10 @@ def test_bad_outputs_and_argnums():
   with pytest.raises(TypeError, match="int64"): mt.grad(lambda t: t.argmax())(x)
   with pytest.raises(ValueError, match="argnums"): mt.grad(lambda t: t.sum(), argnums=1)(x)
   with pytest.raises(TypeError, match="has_aux"): mt.grad(lambda t: t.sum(), has_aux=True)(x)
+
+
+def test_reading_values_of_a_lazy_input_raises_a_clear_error():
+  lazy = mt.asarray(np.array([1.0, 2.0])) * 2
+  with pytest.raises(TypeError, match="lazy"): mt.grad(lambda t: (t * float(t.sum())).sum())(lazy)
+  g = mt.grad(lambda t: (t * float(t.sum())).sum())(lazy.realize())      # realized: f may read its values
+  np.testing.assert_array_equal(np.asarray(g), [6.0, 6.0])
