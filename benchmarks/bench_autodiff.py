@@ -116,7 +116,8 @@ def main() -> None:
   base = results["NumPy (hand-written backward)"][0]
   for name, (t, loss, compiles) in results.items():
     extra = f", {compiles} compiles" if name.startswith("minitensor") else ""
-    print(f"  {name:34s} {t * 1e3:8.2f} ms  {base / t:5.2f}x NumPy's speed  loss after {STEPS + 2} steps {loss:.6f}{extra}")
+    print(f"  {name:34s} {t * 1e3:8.2f} ms  {base / t:5.2f}x NumPy's speed  "
+          f"loss after {STEPS + 2} steps {loss:.6f}{extra}")
 
 
 if __name__ == "__main__":

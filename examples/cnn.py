@@ -31,8 +31,10 @@ def make_data(n: int, size: int, seed: int) -> tuple[mt.Tensor, mt.Tensor]:
 def init_params(size: int, channels: int, seed: int) -> list[mt.Tensor]:
   rng = mt.random.default_rng(seed + 1)
   flat = channels * (size // 2) ** 2
-  return [(rng.standard_normal((channels, 1, 3, 3)) * (2 / 9) ** 0.5).astype("float32").realize(), mt.zeros(channels, "float32"),
-          (rng.standard_normal((flat, CLASSES)) * 0.1 * (1 / flat) ** 0.5).astype("float32").realize(), mt.zeros(CLASSES, "float32")]
+  w = rng.standard_normal((channels, 1, 3, 3)) * (2 / 9) ** 0.5
+  v = rng.standard_normal((flat, CLASSES)) * 0.1 * (1 / flat) ** 0.5
+  return [w.astype("float32").realize(), mt.zeros(channels, "float32"), v.astype("float32").realize(),
+          mt.zeros(CLASSES, "float32")]
 
 
 def forward(params: list[mt.Tensor], x: mt.Tensor) -> mt.Tensor:

@@ -31,7 +31,8 @@ def loss_fn(params: list[mt.Tensor], x: mt.Tensor, y: mt.Tensor) -> mt.Tensor:
   return mt.nn.cross_entropy(mt.nn.relu(x @ w1 + b1) @ w2 + b2, y)
 
 
-def train(n: int, epochs: int, batch: int, lr: float, seed: int = 0, d: int = 8, hidden: int = 32, classes: int = 3) -> list[float]:
+def train(n: int, epochs: int, batch: int, lr: float, seed: int = 0, d: int = 8, hidden: int = 32,
+          classes: int = 3) -> list[float]:
   """SGD over minibatches; returns (and prints) the mean loss of each epoch."""
   x, y = make_data(n, d, classes, seed)
   params = init_params(d, hidden, classes, seed)

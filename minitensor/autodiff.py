@@ -60,7 +60,8 @@ def backward(roots: Sequence[UOp], seeds: Sequence[UOp], wrt: Sequence[UOp],
   targets = set(wrt)
   live: dict[UOp, bool] = {}
   for u in topo:
-    live[u] = u in targets or (u.dtype.is_float and u.op not in R.ZERO and not _stopped(u) and any(live[s] for s in u.src))
+    live[u] = u in targets or (u.dtype.is_float and u.op not in R.ZERO and not _stopped(u)
+                               and any(live[s] for s in u.src))
   grads: dict[UOp, UOp] = {}
   for r, s in zip(roots, seeds):
     if live[r]: grads[r] = grads[r] + s if r in grads else s

@@ -12,7 +12,8 @@ rules compose: a gradient can be differentiated again.
                a == 0); ATAN2 g*b/r2, -g*a/r2; FLOORMOD g, -g*(a // b)
                MAX/MIN: g to the larger/smaller operand, split in halves on a tie (JAX's rule)
     WHERE      where(c, g, 0), where(c, 0, g)          CAST  g cast back (a CAST to the same dtype: stop_gradient)
-    REDUCE     ADD: g broadcast back; MUL: the product of the other elements (exact with zeros);
+    REDUCE     ADD: g broadcast back (a computed g staged first: read once per reduced element, it is
+               materialized once, not recomputed per element); MUL: the product of the others (exact with zeros);
                MAX/MIN: g shared evenly among the elements equal to the result (ties split, as JAX; NumPy's
                max has no gradient, and argmax's first-index rule would make the gradient depend on the order)
     SCAN       ADD: the reversed cumulative sum of g; MUL: sum over later prefixes of g times the product of

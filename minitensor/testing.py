@@ -573,7 +573,8 @@ def check_grads(f: Callable, *arrays, eps: float = 1e-5, rtol: float = 1e-6) -> 
   out = []
   for k, (x, g) in enumerate(zip(xs, gs)):
     g = np.asarray(g)
-    assert g.shape == x.shape and g.dtype == x.dtype, f"gradient {k}: {g.dtype} {g.shape} for an input {x.dtype} {x.shape}"
+    assert g.shape == x.shape and g.dtype == x.dtype, \
+      f"gradient {k}: {g.dtype} {g.shape} for an input {x.dtype} {x.shape}"
     fd = np.zeros_like(x)
     for i in np.ndindex(x.shape):
       vals = []
@@ -585,6 +586,7 @@ def check_grads(f: Callable, *arrays, eps: float = 1e-5, rtol: float = 1e-6) -> 
     err, scale = np.abs(g - fd).max(initial=0.0), np.abs(fd).max(initial=0.0)
     if not err <= rtol * scale + 1e-12:
       raise AssertionError(f"{_name(f)}: gradient of argument {k} (shape {x.shape}) differs from finite differences "
-                           f"by {err:.3g} (largest component {scale:.3g}, rtol {rtol})\ngrad:\n{g}\nfinite differences:\n{fd}")
+                           f"by {err:.3g} (largest component {scale:.3g}, rtol {rtol})\n"
+                           f"grad:\n{g}\nfinite differences:\n{fd}")
     out.append(g)
   return out

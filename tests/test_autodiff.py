@@ -141,7 +141,8 @@ def test_stack_concatenate_pad_flip_roll():
 def test_gather_rules(case):
   x = rand(4, (4, 3))
   i = np.array([[0, 3, 0], [2, 0, 0]])
-  f = {"repeats": lambda a: a[i], "two_arrays": lambda a: a[i, np.array([2, 1, 2])], "middle": lambda a: a[:, [2, 0, 2, 2]],
+  f = {"repeats": lambda a: a[i], "two_arrays": lambda a: a[i, np.array([2, 1, 2])],
+       "middle": lambda a: a[:, [2, 0, 2, 2]],
        "mask": lambda a: a[np.array([[True, False, True]] * 4)], "take": lambda a: mt.take(a, [5, 5, 0, 11]),
        "take_along": lambda a: mt.take_along_axis(a, np.array([[0], [2], [2], [1]]), axis=1),
        "repeat": lambda a: mt.repeat(a, [1, 0, 3], axis=1)}[case]
@@ -190,7 +191,8 @@ def test_a_function_not_reading_its_input_has_a_zero_gradient():
 
 
 SECOND = {"elementwise": lambda x: (mt.tanh(x) * x + mt.exp(x * 0.5)).sum(), "prod": lambda x: x.prod(),
-          "var": lambda x: x.var(axis=1).sum(), "logsumexp": lambda x: mt.nn.logsumexp(x), "max": lambda x: (x.max(axis=0) ** 3).sum(),
+          "var": lambda x: x.var(axis=1).sum(), "logsumexp": lambda x: mt.nn.logsumexp(x),
+          "max": lambda x: (x.max(axis=0) ** 3).sum(),
           "sqrt_mean": lambda x: mt.sqrt((x * x).mean(axis=0)).sum()}
 
 
@@ -218,7 +220,8 @@ def test_pytrees_argnums_and_aux():
   assert gp["w"][0].shape == (2, 3) and gp["b"][0].shape == () and gx.shape == (4, 2)
   flat = lambda w0, w1, b, x: loss({"w": [w0, w1], "b": (b,)}, x)[0]
   want = mtt.check_grads(flat, params["w"][0].numpy(), params["w"][1].numpy(), params["b"][0].numpy(), x.numpy())
-  for got, w in zip((gp["w"][0], gp["w"][1], gp["b"][0], gx), want): np.testing.assert_allclose(np.asarray(got), w, rtol=1e-12)
+  for got, w in zip((gp["w"][0], gp["w"][1], gp["b"][0], gx), want):
+    np.testing.assert_allclose(np.asarray(got), w, rtol=1e-12)
   assert abs(float(v) - float(flat(*params["w"], params["b"][0], x))) < 1e-15
 
 
@@ -270,7 +273,8 @@ def test_integer_and_bool_inputs_raise_type_error(bad):
 
 def test_bad_outputs_and_argnums():
   x = mt.asarray(np.ones(3))
-  with pytest.raises(TypeError, match=r"scalar \(0-d\) float Tensor, got a Tensor of shape \(3,\)"): mt.grad(lambda t: t * 2)(x)
+  with pytest.raises(TypeError, match=r"scalar \(0-d\) float Tensor, got a Tensor of shape \(3,\)"):
+    mt.grad(lambda t: t * 2)(x)
   with pytest.raises(TypeError, match="int64"): mt.grad(lambda t: t.argmax())(x)
   with pytest.raises(ValueError, match="argnums"): mt.grad(lambda t: t.sum(), argnums=1)(x)
   with pytest.raises(TypeError, match="has_aux"): mt.grad(lambda t: t.sum(), has_aux=True)(x)

@@ -15,12 +15,15 @@ COMPOSITES = {
   "gelu": nn.gelu, "gelu_tanh": lambda x: nn.gelu(x, approximate="tanh"), "relu": nn.relu,
   "cross_entropy_int": lambda x: nn.cross_entropy(x, np.array([1, 4])),
   "cross_entropy_probs": lambda x: nn.cross_entropy(x, np.full((2, 5), 0.2), reduction="sum"),
-  "matmul": lambda x: x @ x.T, "matmul_vec": lambda x: x @ np.linspace(0, 1, 5), "einsum_trace": lambda x: mt.einsum("ij,ij->i", x, x),
+  "matmul": lambda x: x @ x.T, "matmul_vec": lambda x: x @ np.linspace(0, 1, 5),
+  "einsum_trace": lambda x: mt.einsum("ij,ij->i", x, x),
   "einsum_outer": lambda x: mt.einsum("i,j->ij", x[0], x[1]), "einsum_diag": lambda x: mt.einsum("ii->i", x[:, :2]),
   "tensordot": lambda x: mt.tensordot(x, x, axes=([1], [1])), "diff": lambda x: mt.diff(x, axis=1),
   "trace": lambda x: mt.trace(x[:, :2]), "tril": lambda x: mt.tril(x), "outer": lambda x: mt.outer(x[0], x[1]),
-  "clip": lambda x: mt.clip(x, -0.5, 0.5), "var_ddof": lambda x: x.var(axis=1, ddof=1), "norm": lambda x: mt.sqrt((x * x).sum(axis=1)),
-  "split": lambda x: mt.split(x, [1, 3], axis=1)[1], "tile": lambda x: mt.tile(x, (2, 1)), "hypot": lambda x: mt.hypot(x, 2 * x),
+  "clip": lambda x: mt.clip(x, -0.5, 0.5), "var_ddof": lambda x: x.var(axis=1, ddof=1),
+  "norm": lambda x: mt.sqrt((x * x).sum(axis=1)),
+  "split": lambda x: mt.split(x, [1, 3], axis=1)[1], "tile": lambda x: mt.tile(x, (2, 1)),
+  "hypot": lambda x: mt.hypot(x, 2 * x),
 }
 
 
@@ -30,7 +33,8 @@ def test_composite(name):
 
 
 def test_layer_norm_with_weight_and_bias():
-  mtt.check_grads(lambda x, w, b: weighted(nn.layer_norm(x, (2, 3), w, b)), rand(1, (2, 2, 3)), rand(2, (2, 3)), rand(3, (2, 3)))
+  mtt.check_grads(lambda x, w, b: weighted(nn.layer_norm(x, (2, 3), w, b)),
+                  rand(1, (2, 2, 3)), rand(2, (2, 3)), rand(3, (2, 3)))
 
 
 CONV = [dict(), dict(stride=2), dict(padding=1), dict(padding="same", dilation=2), dict(stride=(2, 1), padding=(1, 0)),
@@ -48,7 +52,8 @@ def test_conv1d():
   mtt.check_grads(lambda x, w: weighted(nn.conv1d(x, w, stride=2, padding=1)), rand(1, (1, 2, 6)), rand(2, (3, 2, 3)))
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(2, 1), stride=1)])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(2, 1), stride=1)])
 @pytest.mark.parametrize("pool", ["max_pool2d", "avg_pool2d"])
 def test_pools(pool, kw):
   mtt.check_grads(lambda x: weighted(getattr(nn, pool)(x, **kw)), rand(4, (1, 1, 4, 5)))
@@ -74,4 +79,5 @@ def test_mlp_loss_against_a_numpy_backward():
   p /= p.sum(1, keepdims=True)
   dz = (p - np.eye(3)[y]) / len(y)
   dh = (dz @ w2.T) * (h > 0)
-  for got, want in zip(gs, (x.T @ dh, dh.sum(0), h.T @ dz)): np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-15)
+  for got, want in zip(gs, (x.T @ dh, dh.sum(0), h.T @ dz)):
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-15)
