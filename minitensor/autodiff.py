@@ -67,7 +67,7 @@ def backward(roots: Sequence[UOp], seeds: Sequence[UOp], wrt: Sequence[UOp],
     if live[r]: grads[r] = grads[r] + s if r in grads else s
   for u in reversed(topo):
     if u in targets or (g := grads.pop(u, None)) is None: continue
-    for s, c in zip(u.src, _rule(u, g, concrete)):
+    for s, c in zip(u.src, _rule(u, g, tuple(live[s] for s in u.src), concrete)):
       if c is not None and live[s]: grads[s] = grads[s] + c if s in grads else c
   return [grads.get(w) for w in wrt]
 
@@ -75,10 +75,10 @@ def backward(roots: Sequence[UOp], seeds: Sequence[UOp], wrt: Sequence[UOp],
 def _stopped(u: UOp) -> bool: return u.op is Ops.CAST and u.src[0].dtype is u.dtype
 
 
-def _rule(u: UOp, g: UOp, concrete) -> tuple:
+def _rule(u: UOp, g: UOp, need: tuple[bool, ...], concrete) -> tuple:
   op = u.op
   if (f := R.UNARY.get(op)) is not None: return (f(g, u.src[0], u),)
-  if (f := R.BINARY.get(op)) is not None: return f(u, g)
+  if (f := R.BINARY.get(op)) is not None: return f(u, g, need)
   if (f := R.MOVEMENT.get(op)) is not None: return f(u, g)
   if op is Ops.CAST: return (g.cast(u.src[0].dtype),)
   if op is Ops.INDEX: return (R.index_adjoint(u, g, concrete),)

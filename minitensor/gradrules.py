@@ -12,8 +12,8 @@ rules compose: a gradient can be differentiated again.
                a == 0); ATAN2 g*b/r2, -g*a/r2; FLOORMOD g, -g*(a // b)
                MAX/MIN: g to the larger/smaller operand, split in halves on a tie (JAX's rule)
     WHERE      where(c, g, 0), where(c, 0, g)          CAST  g cast back (a CAST to the same dtype: stop_gradient)
-    REDUCE     ADD: g broadcast back (a computed g staged first: read once per reduced element, it is
-               materialized once, not recomputed per element); MUL: the product of the others (exact with zeros);
+    REDUCE     a computed g is staged first (read once per reduced element: materialized once, not recomputed)
+               ADD: g broadcast back; MUL: the product of the other elements (exact with zeros);
                MAX/MIN: g shared evenly among the elements equal to the result (ties split, as JAX; NumPy's
                max has no gradient, and argmax's first-index rule would make the gradient depend on the order)
     SCAN       ADD: the reversed cumulative sum of g; MUL: sum over later prefixes of g times the product of
@@ -69,37 +69,39 @@ ZERO = {Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT, Ops.FLOORDIV, Ops.CMPLT, Ops.C
         Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CONST, Ops.BUFFER}
 
 
-def _minmax(u: UOp, g: UOp) -> tuple:
+# binary rules take `need`: which sources get a gradient (no nodes are built for a constant operand)
+def _minmax(u: UOp, g: UOp, need: tuple) -> tuple:
   a, b = u.src
   first = (a > b) if u.op is Ops.MAX else (a < b)
   ga = first.where(g, a.eq(b).where(g * 0.5, _c(g, 0)))
-  return ga, g - ga
+  return ga, g - ga if need[1] else None
 
 
-def _pow(u: UOp, g: UOp) -> tuple:
+def _pow(u: UOp, g: UOp, need: tuple) -> tuple:
   a, b = u.src
-  ga = b.eq(0).where(_c(g, 0), g * b * UOp(Ops.POW, (a, b - 1)))
-  gb = g * u * _unary(Ops.LOG, a.eq(0).where(_c(a, 1), a))
+  ga = b.eq(0).where(_c(g, 0), g * b * UOp(Ops.POW, (a, b - 1))) if need[0] else None
+  gb = g * u * _unary(Ops.LOG, a.eq(0).where(_c(a, 1), a)) if need[1] else None
   return ga, gb
 
 
-def _fdiv(u: UOp, g: UOp) -> tuple:
+def _fdiv(u: UOp, g: UOp, need: tuple) -> tuple:
   ga = g / u.src[1]
-  return ga, -(ga * u)
+  return ga, -(ga * u) if need[1] else None
 
 
-def _atan2(u: UOp, g: UOp) -> tuple:
+def _atan2(u: UOp, g: UOp, need: tuple) -> tuple:
   a, b = u.src
   r2 = a * a + b * b
-  return g * b / r2, -(g * a / r2)
+  return g * b / r2 if need[0] else None, -(g * a / r2) if need[1] else None
 
 
 BINARY: dict[Ops, Rule] = {
-  Ops.ADD: lambda u, g: (g, g),
-  Ops.MUL: lambda u, g: (g * u.src[1], g * u.src[0]),
+  Ops.ADD: lambda u, g, need: (g, g),
+  Ops.MUL: lambda u, g, need: (g * u.src[1] if need[0] else None, g * u.src[0] if need[1] else None),
   Ops.FDIV: _fdiv, Ops.POW: _pow, Ops.ATAN2: _atan2, Ops.MAX: _minmax, Ops.MIN: _minmax,
-  Ops.FLOORMOD: lambda u, g: (g, -(g * (u.src[0] // u.src[1]))),
-  Ops.WHERE: lambda u, g: (None, u.src[0].where(g, _c(g, 0)), u.src[0].where(_c(g, 0), g)),
+  Ops.FLOORMOD: lambda u, g, need: (g, -(g * (u.src[0] // u.src[1])) if need[1] else None),
+  Ops.WHERE: lambda u, g, need: (None, u.src[0].where(g, _c(g, 0)) if need[1] else None,
+                                 u.src[0].where(_c(g, 0), g) if need[2] else None),
 }
 
 
