@@ -95,8 +95,14 @@ def _atan2(u: UOp, g: UOp, need: tuple) -> tuple:
   return g * b / r2 if need[0] else None, -(g * a / r2) if need[1] else None
 
 
+def _bias(g: UOp) -> tuple:
+  # x + broadcast b: b's gradient sums g while x's consumer reads it again; computed once for both
+  s = staged(g)
+  return s, s
+
+
 BINARY: dict[Ops, Rule] = {
-  Ops.ADD: lambda u, g, need: (g, g),
+  Ops.ADD: lambda u, g, need: (g, g) if not (all(need) and Ops.EXPAND in (u.src[0].op, u.src[1].op)) else _bias(g),
   Ops.MUL: lambda u, g, need: (g * u.src[1] if need[0] else None, g * u.src[0] if need[1] else None),
   Ops.FDIV: _fdiv, Ops.POW: _pow, Ops.ATAN2: _atan2, Ops.MAX: _minmax, Ops.MIN: _minmax,
   Ops.FLOORMOD: lambda u, g, need: (g, -(g * (u.src[0] // u.src[1])) if need[1] else None),
@@ -139,17 +145,16 @@ def _reduce(u: UOp, g: UOp) -> tuple:
   # g is read once per reduced element: a computed g is staged (materialized once), so that a kernel consuming
   # the broadcast (the weight gradient of a convolution) does not recompute it for every element of the window
   if prod(x.shape[len(x.shape) - n:]) > 1: g = staged(g)
-  gb = _back(g, x.shape, n)
-  if op is Ops.ADD: return (gb,)
+  if op is Ops.ADD: return (_back(g, x.shape, n),)
   if op in (Ops.MAX, Ops.MIN):
     hit = x.eq(_back(u, x.shape, n)).cast(g.dtype)
-    return (gb * hit / _back(hit.reduce(Ops.ADD, n), x.shape, n),)
+    return (_back(g / hit.reduce(Ops.ADD, n), x.shape, n) * hit,)         # divided at the reduced size
   # MUL: the product of the others; exact with zeros (one zero: only it gets the product of the rest)
   zero = x.eq(0)
   nz = _back(zero.where(_c(x, 1), x).reduce(Ops.MUL, n), x.shape, n)
   zeros = _back(zero.cast(x.dtype).reduce(Ops.ADD, n), x.shape, n)
   others = zero.where(zeros.eq(1).where(nz, _c(x, 0)), zeros.eq(0).where(nz / zero.where(_c(x, 1), x), _c(x, 0)))
-  return (gb * others,)
+  return (_back(g, x.shape, n) * others,)
 
 
 def _last(x: UOp, ax: int) -> UOp:
