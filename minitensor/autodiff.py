@@ -35,7 +35,9 @@ _active = [0]                                 # calls of f being traced now (a g
 
 # ---------------------------------------------------------------------- pytrees
 def _flatten(tree, leaves: list) -> Any:
-  """The structure of tree (tuples, lists, namedtuples, dicts); its leaves appended to `leaves`."""
+  """The structure of tree (tuples, lists, namedtuples, dicts; None is an empty subtree, as in JAX); its leaves
+  appended to `leaves`."""
+  if tree is None: return (None,)
   if isinstance(tree, (tuple, list)): return (type(tree), [_flatten(t, leaves) for t in tree])
   if isinstance(tree, dict): return (dict, list(tree), [_flatten(tree[k], leaves) for k in tree])
   leaves.append(tree)
@@ -44,6 +46,7 @@ def _flatten(tree, leaves: list) -> Any:
 
 def _unflatten(spec, it) -> Any:
   if spec is None: return next(it)
+  if spec[0] is None: return None
   if spec[0] is dict: return {k: _unflatten(s, it) for k, s in zip(spec[1], spec[2])}
   vals = [_unflatten(s, it) for s in spec[1]]
   return spec[0](*vals) if hasattr(spec[0], "_fields") else spec[0](vals)

@@ -209,7 +209,7 @@ def test_third_derivative_of_an_elementwise_function():
 
 
 def test_pytrees_argnums_and_aux():
-  params = {"w": [mt.asarray(rand(1, (2, 3))), mt.asarray(rand(2, (3,)))], "b": (mt.asarray(0.5),)}
+  params = {"w": [mt.asarray(rand(1, (2, 3))), mt.asarray(rand(2, (3,)))], "b": (mt.asarray(0.5),), "unused": None}
   x = mt.asarray(rand(3, (4, 2)))
 
   def loss(p, x):
@@ -217,6 +217,7 @@ def test_pytrees_argnums_and_aux():
     return (y ** 2).mean(), y.shape
   (v, aux), (gp, gx) = mt.value_and_grad(loss, argnums=(0, 1), has_aux=True)(params, x)
   assert aux == (4, 3) and isinstance(gp, dict) and isinstance(gp["w"], list) and isinstance(gp["b"], tuple)
+  assert gp["unused"] is None
   assert gp["w"][0].shape == (2, 3) and gp["b"][0].shape == () and gx.shape == (4, 2)
   flat = lambda w0, w1, b, x: loss({"w": [w0, w1], "b": (b,)}, x)[0]
   want = mtt.check_grads(flat, params["w"][0].numpy(), params["w"][1].numpy(), params["b"][0].numpy(), x.numpy())
