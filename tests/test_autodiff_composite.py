@@ -81,3 +81,9 @@ def test_mlp_loss_against_a_numpy_backward():
   dh = (dz @ w2.T) * (h > 0)
   for got, want in zip(gs, (x.T @ dh, dh.sum(0), h.T @ dz)):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-15)
+
+
+def test_grad_of_grad_through_conv_pool_and_gather():
+  def f(x, w): return (nn.max_pool2d(mt.tanh(nn.conv2d(x, w, padding=1)), 2) ** 2).sum()
+  mtt.check_grads(lambda x, w: weighted(mt.grad(f, argnums=1)(x, w)), rand(1, (1, 1, 4, 4)), rand(2, (2, 1, 3, 3)))
+  mtt.check_grads(lambda x: weighted(mt.grad(lambda y: (y[np.array([0, 0, 1])] ** 3).sum())(x)), rand(4, (2, 3)))
