@@ -81,6 +81,13 @@ def _windows(u: UOp, axis: int, k: int, stride: int, dilation: int) -> UOp:
   lo = (L - dilation * (k - 1) - 1) // stride + 1
   u = u.permute(tuple(a for a in range(len(u.shape)) if a != axis) + (axis,))
   lead = u.shape[:-1]
+  nd = len(u.shape)
+  back = list(range(axis)) + [nd - 1, nd] + list(range(axis, nd - 1))
+  if stride == k and dilation == 1:
+    # disjoint windows (pooling): a plain (lo, k) view; its adjoint is then a zero-pad, not a sum over shifted rows
+    e = u.shrink(tuple((0, s) for s in lead) + ((0, lo * k),)).reshape(lead + (lo, k))
+    swap = tuple(range(nd - 1)) + (nd, nd - 1)
+    return e.permute(tuple(swap[b] for b in back))
   e = u.reshape(lead + (1, L)).expand(lead + (k, L)).reshape(lead + (k * L,))
   e = e.pad(tuple((0, 0) for _ in lead) + ((0, k * dilation),))             # room for the sheared rows
   e = e.reshape(lead + (k, L + dilation)).shrink(tuple((0, s) for s in lead) + ((0, k), (0, (lo - 1) * stride + 1)))
@@ -88,8 +95,6 @@ def _windows(u: UOp, axis: int, k: int, stride: int, dilation: int) -> UOp:
     n = (lo - 1) * stride + 1
     e = e.pad(tuple((0, 0) for _ in lead) + ((0, 0), (0, lo * stride - n))).reshape(lead + (k, lo, stride))
     e = e.shrink(tuple((0, s) for s in lead) + ((0, k), (0, lo), (0, 1))).reshape(lead + (k, lo))
-  nd = len(u.shape)
-  back = list(range(axis)) + [nd - 1, nd] + list(range(axis, nd - 1))
   return e.permute(tuple(back))
 
 

@@ -11,6 +11,7 @@
     assert_matches_numpy(fn, *arrays)
                                 fn on the ndarrays and on Tensors of them: same values, shapes and dtypes, or the
                                 same exception type; the failure message shows the generated C
+    check_grads(f, *arrays)     mt.grad of a scalar f against central finite differences of f, in float64
 
 A fuzz test of your own code is a few lines:
 
@@ -35,7 +36,7 @@ from hypothesis.extra import numpy as hnp
 import minitensor as mt
 
 __all__ = ["DTYPES", "shapes", "dtypes", "arrays", "elements", "broadcastable_shapes", "axes", "movement_chains",
-           "MovementChain", "Step", "assert_matches_numpy", "default_tolerance"]
+           "MovementChain", "Step", "assert_matches_numpy", "default_tolerance", "check_grads"]
 
 DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(d) for d in ("bool", "int8", "uint8", "int32", "int64", "float32", "float64"))
 _TOL = {np.dtype("float16"): 1e-3, np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-10}
@@ -550,3 +551,42 @@ def _fail(lines: list[str], graphs: list, cause: BaseException | None):
   src = _c_source(graphs) if graphs else "(no Tensor result to explain)"
   msg = "\n".join(lines) + "\ngenerated C (minitensor.explain):\n" + "\n".join("  " + x for x in src.splitlines())
   raise AssertionError(msg) from cause
+
+
+def check_grads(f: Callable, *arrays, eps: float = 1e-5, rtol: float = 1e-6) -> list[np.ndarray]:
+  """Check `mt.grad(f, argnums=all)` at float64 copies of the arrays against central finite differences of f.
+
+  Every element of every argument is perturbed by +-eps (f called on Tensors of the perturbed arrays; f returns
+  a scalar Tensor). The largest error over an argument must be at most rtol times the largest finite-difference
+  component of it (relative error, norm-wise). Returns the gradients (ndarrays).
+
+  Parameters
+  ----------
+  f : callable of Tensors returning a scalar float Tensor
+  *arrays : array_like
+  eps : float, default 1e-5
+  rtol : float, default 1e-6
+  """
+  xs = [np.array(a, np.float64) for a in arrays]
+  gs = mt.grad(f, argnums=tuple(range(len(xs))))(*(mt.asarray(x) for x in xs))
+  mt.realize(*gs)
+  out = []
+  for k, (x, g) in enumerate(zip(xs, gs)):
+    g = np.asarray(g)
+    assert g.shape == x.shape and g.dtype == x.dtype, \
+      f"gradient {k}: {g.dtype} {g.shape} for an input {x.dtype} {x.shape}"
+    fd = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+      vals = []
+      for s in (eps, -eps):
+        ys = [y.copy() for y in xs]
+        ys[k][i] += s
+        vals.append(float(f(*(mt.asarray(y) for y in ys))))
+      fd[i] = (vals[0] - vals[1]) / (2 * eps)
+    err, scale = np.abs(g - fd).max(initial=0.0), np.abs(fd).max(initial=0.0)
+    if not err <= rtol * scale + 1e-12:
+      raise AssertionError(f"{_name(f)}: gradient of argument {k} (shape {x.shape}) differs from finite differences "
+                           f"by {err:.3g} (largest component {scale:.3g}, rtol {rtol})\n"
+                           f"grad:\n{g}\nfinite differences:\n{fd}")
+    out.append(g)
+  return out
