@@ -69,7 +69,7 @@ def _acc_dtype(kind: str, d: DType) -> DType:
   return dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
 
 
-_WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64}
+_WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
 
 
 class Tensor:
@@ -267,12 +267,24 @@ class Tensor:
     self[...] = value
 
   def astype(self, dtype, copy: bool = True) -> Tensor:
-    """The values converted to dtype (C conversion rules, as NumPy's astype)."""
-    return Tensor(self.uop.cast(_dtype(dtype)))
+    """The values converted to dtype (C conversion rules, as NumPy's astype); complex to a real dtype keeps the
+    real part and warns with NumPy's ComplexWarning."""
+    d = _dtype(dtype)
+    if self.uop.dtype.is_complex and not d.is_complex and not d.is_bool:
+      import warnings
+      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=2)
+    return Tensor(self.uop.cast(d))
 
   def clip(self, min=None, max=None) -> Tensor: return clip(self, min, max)
   def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
-  def conj(self) -> Tensor: return self
+  def conj(self) -> Tensor: return U.apply(np.conjugate, self)
+  conjugate = conj
+  @property
+  def real(self) -> Tensor: return Tensor(UOp(Ops.REAL, (self.uop,))) if self.uop.dtype.is_complex else self
+  @property
+  def imag(self) -> Tensor:
+    if self.uop.dtype.is_complex: return Tensor(UOp(Ops.IMAG, (self.uop,)))
+    return Tensor(U._broadcast(UOp.const(0, self.uop.dtype), self.shape))
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
@@ -306,13 +318,18 @@ class Tensor:
     """Mean over axis; with an integer dtype the sum is divided in float64 and truncated, as NumPy does."""
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     s = self._reduce(Ops.ADD, axis, keepdims, "mean", _WIDER.get(out, out)).uop
-    if not s.dtype.is_float: s = s.cast(dtypes.float64)
+    if s.dtype.kind not in "fc": s = s.cast(dtypes.float64)
     return Tensor((s / s.const_like(float(self._count(axis)))).cast(out))   # 0 / 0: NaN for an empty mean
 
   def var(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
     """Variance: the sum of squared deviations from the mean divided by max(N - ddof, 0), in NumPy's steps
     (an integer dtype truncates the mean, the squares and the result)."""
     if correction is not None: ddof = correction
+    if self.uop.dtype.is_complex:     # NumPy: the mean of |x - mean|^2 = re^2 + im^2, in the real dtype
+      d = self - self.mean(axis, keepdims=True)
+      sq = d.real * d.real + d.imag * d.imag
+      n = float(max(self._count(axis) - ddof, 0))
+      return sq.sum(axis, keepdims=keepdims) / n if dtype is None else (sq.sum(axis, keepdims=keepdims) / n).astype(dtype)
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     acc = _WIDER.get(out, out)
     d = (Tensor(self.uop.cast(acc)) if acc.is_float else self) - self.mean(axis, acc, keepdims=True)
@@ -481,7 +498,7 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   else:
     try: a, fresh = np.array(obj), True
     except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
-  if a.dtype.kind in "OUSVcMm":
+  if a.dtype.kind in "OUSVMm":
     raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
   want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
   if copy is False:
@@ -644,7 +661,7 @@ _DOCS = {
   "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.", "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
   "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
   "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
-  "conj": ("The complex conjugate: the Tensor itself (only real dtypes exist).", ""),
+  "conj": ("The complex conjugate (the Tensor itself for real dtypes).", ""),
   "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
   "prod": ("Product over `axis`, with NumPy's accumulation dtype.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
   "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),

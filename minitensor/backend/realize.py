@@ -163,7 +163,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int) -> Compiled:
   src = PRELUDE + "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
   if DEBUG >= 2: log.debug(src[len(PRELUDE):])
   tier = tiers.choose(_work(sched))
-  cc, flags = tiers.toolchain(tier, "_Float16" in src[len(PRELUDE):])
+  cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(src[len(PRELUDE):]))
   fns = _functions(sched, names, compile_c(src, flags, cc))
   return Compiled(sched, fns, time.perf_counter() - t, checked=checked, tier=tier, src=src, names=names)
 

@@ -10,6 +10,13 @@ where bounds prove both operands non-negative. Index arithmetic is `int` unless 
 `int64_t` for the whole kernel. Data integers wrap as in NumPy (their + and * are done in the unsigned type);
 index arithmetic never overflows (it is bounded by buffer sizes), so the C compiler may analyze and vectorize it.
 In checked mode (MINITENSOR_CHECK=1) every load and store is guarded by its buffer's size.
+
+Complex values are C99 `float _Complex` / `double _Complex`. A kernel that has any is preceded by COMPLEX_PRELUDE
+(once per translation unit, behind an include guard, so other kernels compile as before; tcc has no _Complex,
+tiers.py sends such kernels to the C compiler). It does what NumPy's loops do where C's operators or <complex.h>
+would give other values: *, / and ** with NumPy's formulas (naive product, Smith's quotient, npy_cpow's integer
+powers), NumPy's expm1, log1p (extra precision near |z + 1| = 1), exp2, log2, log10 and its lexicographic
+maximum/minimum; +, ==, != and the other functions are C's and glibc's, which NumPy calls too.
 """
 from __future__ import annotations
 import math
@@ -78,13 +85,80 @@ MT_SIMD(erf) MT_SIMD2(atan2) MT_SIMD2(pow)
 #endif
 """
 
+COMPLEX_PRELUDE = r"""#ifndef MT_COMPLEX_HELPERS
+#define MT_COMPLEX_HELPERS
+#include <complex.h>
+#undef complex
+#undef I
+/* glibc defines CMPLX only for C11; the builtin keeps signed zeros, infinities and NaNs of both parts */
+#define MT_CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
+#define MT_CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#define MT_CPLX(T, R, S, F, C) \
+static inline T cmul_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return C(ar * br - ai * bi, ar * bi + ai * br); } \
+static inline T cdiv_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  R abr = fabs##F(br), abi = fabs##F(bi), t, d; \
+  if (abr >= abi) { if (abr == 0 && abi == 0) return C(ar / abr, ai / abr); \
+    t = bi / br; d = (R)1 / (br + bi * t); return C((ar + ai * t) * d, (ai - ar * t) * d); } \
+  t = br / bi; d = (R)1 / (bi + br * t); return C((ar * t + ai) * d, (ai * t - ar) * d); } \
+static inline T cpow_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  if (br == 0 && bi == 0) return C(1, 0); \
+  if (ar == 0 && ai == 0) return br > 0 ? C(0, 0) : C(NAN, NAN); \
+  if (bi == 0 && br > -100 && br < 100 && (R)(int)br == br) { \
+    int n = (int)br, k = n < 0 ? -n : n; T r = C(1, 0), p = a; \
+    if (n == 1) return a; if (n == 2) return cmul_##S(a, a); if (n == 3) return cmul_##S(a, cmul_##S(a, a)); \
+    for (;;) { if (k & 1) r = cmul_##S(r, p); k >>= 1; if (!k) break; p = cmul_##S(p, p); } \
+    return n < 0 ? cdiv_##S(C(1, 0), r) : r; } \
+  return cpow##F(a, b); } \
+static inline T cexpm1_##S(T z) { R x = creal##F(z), y = cimag##F(z), h = sin##F(y / 2); \
+  return C(expm1##F(x) * cos##F(y) - 2 * h * h, exp##F(x) * sin##F(y)); } \
+static inline T cexp2_##S(T z) { return cexp##F(C(creal##F(z) * (R)0.693147180559945309417232121458176568, \
+  cimag##F(z) * (R)0.693147180559945309417232121458176568)); } \
+static inline T clog2_##S(T z) { T l = clog##F(z); \
+  return C(creal##F(l) * (R)1.442695040888963407359924681001892137, cimag##F(l) * (R)1.442695040888963407359924681001892137); } \
+static inline T clog10_##S(T z) { T l = clog##F(z); \
+  return C(creal##F(l) * (R)0.434294481903251827651128918916605082, cimag##F(l) * (R)0.434294481903251827651128918916605082); } \
+static inline int cge_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return (ar > br && ai == ai && bi == bi) || (ar == br && ai >= bi); } \
+static inline int cle_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return (ar < br && ai == ai && bi == bi) || (ar == br && ai <= bi); } \
+static inline T max_##S(T a, T b) { return (a != a || cge_##S(a, b)) ? a : b; } \
+static inline T min_##S(T a, T b) { return (a != a || cle_##S(a, b)) ? a : b; }
+MT_CPLX(float _Complex, float, c64, f, MT_CMPLXF) MT_CPLX(double _Complex, double, c128, , MT_CMPLX)
+/* log1p(z) as NumPy 2: log|z + 1| from x^2 + 2x + y^2 computed with extra precision near the circle |z + 1| = 1
+   (in double for complex64; exactly rounded products and sums, from fma and two-sum, for complex128) */
+static inline float _Complex clog1p_c64(float _Complex z) { float x = crealf(z), y = cimagf(z), l;
+  if (x != x || y != y) return MT_CMPLXF(NAN, NAN);
+  if (x > -2.2 && x < 0.2 && y > -1.2 && y < 1.2 && fabsf(x * (2 + x) + y * y) < 0.4) {
+    double xd = x, yd = y; l = 0.5f * log1pf((float)(xd * (2.0 + xd) + yd * yd)); }
+  else l = logf(hypotf(x + 1, y));
+  return MT_CMPLXF(l, atan2f(y, x + 1)); }
+static inline void mt_two_sum(double a, double b, double* s, double* e) { double t = a + b, v = t - a; *s = t; *e = (a - (t - v)) + (b - v); }
+static inline double _Complex clog1p_c128(double _Complex z) { double x = creal(z), y = cimag(z), l;
+  if (x != x || y != y) return MT_CMPLX(NAN, NAN);
+  if (x > -2.2 && x < 0.2 && y > -1.2 && y < 1.2 && fabs(x * (2 + x) + y * y) < 0.4) {
+    double x2 = x * x, x2e = fma(x, x, -x2), y2 = y * y, y2e = fma(y, y, -y2), s, e, s2, e2;
+    mt_two_sum(x2, 2 * x, &s, &e); e += x2e; mt_two_sum(s, e, &s, &e);
+    mt_two_sum(s, y2, &s2, &e2); e2 += e + y2e; mt_two_sum(s2, e2, &s2, &e2);
+    l = 0.5 * log1p(s2); }
+  else l = log(hypot(x + 1, y));
+  return MT_CMPLX(l, atan2(y, x + 1)); }
+#endif
+"""
+_CMATH = {Ops.EXP: "cexp", Ops.LOG: "clog", Ops.SQRT: "csqrt", Ops.SIN: "csin", Ops.COS: "ccos", Ops.TAN: "ctan",
+          Ops.ASIN: "casin", Ops.ACOS: "cacos", Ops.ATAN: "catan", Ops.SINH: "csinh", Ops.COSH: "ccosh",
+          Ops.TANH: "ctanh", Ops.ASINH: "casinh", Ops.ACOSH: "cacosh", Ops.ATANH: "catanh", Ops.ABS: "cabs",
+          Ops.REAL: "creal", Ops.IMAG: "cimag"}
+_CHELPER = {Ops.MUL: "cmul", Ops.FDIV: "cdiv", Ops.POW: "cpow", Ops.MAX: "max", Ops.MIN: "min", Ops.EXPM1: "cexpm1",
+            Ops.LOG1P: "clog1p", Ops.EXP2: "cexp2", Ops.LOG2: "clog2", Ops.LOG10: "clog10"}
+
 _SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
            "uint32": "u32", "uint64": "u64", "float16": "f32", "float32": "f32", "float64": "f64", "bool": "i32"}
 _MATH = {Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.EXPM1: "expm1", Ops.LOG: "log", Ops.LOG2: "log2", Ops.LOG10: "log10",
          Ops.LOG1P: "log1p", Ops.SQRT: "sqrt", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan", Ops.ASIN: "asin",
          Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.TANH: "tanh", Ops.ERF: "erf",
          Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.RINT: "rint", Ops.ABS: "fabs", Ops.POW: "pow",
-         Ops.ATAN2: "atan2"}
+         Ops.ATAN2: "atan2", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh"}
 _INFIX = {Ops.ADD: "+", Ops.MUL: "*", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.CMPLT: "<",
           Ops.CMPLE: "<=", Ops.CMPEQ: "==", Ops.CMPNE: "!="}
 _HELPER = {Ops.FLOORDIV: "floordiv", Ops.FLOORMOD: "floormod", Ops.MAX: "max", Ops.MIN: "min", Ops.SHL: "shl",
@@ -92,6 +166,8 @@ _HELPER = {Ops.FLOORDIV: "floordiv", Ops.FLOORMOD: "floormod", Ops.MAX: "max", O
 
 
 def _literal(v, d: DType, itype: str) -> str:
+  if d.is_complex:
+    return f"MT_CMPLX{'F' if d is dtypes.complex64 else ''}({_literal(v.real, d.real, itype)}, {_literal(v.imag, d.real, itype)})"
   if d.is_float:
     if math.isnan(v): return "NAN"
     if math.isinf(v): return "INFINITY" if v > 0 else "-INFINITY"
@@ -112,6 +188,15 @@ def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
   if to is dtypes.int64: return f"f2i64_{s}({x})"
   if to is dtypes.uint32: return f"((uint32_t)f2i64_{s}({x}))"
   return f"f2i32_{s}({x})" if to is dtypes.int32 else f"(({ctype})f2i32_{s}({x}))"
+
+
+def _complex_alu(op: Ops, d: DType, a: list[str]) -> str:
+  """op on complex operands (or CMPLX on two float parts) in C: operators, <complex.h> or COMPLEX_PRELUDE."""
+  if op is Ops.CMPLX: return f"MT_CMPLX{'F' if d is dtypes.float32 else ''}({a[0]}, {a[1]})"
+  if op in (Ops.ADD, Ops.CMPEQ, Ops.CMPNE): return f"({a[0]}{_INFIX[op]}{a[1]})"
+  if op in _CMATH: return f"{_CMATH[op]}{'f' if d is dtypes.complex64 else ''}({a[0]})"
+  if op in _CHELPER: return f"{_CHELPER[op]}_{d.short}({', '.join(a)})"
+  raise NotImplementedError(f"render_c: {op} on {d.name}")
 
 
 def _unsigned(d: DType) -> str:
@@ -180,6 +265,7 @@ class _Renderer:
     a = [self.expr(s) for s in u.src]
     if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
     if op is Ops.CAST: return _cast(a[0], d, u.dtype, self.ctype(u.dtype))
+    if d.is_complex or op is Ops.CMPLX: return _complex_alu(op, d, a)
     if d.is_float and op in _MATH:
       out = f"{_MATH[op]}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
       return f"((_Float16){out})" if d is dtypes.float16 else out
@@ -273,7 +359,8 @@ class _Renderer:
         depth -= 1
         self.lines.append("  " * depth + "}")
       else: self.stmt(s.u, ind)
-    return f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
+    head = COMPLEX_PRELUDE if any(u.dtype.is_complex for u in self.sink.toposort()) else ""
+    return head + f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
 
 SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more
