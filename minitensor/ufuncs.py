@@ -44,16 +44,16 @@ def _isinf(x: UOp) -> UOp:
 
 
 def _csign(z: UOp) -> UOp:
-  """NumPy 2's sign of a complex z: z / |z|; 0 for 0, NaN+NaNj when |z| is NaN or both parts are infinite, and
-  +-1 (or +-1j) along an infinite part when the other is finite."""
+  """NumPy 2's sign of a complex z: z / |z|, 0 for 0; NaN+NaNj when |z| is NaN; when |z| is infinite, +-1 along an
+  infinite real part (NaN+NaNj if both are infinite), else +-1j."""
   re, im, a = _re(z), _im(z), UOp(Ops.ABS, (z,))
   zero, nan = _lit(re, 0.0), _lit(re, math.nan)
   unit = lambda v: (v > 0).where(_lit(re, 1.0), _lit(re, -1.0))
-  inf_re, inf_im = _isinf(re), _isinf(im)
-  r = inf_re.where(inf_im.where(nan, unit(re)), inf_im.where(zero, a.eq(zero).where(zero, re / a)))
-  i = inf_re.where(inf_im.where(nan, zero), inf_im.where(unit(im), a.eq(zero).where(zero, im / a)))
-  isnan = a.ne(a)
-  return _cplx(isnan.where(nan, r), isnan.where(nan, i))
+  inf_re, inf_im, inf_a, nan_a = _isinf(re), _isinf(im), _isinf(a), a.ne(a)
+  def pick(inf_case: UOp, v: UOp) -> UOp:
+    return nan_a.where(nan, inf_a.where(inf_case, a.eq(zero).where(zero, v / a)))
+  return _cplx(pick(inf_re.where(inf_im.where(nan, unit(re)), zero), re),
+               pick(inf_re.where(inf_im.where(nan, zero), unit(im)), im))
 
 
 def _creciprocal(z: UOp) -> UOp:

@@ -15,7 +15,7 @@ Complex values are C99 `float _Complex` / `double _Complex`. A kernel that has a
 (once per translation unit, behind an include guard, so other kernels compile as before; tcc has no _Complex,
 tiers.py sends such kernels to the C compiler). It does what NumPy's loops do where C's operators or <complex.h>
 would give other values: *, / and ** with NumPy's formulas (naive product, Smith's quotient, npy_cpow's integer
-powers), NumPy's expm1, log1p (extra precision near |z + 1| = 1), exp2, log2, log10 and its lexicographic
+powers), NumPy's expm1, log1p, exp2, log2, log10 and its lexicographic
 maximum/minimum; +, ==, != and the other functions are C's and glibc's, which NumPy calls too.
 """
 from __future__ import annotations
@@ -93,8 +93,10 @@ COMPLEX_PRELUDE = r"""#ifndef MT_COMPLEX_HELPERS
 /* glibc defines CMPLX only for C11; the builtin keeps signed zeros, infinities and NaNs of both parts */
 #define MT_CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
 #define MT_CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
-#define MT_CPLX(T, R, S, F, C) \
+#define MT_CPLX(T, R, S, F, C, RE, IM) \
 static inline T cmul_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return C(RE, IM); } \
+static inline T cmulp_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
   return C(ar * br - ai * bi, ar * bi + ai * br); } \
 static inline T cdiv_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
   R abr = fabs##F(br), abi = fabs##F(bi), t, d; \
@@ -106,8 +108,8 @@ static inline T cpow_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = 
   if (ar == 0 && ai == 0) return br > 0 ? C(0, 0) : C(NAN, NAN); \
   if (bi == 0 && br > -100 && br < 100 && (R)(int)br == br) { \
     int n = (int)br, k = n < 0 ? -n : n; T r = C(1, 0), p = a; \
-    if (n == 1) return a; if (n == 2) return cmul_##S(a, a); if (n == 3) return cmul_##S(a, cmul_##S(a, a)); \
-    for (;;) { if (k & 1) r = cmul_##S(r, p); k >>= 1; if (!k) break; p = cmul_##S(p, p); } \
+    if (n == 1) return a; if (n == 2) return cmulp_##S(a, a); if (n == 3) return cmulp_##S(a, cmulp_##S(a, a)); \
+    for (;;) { if (k & 1) r = cmulp_##S(r, p); k >>= 1; if (!k) break; p = cmulp_##S(p, p); } \
     return n < 0 ? cdiv_##S(C(1, 0), r) : r; } \
   return cpow##F(a, b); } \
 static inline T cexpm1_##S(T z) { R x = creal##F(z), y = cimag##F(z), h = sin##F(y / 2); \
@@ -123,26 +125,13 @@ static inline int cge_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br =
 static inline int cle_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
   return (ar < br && ai == ai && bi == bi) || (ar == br && ai <= bi); } \
 static inline T max_##S(T a, T b) { return (a != a || cge_##S(a, b)) ? a : b; } \
-static inline T min_##S(T a, T b) { return (a != a || cle_##S(a, b)) ? a : b; }
-MT_CPLX(float _Complex, float, c64, f, MT_CMPLXF) MT_CPLX(double _Complex, double, c128, , MT_CMPLX)
-/* log1p(z) as NumPy 2: log|z + 1| from x^2 + 2x + y^2 computed with extra precision near the circle |z + 1| = 1
-   (in double for complex64; exactly rounded products and sums, from fma and two-sum, for complex128) */
-static inline float _Complex clog1p_c64(float _Complex z) { float x = crealf(z), y = cimagf(z), l;
-  if (x != x || y != y) return MT_CMPLXF(NAN, NAN);
-  if (x > -2.2 && x < 0.2 && y > -1.2 && y < 1.2 && fabsf(x * (2 + x) + y * y) < 0.4) {
-    double xd = x, yd = y; l = 0.5f * log1pf((float)(xd * (2.0 + xd) + yd * yd)); }
-  else l = logf(hypotf(x + 1, y));
-  return MT_CMPLXF(l, atan2f(y, x + 1)); }
-static inline void mt_two_sum(double a, double b, double* s, double* e) { double t = a + b, v = t - a; *s = t; *e = (a - (t - v)) + (b - v); }
-static inline double _Complex clog1p_c128(double _Complex z) { double x = creal(z), y = cimag(z), l;
-  if (x != x || y != y) return MT_CMPLX(NAN, NAN);
-  if (x > -2.2 && x < 0.2 && y > -1.2 && y < 1.2 && fabs(x * (2 + x) + y * y) < 0.4) {
-    double x2 = x * x, x2e = fma(x, x, -x2), y2 = y * y, y2e = fma(y, y, -y2), s, e, s2, e2;
-    mt_two_sum(x2, 2 * x, &s, &e); e += x2e; mt_two_sum(s, e, &s, &e);
-    mt_two_sum(s, y2, &s2, &e2); e2 += e + y2e; mt_two_sum(s2, e2, &s2, &e2);
-    l = 0.5 * log1p(s2); }
-  else l = log(hypot(x + 1, y));
-  return MT_CMPLX(l, atan2(y, x + 1)); }
+static inline T min_##S(T a, T b) { return (a != a || cle_##S(a, b)) ? a : b; } \
+static inline T clog1p_##S(T z) { R x = creal##F(z) + 1, y = cimag##F(z); return C(log##F(hypot##F(x, y)), atan2##F(y, x)); }
+/* NumPy's complex64 multiply (and square) runs its SIMD loop, which fuses: re = fma(ar, br, -ai*bi),
+   im = fma(ar, bi, ai*br) (on this x86-64 with FMA3; it shows when a partial product overflows); complex128's is
+   the plain formula. npy_cpow's integer powers use the plain formula for both (cmulp) */
+MT_CPLX(float _Complex, float, c64, f, MT_CMPLXF, fmaf(ar, br, -(ai * bi)), fmaf(ar, bi, ai * br))
+MT_CPLX(double _Complex, double, c128, , MT_CMPLX, ar * br - ai * bi, ar * bi + ai * br)
 #endif
 """
 _CMATH = {Ops.EXP: "cexp", Ops.LOG: "clog", Ops.SQRT: "csqrt", Ops.SIN: "csin", Ops.COS: "ccos", Ops.TAN: "ctan",
