@@ -111,11 +111,11 @@ def test_branch_cuts_signed_zeros():
   re = np.array([-2.0, -0.5, 2.0, 0.0, 0.0, 1.5, -1.5, 0.0, 0.0])
   im = np.array([0.0, 0.0, 0.0, 2.0, -2.0, 0.0, 0.0, 0.5, -0.5])
   a = np.concatenate([re.astype(complex) + 1j * im, np.array([complex(r, -0.0 if i == 0 else -i) for r, i in zip(re, im)])])
+  x, pairs = mt.asarray(a), []
   for n in ("sqrt", "log", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "log1p", "power"):
-    x = mt.asarray(a)
-    r = getattr(mt, n)(x, 0.5) if n == "power" else getattr(mt, n)(x)
-    with np.errstate(all="ignore"): w = getattr(np, n)(a, 0.5) if n == "power" else getattr(np, n)(a)
-    assert_same(r, w)
+    with np.errstate(all="ignore"):
+      pairs.append((getattr(mt, n)(x, 0.5), getattr(np, n)(a, 0.5)) if n == "power" else (getattr(mt, n)(x), getattr(np, n)(a)))
+  _check_all(pairs)
 
 
 # ---------------------------------------------------------------------- dtypes and promotion
@@ -208,27 +208,24 @@ def test_scalars_and_printing():
 
 def test_parts():
   a = np.array([1 + 2j, -3 - 0.0j, complex(np.nan, np.inf), -0.0 + 0j], np.complex64)
-  x = mt.asarray(a)
-  assert_same(x.real, a.real) and assert_same(x.imag, a.imag)
-  for f in ("real", "imag", "conj", "conjugate", "angle", "abs"):
-    assert_same(getattr(mt, f)(x), getattr(np, f)(a))
-  assert_same(mt.angle(x, deg=True), np.angle(a, deg=True))
-  r = np.array([1.5, -2.0, 0.0], np.float32)
-  for f in ("real", "imag", "conj", "angle"):
-    assert_same(getattr(mt, f)(mt.asarray(r)), getattr(np, f)(r))
-  assert_same(mt.angle(mt.asarray([1, -1])), np.angle([1, -1]))
-  assert_same(np.conjugate(x), np.conjugate(a))       # through __array_ufunc__
+  x, r = mt.asarray(a), np.array([1.5, -2.0, 0.0], np.float32)
+  pairs = [(x.real, a.real), (x.imag, a.imag), (mt.angle(x, deg=True), np.angle(a, deg=True)),
+           (mt.angle(mt.asarray([1, -1])), np.angle([1, -1])), (np.conjugate(x), np.conjugate(a))]  # __array_ufunc__
+  pairs += [(getattr(mt, f)(x), getattr(np, f)(a)) for f in ("real", "imag", "conj", "conjugate", "angle", "abs")]
+  pairs += [(getattr(mt, f)(mt.asarray(r)), getattr(np, f)(r)) for f in ("real", "imag", "conj", "angle")]
+  _check_all(pairs)
 
 
 def test_lexicographic_order():
   a = np.array([1 + 2j, 1 + 3j, complex(1, np.nan), 0 + 5j, complex(np.nan, 0), 2 - 1j])
   b = np.array([1 + 3j, 1 + 2j, 1 + 0j, complex(0, np.nan), 0j, 2 - 1j])
   x, y = mt.asarray(a), mt.asarray(b)
-  for n in ("less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "fmax", "fmin"):
-    with np.errstate(invalid="ignore"): assert_same(getattr(mt, n)(x, y), getattr(np, n)(a, b))
-  assert_same(x.max(), a.max()) and assert_same(x.min(), a.min())
+  with np.errstate(invalid="ignore"):
+    pairs = [(getattr(mt, n)(x, y), getattr(np, n)(a, b))
+             for n in ("less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "fmax", "fmin")]
   ok = np.array([[1 + 2j, 1 - 2j, 0 + 9j], [-1 + 0j, 3 - 3j, 3 + 3j]])
-  assert_same(mt.asarray(ok).max(axis=0), ok.max(axis=0)) and assert_same(mt.asarray(ok).min(axis=1), ok.min(axis=1))
+  _check_all(pairs + [(x.max(), a.max()), (x.min(), a.min()), (mt.asarray(ok).max(axis=0), ok.max(axis=0)),
+                      (mt.asarray(ok).min(axis=1), ok.min(axis=1))])
 
 
 # ---------------------------------------------------------------------- reductions, scans, products
@@ -237,39 +234,42 @@ def _rand(shape, dt, seed=0) -> np.ndarray:
   return (r.standard_normal(shape) + 1j * r.standard_normal(shape)).astype(dt)
 
 
+def _check_all(pairs: list, rtol=None) -> None:
+  """Realize every minitensor result together (one compile), then compare each with NumPy's."""
+  mt.realize(*[g for g, _ in pairs])
+  for k, (g, w) in enumerate(pairs):
+    try: assert_same(g, w, rtol=rtol)
+    except AssertionError as e: raise AssertionError(f"case {k}: {e}") from None
+
+
 @pytest.mark.parametrize("dt", CDTYPES)
 def test_reductions(dt):
   a = _rand((5, 7, 3), dt)
   x = mt.asarray(a)
-  tol = 1e-5 if dt == np.complex64 else 1e-12
-  for axis in (None, 0, 1, (0, 2), -1):
-    for f in ("sum", "prod", "mean"):
-      assert_same(getattr(x, f)(axis=axis), getattr(a, f)(axis=axis), rtol=tol)
-    for f in ("var", "std"):
-      assert_same(getattr(x, f)(axis=axis), getattr(a, f)(axis=axis), rtol=tol)
-  assert_same(x.sum(axis=1, keepdims=True), a.sum(axis=1, keepdims=True), rtol=tol)
-  assert_same(mt.cumsum(x, axis=1), np.cumsum(a, axis=1), rtol=tol)
-  assert_same(mt.cumprod(x[:, :3], axis=1), np.cumprod(a[:, :3], axis=1), rtol=tol)
+  pairs = [(getattr(x, f)(axis=axis), getattr(a, f)(axis=axis))
+           for axis in (None, 0, (0, 2), -1) for f in ("sum", "prod", "mean", "var", "std")]
+  pairs += [(x.sum(axis=1, keepdims=True), a.sum(axis=1, keepdims=True)), (mt.cumsum(x, axis=1), np.cumsum(a, axis=1)),
+            (mt.cumprod(x[:, :3], axis=1), np.cumprod(a[:, :3], axis=1))]
+  _check_all(pairs, rtol=1e-5 if dt == np.complex64 else 1e-12)
   s = np.array([complex(np.inf, 0), complex(1, np.nan), 2j, complex(-np.inf, 1)], dt)
   with np.errstate(all="ignore"):
-    for f in ("sum", "prod", "mean"):
-      for sl in (slice(0, 1), slice(0, 3), slice(2, 4), slice(0, 4)):
-        assert_same(getattr(mt.asarray(s[sl]), f)(), getattr(s[sl], f)())
-  assert_same(mt.zeros((0, 3), dt).sum(axis=0), np.zeros((0, 3), dt).sum(axis=0))
-  assert_same(mt.ones((4,), dt).sum(), np.ones((4,), dt).sum())      # a constant: no closed form, still exact
+    pairs = [(getattr(mt.asarray(s[sl]), f)(), getattr(s[sl], f)())
+             for f in ("sum", "prod", "mean") for sl in (slice(0, 1), slice(0, 3), slice(2, 4), slice(0, 4))]
+  pairs += [(mt.zeros((0, 3), dt).sum(axis=0), np.zeros((0, 3), dt).sum(axis=0)),
+            (mt.ones((4,), dt).sum(), np.ones((4,), dt).sum())]      # a constant: no closed form, still exact
+  _check_all(pairs)
 
 
 @pytest.mark.parametrize("dt", CDTYPES)
 def test_matmul_einsum(dt):
   a, b, v = _rand((2, 4, 5), dt, 1), _rand((5, 3), dt, 2), _rand((5,), dt, 3)
-  tol = 1e-5 if dt == np.complex64 else 1e-12
   x, y, u = mt.asarray(a), mt.asarray(b), mt.asarray(v)
-  assert_same(x @ y, a @ b, rtol=tol)
-  assert_same(x @ u, a @ v, rtol=tol)
-  assert_same(mt.matmul(x, mt.asarray(np.ones((5, 2), np.float32))), a @ np.ones((5, 2), np.float32), rtol=tol)
-  assert_same(mt.einsum("bij,jk->bki", x, y), np.einsum("bij,jk->bki", a, b), rtol=tol)
-  assert_same(mt.einsum("i,i->", u, u.conj()), np.einsum("i,i->", v, v.conj()), rtol=tol)
-  assert_same(mt.dot(u, u), np.dot(v, v), rtol=tol)
+  f = np.ones((5, 2), np.float32)
+  _check_all([(x @ y, a @ b), (x @ u, a @ v), (mt.matmul(x, mt.asarray(f)), a @ f),
+              (mt.einsum("bij,jk->bki", x, y), np.einsum("bij,jk->bki", a, b)),
+              (mt.einsum("i,i->", u, u.conj()), np.einsum("i,i->", v, v.conj())), (mt.dot(u, u), np.dot(v, v)),
+              (mt.vecdot(x, u), np.vecdot(a, v)), (mt.tensordot(x, y, 1), np.tensordot(a, b, 1))],
+             rtol=1e-5 if dt == np.complex64 else 1e-12)
 
 
 # ---------------------------------------------------------------------- the compiler side
