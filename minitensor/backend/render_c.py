@@ -16,8 +16,8 @@ Complex values are C99 `float _Complex` / `double _Complex`. A kernel that has a
 tiers.py sends such kernels to the C compiler). It does what NumPy's loops do where C's operators or <complex.h>
 would give other values: *, / and ** with NumPy's formulas (naive product, Smith's quotient, npy_cpow's integer
 powers), NumPy's expm1, log1p, exp2, log2, log10 and its lexicographic
-maximum/minimum, and |z| as NumPy's SIMD loop computes it (max * sqrt(1 + (min/max)^2), which vectorizes where
-glibc's hypot does not); +, ==, != and the other functions are C's and glibc's, which NumPy calls too.
+maximum/minimum; +, ==, != and the other functions (|z| is glibc's hypot) are C's and glibc's, which NumPy calls
+too.
 """
 from __future__ import annotations
 import math
@@ -127,8 +127,6 @@ static inline int cle_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br =
   return (ar < br && ai == ai && bi == bi) || (ar == br && ai <= bi); } \
 static inline T max_##S(T a, T b) { return (a != a || cge_##S(a, b)) ? a : b; } \
 static inline T min_##S(T a, T b) { return (a != a || cle_##S(a, b)) ? a : b; } \
-static inline R cabs_##S(T z) { R a = fabs##F(creal##F(z)), b = fabs##F(cimag##F(z)), hi = a > b ? a : b, lo = a > b ? b : a; \
-  R h = hi * sqrt##F(1 + (lo / hi) * (lo / hi)); return (a == INFINITY || b == INFINITY) ? INFINITY : a != a || b != b ? a + b : hi == 0 ? 0 : h; } \
 static inline T clog1p_##S(T z) { R x = creal##F(z) + 1, y = cimag##F(z); return C(log##F(hypot##F(x, y)), atan2##F(y, x)); }
 /* NumPy's complex64 multiply (and square) runs its SIMD loop, which fuses: re = fma(ar, br, -ai*bi),
    im = fma(ar, bi, ai*br) (on this x86-64 with FMA3; it shows when a partial product overflows); complex128's is
@@ -139,9 +137,9 @@ MT_CPLX(double _Complex, double, c128, , MT_CMPLX, ar * br - ai * bi, ar * bi + 
 """
 _CMATH = {Ops.EXP: "cexp", Ops.LOG: "clog", Ops.SQRT: "csqrt", Ops.SIN: "csin", Ops.COS: "ccos", Ops.TAN: "ctan",
           Ops.ASIN: "casin", Ops.ACOS: "cacos", Ops.ATAN: "catan", Ops.SINH: "csinh", Ops.COSH: "ccosh",
-          Ops.TANH: "ctanh", Ops.ASINH: "casinh", Ops.ACOSH: "cacosh", Ops.ATANH: "catanh", Ops.REAL: "creal",
-          Ops.IMAG: "cimag"}
-_CHELPER = {Ops.ABS: "cabs", Ops.MUL: "cmul", Ops.FDIV: "cdiv", Ops.POW: "cpow", Ops.MAX: "max", Ops.MIN: "min", Ops.EXPM1: "cexpm1",
+          Ops.TANH: "ctanh", Ops.ASINH: "casinh", Ops.ACOSH: "cacosh", Ops.ATANH: "catanh", Ops.ABS: "cabs",
+          Ops.REAL: "creal", Ops.IMAG: "cimag"}
+_CHELPER = {Ops.MUL: "cmul", Ops.FDIV: "cdiv", Ops.POW: "cpow", Ops.MAX: "max", Ops.MIN: "min", Ops.EXPM1: "cexpm1",
             Ops.LOG1P: "clog1p", Ops.EXP2: "cexp2", Ops.LOG2: "clog2", Ops.LOG10: "clog10"}
 
 _SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
