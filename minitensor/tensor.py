@@ -456,7 +456,7 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   (ax,) = normalize_axes(axis, t.ndim, name)
   if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
   m = t._reduce(op, ax, True, name)
-  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.is_float else (t == m)
+  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
   n = t.shape[ax]
   iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
   return where(hit, iota, n).min(axis=ax, keepdims=keepdims)

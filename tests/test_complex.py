@@ -225,7 +225,9 @@ def test_lexicographic_order():
              for n in ("less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "fmax", "fmin")]
   ok = np.array([[1 + 2j, 1 - 2j, 0 + 9j], [-1 + 0j, 3 - 3j, 3 + 3j]])
   _check_all(pairs + [(x.max(), a.max()), (x.min(), a.min()), (mt.asarray(ok).max(axis=0), ok.max(axis=0)),
-                      (mt.asarray(ok).min(axis=1), ok.min(axis=1))])
+                      (mt.asarray(ok).min(axis=1), ok.min(axis=1)), (mt.argmax(x), np.argmax(a)),
+                      (mt.argmin(x[3:]), np.argmin(a[3:])), (mt.argmax(mt.asarray(ok), axis=1), np.argmax(ok, axis=1)),
+                      (mt.sort(x), np.sort(a)), (mt.clip(x, 1 + 2.5j, 2 + 0j), np.clip(a, 1 + 2.5j, 2 + 0j))])
 
 
 # ---------------------------------------------------------------------- reductions, scans, products
@@ -322,3 +324,20 @@ def test_tier1_same_values(monkeypatch):
   """-O3 -march=native code (vector math inside the helpers) stays within the tolerances of tier 0."""
   monkeypatch.setenv("MINITENSOR_TIER", "1")
   _unary_all(_grid(np.complex64)[::3])
+
+
+def _spectrum_energy(x):
+  """Array-agnostic code: only x.__array_namespace__() names (the Array API), complex in and out."""
+  xp = x.__array_namespace__()
+  z = x * xp.exp(1j * xp.asarray(0.25, dtype=xp.float32)) + xp.conj(x) / 2
+  mag = xp.abs(z)
+  unit = xp.where(mag > 0, z / xp.astype(mag, z.dtype), xp.zeros_like(z))
+  return xp.sum(xp.real(z) ** 2 + xp.imag(z) ** 2, axis=-1), xp.mean(unit, axis=0), xp.isfinite(z), xp.sqrt(z)
+
+
+def test_array_agnostic_code():
+  a = np.array([[1 + 2j, -0.5j, 0j], [3 - 1j, complex(np.inf, 0), 2 + 2j]], np.complex64)
+  with np.errstate(all="ignore"):
+    want = _spectrum_energy(a)
+    got = _spectrum_energy(mt.asarray(a))
+  _check_all(list(zip(got, want)), rtol=1e-5)
