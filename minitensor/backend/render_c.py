@@ -109,7 +109,7 @@ static inline T cpow_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = 
   if (ar == 0 && ai == 0) return br > 0 ? C(0, 0) : C(NAN, NAN); \
   if (bi == 0 && br > -100 && br < 100 && (R)(int)br == br) { \
     int n = (int)br, k = n < 0 ? -n : n; T r = C(1, 0), p = a; \
-    if (n == 1) return a; if (n == 2) return cmulp_##S(a, a); if (n == 3) return cmulp_##S(a, cmulp_##S(a, a)); \
+    if (n >= 1 && n <= 3) return n == 1 ? a : n == 2 ? cmulp_##S(a, a) : cmulp_##S(a, cmulp_##S(a, a)); \
     for (;;) { if (k & 1) r = cmulp_##S(r, p); k >>= 1; if (!k) break; p = cmulp_##S(p, p); } \
     return n < 0 ? cdiv_##S(C(1, 0), r) : r; } \
   return cpow##F(a, b); } \
