@@ -16,8 +16,8 @@ Complex values are C99 `float _Complex` / `double _Complex`. A kernel that has a
 tiers.py sends such kernels to the C compiler). It does what NumPy's loops do where C's operators or <complex.h>
 would give other values: *, / and ** with NumPy's formulas (naive product, Smith's quotient, npy_cpow's integer
 powers), NumPy's expm1, log1p, exp2, log2, log10 and its lexicographic
-maximum/minimum; +, ==, != and the other functions (|z| is glibc's hypot) are C's and glibc's, which NumPy calls
-too.
+maximum/minimum; +, ==, != and the other functions are C's and glibc's, which NumPy calls too (|z| of complex64
+is glibc's hypotf algorithm written out so that it vectorizes).
 """
 from __future__ import annotations
 import math
@@ -89,6 +89,7 @@ MT_SIMD(erf) MT_SIMD2(atan2) MT_SIMD2(pow)
 COMPLEX_PRELUDE = r"""#ifndef MT_COMPLEX_HELPERS
 #define MT_COMPLEX_HELPERS
 #include <complex.h>
+#include <string.h>
 #undef complex
 #undef I
 /* glibc defines CMPLX only for C11; the builtin keeps signed zeros, infinities and NaNs of both parts */
@@ -128,6 +129,13 @@ static inline int cle_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br =
 static inline T max_##S(T a, T b) { return (a != a || cge_##S(a, b)) ? a : b; } \
 static inline T min_##S(T a, T b) { return (a != a || cle_##S(a, b)) ? a : b; } \
 static inline T clog1p_##S(T z) { R x = creal##F(z) + 1, y = cimag##F(z); return C(log##F(hypot##F(x, y)), atan2##F(y, x)); }
+/* |z| of complex64 as glibc's hypotf computes it (sqrt of the sum of squares in double; inf if a part is inf, even
+   with a NaN beside it), with the special cases done on the bits so that loops of it vectorize */
+static inline float cabs_c64(float _Complex z) { float a = fabsf(crealf(z)), b = fabsf(cimagf(z)); uint32_t ua, ub;
+  memcpy(&ua, &a, 4); memcpy(&ub, &b, 4);
+  uint32_t za = (ub == 0x7f800000u) & (ua > 0x7f800000u), zb = (ua == 0x7f800000u) & (ub > 0x7f800000u);
+  ua &= za - 1; ub &= zb - 1; memcpy(&a, &ua, 4); memcpy(&b, &ub, 4);
+  return (float)sqrt((double)a * a + (double)b * b); }
 /* NumPy's complex64 multiply (and square) runs its SIMD loop, which fuses: re = fma(ar, br, -ai*bi),
    im = fma(ar, bi, ai*br) (on this x86-64 with FMA3; it shows when a partial product overflows); complex128's is
    the plain formula. npy_cpow's integer powers use the plain formula for both (cmulp) */
@@ -184,6 +192,7 @@ def _complex_alu(op: Ops, d: DType, a: list[str]) -> str:
   """op on complex operands (or CMPLX on two float parts) in C: operators, <complex.h> or COMPLEX_PRELUDE."""
   if op is Ops.CMPLX: return f"MT_CMPLX{'F' if d is dtypes.float32 else ''}({a[0]}, {a[1]})"
   if op in (Ops.ADD, Ops.CMPEQ, Ops.CMPNE): return f"({a[0]}{_INFIX[op]}{a[1]})"
+  if op is Ops.ABS and d is dtypes.complex64: return f"cabs_c64({a[0]})"
   if op in _CMATH: return f"{_CMATH[op]}{'f' if d is dtypes.complex64 else ''}({a[0]})"
   if op in _CHELPER: return f"{_CHELPER[op]}_{d.short}({', '.join(a)})"
   raise NotImplementedError(f"render_c: {op} on {d.name}")
