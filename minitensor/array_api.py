@@ -193,8 +193,8 @@ class _Info:
 
   def default_dtypes(self, *, device=None) -> dict:
     _device(device, "default_dtypes")
-    return {"real floating": _DTYPES["float64"], "complex floating": _DTYPES["complex128"], "integral": _DTYPES["int64"],
-            "indexing": _DTYPES["int64"]}
+    return {"real floating": _DTYPES["float64"], "complex floating": _DTYPES["complex128"],
+            "integral": _DTYPES["int64"], "indexing": _DTYPES["int64"]}
 
   def dtypes(self, *, device=None, kind=None) -> dict:
     _device(device, "dtypes")
@@ -524,4 +524,5 @@ def angle(z, deg: builtins.bool = False) -> Tensor:
   return a * (180 / math.pi) if deg else a
 
 # The dtype objects are bound last: from here on `bool` in this module is np.dtype("bool").
-bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, complex64, complex128 = _DTYPES.values()
+(bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, complex64,
+ complex128) = _DTYPES.values()

@@ -272,7 +272,8 @@ class Tensor:
     d = _dtype(dtype)
     if self.uop.dtype.is_complex and not d.is_complex and not d.is_bool:
       import warnings
-      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=2)
+      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                    stacklevel=2)
     return Tensor(self.uop.cast(d))
 
   def clip(self, min=None, max=None) -> Tensor: return clip(self, min, max)
@@ -328,8 +329,8 @@ class Tensor:
     if self.uop.dtype.is_complex:     # NumPy: the mean of |x - mean|^2 = re^2 + im^2, in the real dtype
       d = self - self.mean(axis, keepdims=True)
       sq = d.real * d.real + d.imag * d.imag
-      n = float(max(self._count(axis) - ddof, 0))
-      return sq.sum(axis, keepdims=keepdims) / n if dtype is None else (sq.sum(axis, keepdims=keepdims) / n).astype(dtype)
+      r = sq.sum(axis, keepdims=keepdims) / float(max(self._count(axis) - ddof, 0))
+      return r if dtype is None else r.astype(dtype)
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     acc = _WIDER.get(out, out)
     d = (Tensor(self.uop.cast(acc)) if acc.is_float else self) - self.mean(axis, acc, keepdims=True)

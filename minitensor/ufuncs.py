@@ -7,8 +7,8 @@ the loop's input dtypes, builds the UOps with the table below and casts to the l
 The same table serves Tensor methods and operators, `minitensor.exp(...)`, and `np.exp(tensor)` through
 `__array_ufunc__`. Complex operands: +, ==, != and the functions of <complex.h> are UOps of complex dtype (the
 renderer gives them NumPy's values); what NumPy computes part by part (negative, subtract, conjugate, isnan, sign,
-reciprocal, rint, the lexicographic comparisons) is built here from REAL, IMAG and CMPLX. With only Python scalars as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes
-(int64, float64, bool; an int out of int64's range raises OverflowError, or compares as NumPy's does); the result
+reciprocal, rint, the lexicographic comparisons) is built here from REAL, IMAG and CMPLX. With only Python scalars
+as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes (int64, float64, complex128, bool; an int out of int64's range raises OverflowError, or compares as NumPy's does); the result
 is a 0-d Tensor (every minitensor function returns a Tensor) with the value and dtype of NumPy's scalar result
 (`np.greater(2, 2)` is `np.False_`, `mt.greater(2, 2)` a 0-d bool Tensor holding False).
 """
@@ -112,7 +112,8 @@ def _compare(op: Callable[[UOp, UOp], UOp], np_op: np.ufunc) -> Callable[[UOp, U
   """A comparison; NumPy 2 also compares int64 with uint64 exactly (a negative signed value is below all)."""
   def f(a: UOp, b: UOp) -> UOp:
     if a.dtype.is_complex and np_op not in (np.equal, np.not_equal):
-      return _clt(b, a, np_op is np.greater) if np_op in (np.greater, np.greater_equal) else _clt(a, b, np_op is np.less)
+      if np_op in (np.greater, np.greater_equal): return _clt(b, a, np_op is np.greater)
+      return _clt(a, b, np_op is np.less)
     if a.dtype is b.dtype: return op(a, b)
     neg, known = (a, bool(np_op(-1, 0))) if not a.dtype.is_unsigned else (b, bool(np_op(0, -1)))
     return (neg < 0).where(known, op(a.cast(dtypes.uint64), b.cast(dtypes.uint64)))
@@ -172,7 +173,8 @@ def _np_dtype_of(x):
   return np.asarray(x).dtype
 
 
-_DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+_DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
+            complex: np.dtype(np.complex128)}
 _RESOLVED: dict = {}      # (ufunc, dtype, operand types) -> (NumPy's loop dtypes, input DTypes, output DType)
 
 

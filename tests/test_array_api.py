@@ -133,7 +133,8 @@ def test_namespace_names():
   for name, v in CONSTANTS.items(): assert getattr(mt, name) == v
   assert math.isnan(mt.nan) and mt.newaxis is None
   for n in DTYPE_NAMES: assert getattr(mt, n) == np.dtype(n)
-  assert mt.float32 == mt.asarray(np.ones(2, np.float32)).dtype and mt.complex64 == mt.asarray(np.ones(2, np.complex64)).dtype
+  assert mt.float32 == mt.asarray(np.ones(2, np.float32)).dtype
+  assert mt.complex64 == mt.asarray(np.ones(2, np.complex64)).dtype
 
 
 @pytest.mark.parametrize("line", SPEC)

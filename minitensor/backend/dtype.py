@@ -2,7 +2,8 @@
 
 A DType knows everything the stages need: its C spelling for the renderer, its NumPy dtype for the runtime,
 its value range for bounds analysis and constant folding. complex64 and complex128 are C99 `float _Complex` and
-`double _Complex` (NumPy's layout: real part, then imaginary part); their values are Python complex. Two pseudo types exist only inside the compiler:
+`double _Complex` (NumPy's layout: real part, then imaginary part); their values are Python complex. Two pseudo
+types exist only inside the compiler:
 `index` (loop counters and address arithmetic, an unbounded integer until the renderer picks a width) and
 `void` (effects: STORE, END, SINK).
 """
@@ -100,7 +101,8 @@ class dtypes:
   complex128 = DType("complex128", "c128", 16, "double _Complex", "c")
   index = DType("index", "index", 8, "int64_t", "x")
   void = DType("void", "void", 0, "void", "v")
-  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64, complex64, complex128)
+  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64, complex64,
+         complex128)
 
   @staticmethod
   def min(d: DType): return d.min
