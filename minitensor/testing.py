@@ -81,6 +81,7 @@ def elements(dtype) -> st.SearchStrategy:
 
   Floats: NaN, +-inf, -0.0, 0.0, the smallest subnormal, the largest finite value, and any other value.
   Integers: the minimum, the maximum, 0, 1 and -1 (when signed), and any other value. Bool: True, False.
+  Complex: each part a float of half the size, as above (so NaN and inf parts beside any other).
 
   Parameters
   ----------
@@ -100,6 +101,9 @@ def elements(dtype) -> st.SearchStrategy:
     fi = np.finfo(d)
     edges = [math.nan, math.inf, -math.inf, -0.0, 0.0, float(fi.smallest_subnormal), float(fi.max), -float(fi.max), 1.0, -1.0]
     return st.one_of(st.sampled_from(edges), st.floats(width=8 * d.itemsize))
+  if d.kind == "c":
+    part = elements(np.dtype(f"f{d.itemsize // 2}"))
+    return st.builds(complex, part, part)
   raise TypeError(f"elements: unsupported dtype {d}")
 
 

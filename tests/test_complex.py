@@ -315,6 +315,12 @@ def test_type_rules():
   with pytest.raises(TypeError, match="remainder"): mt.asarray([1j]) % 2
 
 
+@given(mt.testing.arrays(np.complex64, (6,)))
+def test_testing_strategies_draw_complex(a):
+  assert a.dtype == np.complex64 and a.shape == (6,)
+  with np.errstate(all="ignore"): mt.testing.assert_matches_numpy(lambda x: x * 2 - x, a)
+
+
 def test_testing_helpers_compare_both_parts():
   a = np.array([1 + 2j, -0.5j, complex(np.nan, 1)], np.complex64)
   mt.testing.assert_matches_numpy(lambda x: x * x - x, a)
