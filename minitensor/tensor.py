@@ -9,7 +9,7 @@ Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad a
 is always C-contiguous.
 """
 from __future__ import annotations
-import operator
+import operator, warnings
 from typing import Any, Iterable, Sequence
 import numpy as np
 from numpy.exceptions import AxisError
@@ -271,7 +271,6 @@ class Tensor:
     real part and warns with NumPy's ComplexWarning."""
     d = _dtype(dtype)
     if self.uop.dtype.is_complex and not d.is_complex and not d.is_bool:
-      import warnings
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                     stacklevel=2)
     return Tensor(self.uop.cast(d))

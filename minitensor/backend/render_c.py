@@ -15,10 +15,9 @@ Complex values are C99 `float _Complex` / `double _Complex`. A kernel that has a
 (once per translation unit, behind an include guard, so other kernels compile as before; tcc has no _Complex,
 tiers.py sends such kernels to the C compiler). It does what NumPy's loops do where C's operators or <complex.h>
 would give other values: *, / and ** with NumPy's formulas (naive product, Smith's quotient, npy_cpow's integer
-powers), NumPy's expm1, log1p, exp2, log2, log10 and its lexicographic
-maximum/minimum; +, ==, != and the other functions are C's and glibc's, which NumPy calls too (|z| of complex64
-is glibc's hypotf algorithm, of complex128 a scaled sqrt(re^2 + im^2) within 2 ulp of NumPy's, both written so that
-their loops vectorize).
+powers), NumPy's expm1, log1p, exp2, log2, log10 and its lexicographic maximum/minimum; +, ==, != and the other
+functions are C's and glibc's, which NumPy calls too (|z| of complex64 is glibc's hypotf algorithm, of complex128
+a scaled sqrt(re^2 + im^2) within 2 ulp of NumPy's, both written so that their loops vectorize).
 """
 from __future__ import annotations
 import math

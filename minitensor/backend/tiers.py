@@ -1,15 +1,14 @@
 """Tiered compilation: a new kernel runs from a fast compile; hot and large kernels get -O3 in the background.
 
     tier 0   tcc ($MINITENSOR_FAST_CC, else tcc on PATH unless $MINITENSOR_CC names the C compiler) with
-             TCC_FLAGS; without it (and for kernels with float16 or complex, which tcc does not have) the C compiler at
-             TIER0_FLAGS: -O1, chosen by measurement
+             TCC_FLAGS; without it (and for kernels with float16 or complex, which tcc does not have) the C
+             compiler at TIER0_FLAGS: -O1, chosen by measurement
     tier 1   the C compiler at runtime.FLAGS (-O3 -march=native, OpenMP)
 
 Both tiers compile the same C source: tcc ignores the OpenMP pragmas (tier 0 runs on one thread) and the
 prelude leaves out, for tcc, only the libmvec vector declarations and the float16 helpers (complex helpers come
-with the kernels that use them). The order of every
-operation is fixed by the source and neither tier contracts or reassociates, so +, -, *, /, sqrt,
-comparisons, casts and every reduction give the same bits in both tiers; transcendental functions come from
+with the kernels that use them). The order of every operation is fixed by the source and neither tier contracts or
+reassociates, so +, -, *, /, sqrt, comparisons, casts and every reduction give the same bits in both tiers; transcendental functions come from
 glibc's scalar libm in tier 0 and from its vector library (libmvec) where gcc vectorizes in tier 1. Those two
 differ in the last places: measured on 100,000 random arguments, 1-4 ulp (float32 log 4, tan and arcsin 3, most
 others 2; float64 exp, sin, cos, tan, tanh, sinh 3), within the 4 ulp glibc documents for libmvec
