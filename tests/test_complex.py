@@ -6,7 +6,7 @@ examples reuse the kernels."""
 import itertools, math, warnings
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 import minitensor as mt
 from minitensor.backend.uop import UOp, Ops
 from minitensor.backend.dtype import dtypes
@@ -59,6 +59,14 @@ def assert_same(got, want, mask=None, rtol=None) -> None:
   if bad.any():
     i = np.flatnonzero(bad.ravel())[:5]
     raise AssertionError(f"{int(bad.sum())} mismatches, e.g. got {g.ravel()[i]} want {w.ravel()[i]}")
+
+
+def _check_all(pairs: list, rtol=None) -> None:
+  """Realize every minitensor result together (one compile), then compare each with NumPy's."""
+  mt.realize(*[g for g, _ in pairs])
+  for k, (g, w) in enumerate(pairs):
+    try: assert_same(g, w, rtol=rtol)
+    except AssertionError as e: raise AssertionError(f"case {k}: {e}") from None
 
 
 def _unary_all(a: np.ndarray, mask_square=True) -> None:
@@ -169,22 +177,24 @@ def test_creation():
   assert_same(mt.where(mt.asarray([True, False]), 1j, 2.0), np.where([True, False], 1j, 2.0))
 
 
-@pytest.mark.parametrize("to", _REAL)
-def test_complex_to_real_cast(to):
+def test_complex_to_real_casts():
   a = np.array([1.7 + 2j, -3.2 - 1j, 0j, 300.5 + 1j, 1e10 - 1j], np.complex128)
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    with np.errstate(all="ignore"): want = a.astype(to)
-  with pytest.warns(np.exceptions.ComplexWarning) if to != "bool" else warnings.catch_warnings():
-    got = mt.asarray(a).astype(to)
-  assert_same(got, want)
+  pairs = []
+  for to in _REAL:
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")
+      with np.errstate(all="ignore"): want = a.astype(to)
+    with pytest.warns(np.exceptions.ComplexWarning) if to != "bool" else warnings.catch_warnings():
+      pairs.append((mt.asarray(a).astype(to), want))
+  _check_all(pairs)
 
 
-@pytest.mark.parametrize("src", _REAL + ("complex64", "complex128"))
-def test_real_to_complex_cast(src):
-  a = np.array([0, 1, 2, 100], src) if src != "bool" else np.array([True, False])
-  for to in CDTYPES:
-    assert_same(mt.asarray(a).astype(to), a.astype(to))
+def test_real_to_complex_casts():
+  pairs = []
+  for src in _REAL + ("complex64", "complex128"):
+    a = np.array([0, 1, 2, 100], src) if src != "bool" else np.array([True, False])
+    pairs += [(mt.asarray(a).astype(to), a.astype(to)) for to in CDTYPES]
+  _check_all(pairs)
 
 
 def test_complex_nan_inf_casts():
@@ -235,14 +245,6 @@ def test_lexicographic_order():
 def _rand(shape, dt, seed=0) -> np.ndarray:
   r = np.random.default_rng(seed)
   return (r.standard_normal(shape) + 1j * r.standard_normal(shape)).astype(dt)
-
-
-def _check_all(pairs: list, rtol=None) -> None:
-  """Realize every minitensor result together (one compile), then compare each with NumPy's."""
-  mt.realize(*[g for g, _ in pairs])
-  for k, (g, w) in enumerate(pairs):
-    try: assert_same(g, w, rtol=rtol)
-    except AssertionError as e: raise AssertionError(f"case {k}: {e}") from None
 
 
 @pytest.mark.parametrize("dt", CDTYPES)
@@ -315,6 +317,7 @@ def test_type_rules():
   with pytest.raises(TypeError, match="remainder"): mt.asarray([1j]) % 2
 
 
+@settings(max_examples=15)
 @given(mt.testing.arrays(np.complex64, (6,)))
 def test_testing_strategies_draw_complex(a):
   assert a.dtype == np.complex64 and a.shape == (6,)
