@@ -280,11 +280,18 @@ class Tensor:
   def conj(self) -> Tensor: return U.apply(np.conjugate, self)
   conjugate = conj
   @property
-  def real(self) -> Tensor: return Tensor(UOp(Ops.REAL, (self.uop,))) if self.uop.dtype.is_complex else self
+  def real(self) -> Tensor:
+    """The real part: a view (writes into it change self, as NumPy's); self itself for a real dtype."""
+    return V.part(self, False) if self.uop.dtype.is_complex else self
+  @real.setter
+  def real(self, value) -> None: self.real[...] = value
   @property
   def imag(self) -> Tensor:
-    if self.uop.dtype.is_complex: return Tensor(UOp(Ops.IMAG, (self.uop,)))
-    return Tensor(U._broadcast(UOp.const(0, self.uop.dtype), self.shape))
+    """The imaginary part: a view (writes into it change self); read-only zeros for a real dtype, as NumPy's."""
+    if self.uop.dtype.is_complex: return V.part(self, True)
+    return V.readonly_view(self, lambda u: U._broadcast(UOp.const(0, u.dtype), u.shape), V.strides_of(self))
+  @imag.setter
+  def imag(self, value) -> None: self.imag[...] = value
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:

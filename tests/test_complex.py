@@ -227,6 +227,22 @@ def test_parts():
   _check_all(pairs)
 
 
+def test_parts_are_writable_views():
+  """As NumPy's: writes into .real/.imag (and views of them) change the complex array; a real array's .imag is
+  read-only zeros."""
+  a = np.array([[1 + 2j, 3 - 1j], [0j, 1j]], np.complex64)
+  x = mt.asarray(a.copy())
+  for arr in (a, x):
+    arr.real[0, 1] = 7
+    arr.imag[:, 0] = -5
+    arr.real.T[1, 1] = 9
+    arr.imag = arr.imag * 2
+  assert_same(x, a)
+  y = mt.asarray(np.ones(2))
+  assert_same(y.imag, np.ones(2).imag)
+  with pytest.raises(ValueError, match="read-only"): y.imag[0] = 1
+
+
 def test_lexicographic_order():
   a = np.array([1 + 2j, 1 + 3j, complex(1, np.nan), 0 + 5j, complex(np.nan, 0), 2 - 1j])
   b = np.array([1 + 3j, 1 + 2j, 1 + 0j, complex(0, np.nan), 0j, 2 - 1j])
