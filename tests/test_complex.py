@@ -240,6 +240,10 @@ def test_parts_are_writable_views():
   assert_same(x, a)
   y = mt.asarray(np.ones(2))
   assert_same(y.imag, np.ones(2).imag)
+  with pytest.raises(TypeError): np.ones(2)[0] = 1j
+  with pytest.raises(TypeError): y[0] = 1j
+  with pytest.warns(np.exceptions.ComplexWarning): y[:] = np.array([3 + 1j, 4j])
+  assert_same(y, np.array([3.0, 0.0]))
   with pytest.raises(ValueError, match="read-only"): y.imag[0] = 1
 
 
