@@ -175,6 +175,9 @@ def test_creation():
   assert_same(mt.eye(3, dtype=np.complex64), np.eye(3, dtype=np.complex64))
   assert_same(mt.linspace(0, 1 + 1j, 5), np.linspace(0, 1 + 1j, 5))
   assert_same(mt.where(mt.asarray([True, False]), 1j, 2.0), np.where([True, False], 1j, 2.0))
+  assert_same(mt.full(2, 1j, dtype=bool), np.full(2, 1j, dtype=bool))
+  with pytest.warns(np.exceptions.ComplexWarning): t = mt.full(2, 1.5 + 1j, dtype=np.int32)
+  with pytest.warns(np.exceptions.ComplexWarning): assert_same(t, np.full(2, 1.5 + 1j, dtype=np.int32))
 
 
 def test_complex_to_real_casts():
