@@ -528,7 +528,8 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   _check_shape(shape, "full", d.itemsize)
   if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
     if not d.is_bool:
-      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=2)
+      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                    stacklevel=2)
     fill_value = bool(fill_value) if d.is_bool else fill_value.real
   c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)

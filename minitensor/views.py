@@ -88,7 +88,8 @@ def write(t: Tensor, value: UOp) -> None:
   every view of it see the write."""
   link = t._link
   if link is None: return assign(t, value)
-  if link.readonly: raise ValueError(f"assignment destination is read-only (a broadcast, diagonal or real .imag view, shape {t.shape})")
+  if link.readonly:
+    raise ValueError(f"assignment destination is read-only (a broadcast, diagonal or real .imag view, shape {t.shape})")
   vals = [link.root.uop]
   for s in link.steps[:-1]: vals.append(s.fwd(vals[-1]))
   for s, src in zip(reversed(link.steps), reversed(vals)): value = s.bwd(src, value)

@@ -162,7 +162,8 @@ def test_isdtype_finfo_iinfo(name):
   for k in KINDS + [("bool", "real floating"), mt.int8, d]: assert mt.isdtype(d, k) == np.isdtype(d, k), k
   if d.kind in "fc":     # of a complex dtype: its real part's limits
     f, g = mt.finfo(d), np.finfo(d)
-    assert (f.bits, f.eps, f.max, f.min, f.smallest_normal, f.dtype) == (g.bits, g.eps, g.max, g.min, g.smallest_normal, g.dtype)
+    want = (g.bits, g.eps, g.max, g.min, g.smallest_normal, g.dtype)
+    assert (f.bits, f.eps, f.max, f.min, f.smallest_normal, f.dtype) == want
     assert all(type(v) is float for v in (f.eps, f.max, f.min, f.smallest_normal))
     assert mt.finfo(mt.zeros(2, dtype=d)).bits == g.bits
   elif d.kind in "iu":

@@ -283,6 +283,12 @@ def test_reductions(dt):
   with np.errstate(all="ignore"):
     pairs = [(getattr(mt.asarray(s[sl]), f)(), getattr(s[sl], f)())
              for f in ("sum", "prod", "mean") for sl in (slice(0, 1), slice(0, 3), slice(2, 4), slice(0, 4))]
+  z = np.array([complex(-0.0, -0.0), complex(-0.0, 1)], dt)
+  pairs += [(mt.cumsum(mt.asarray(z)), np.cumsum(z)), (mt.asarray(z).sum(), z.sum())]     # signed zeros as NumPy's
+  w = np.array([[complex(1, np.inf), 2 + 0j, 1j], [complex(np.inf, 0), 1 - 1j, 2j]], dt)    # the first element as is
+  with np.errstate(all="ignore"):
+    pairs += [(mt.cumprod(mt.asarray(w), axis=ax), np.cumprod(w, axis=ax)) for ax in (0, 1)]
+    pairs += [(mt.cumprod(mt.asarray(w[:, :1]), axis=1), np.cumprod(w[:, :1], axis=1))]
   pairs += [(mt.zeros((0, 3), dt).sum(axis=0), np.zeros((0, 3), dt).sum(axis=0)),
             (mt.ones((4,), dt).sum(), np.ones((4,), dt).sum())]      # a constant: no closed form, still exact
   _check_all(pairs)
