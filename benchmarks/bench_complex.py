@@ -39,7 +39,8 @@ def main() -> None:
       first = time.perf_counter() - t0
       for _ in range(5): fm().realize()
       tn, tm = best(fn), best(lambda: fm().realize())
-      print(f"{np.dtype(dt).name + ' ' + name:28s} {tn * 1e3:8.2f}ms {tm * 1e3:9.2f}ms {tn / tm:6.2f}  {first * 1e3:.0f} ms")
+      label = f"{np.dtype(dt).name} {name}"
+      print(f"{label:28s} {tn * 1e3:8.2f}ms {tm * 1e3:9.2f}ms {tn / tm:6.2f}  {first * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ The same table serves Tensor methods and operators, `minitensor.exp(...)`, and `
 `__array_ufunc__`. Complex operands: +, ==, != and the functions of <complex.h> are UOps of complex dtype (the
 renderer gives them NumPy's values); what NumPy computes part by part (negative, subtract, conjugate, isnan, sign,
 reciprocal, rint, the lexicographic comparisons) is built here from REAL, IMAG and CMPLX. With only Python scalars
-as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes (int64, float64, complex128, bool; an int out of int64's range raises OverflowError, or compares as NumPy's does); the result
-is a 0-d Tensor (every minitensor function returns a Tensor) with the value and dtype of NumPy's scalar result
-(`np.greater(2, 2)` is `np.False_`, `mt.greater(2, 2)` a 0-d bool Tensor holding False).
+as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes (int64, float64, complex128, bool; an int out of
+int64's range raises OverflowError, or compares as NumPy's does); the result is a 0-d Tensor (every minitensor
+function returns a Tensor) with the value and dtype of NumPy's scalar result (`np.greater(2, 2)` is `np.False_`,
+`mt.greater(2, 2)` a 0-d bool Tensor holding False).
 """
 from __future__ import annotations
 import math

@@ -8,8 +8,9 @@
 Both tiers compile the same C source: tcc ignores the OpenMP pragmas (tier 0 runs on one thread) and the
 prelude leaves out, for tcc, only the libmvec vector declarations and the float16 helpers (complex helpers come
 with the kernels that use them). The order of every operation is fixed by the source and neither tier contracts or
-reassociates, so +, -, *, /, sqrt, comparisons, casts and every reduction give the same bits in both tiers; transcendental functions come from
-glibc's scalar libm in tier 0 and from its vector library (libmvec) where gcc vectorizes in tier 1. Those two
+reassociates, so +, -, *, /, sqrt, comparisons, casts and every reduction give the same bits in both tiers;
+transcendental functions come from glibc's scalar libm in tier 0 and from its vector library (libmvec) where gcc
+vectorizes in tier 1. Those two
 differ in the last places: measured on 100,000 random arguments, 1-4 ulp (float32 log 4, tan and arcsin 3, most
 others 2; float64 exp, sin, cos, tan, tanh, sinh 3), within the 4 ulp glibc documents for libmvec
 (tests/backend/test_tiers.py checks 4).
