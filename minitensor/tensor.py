@@ -213,7 +213,14 @@ class Tensor:
   def __rmod__(self, x): return U.apply(np.remainder, x, self)
   def __divmod__(self, x): return self // x, self % x
   def __rdivmod__(self, x): return x // self, x % self
-  def __pow__(self, x): return U.apply(np.power, self, x)
+  def __pow__(self, x):
+    f = self._fast_power(x)
+    return U.apply(f, self) if f is not None else U.apply(np.power, self, x)
+  def _fast_power(self, x):
+    """NumPy's `**` shortcut for float and complex arrays: the exponent exactly the Python int 2 or -1, or the
+    Python float 0.5, computes square, reciprocal or sqrt (whose special values differ from power's)."""
+    if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
+    return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
   def __rpow__(self, x): return U.apply(np.power, x, self)
   def __matmul__(self, x): return matmul(self, x)
   def __rmatmul__(self, x): return matmul(x, self)
@@ -241,7 +248,8 @@ class Tensor:
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
   def _inplace(self, ufunc, x) -> Tensor:
-    r = matmul(self, x) if ufunc is np.matmul else U.apply(ufunc, self, x)
+    fast = self._fast_power(x) if ufunc is np.power else None
+    r = matmul(self, x) if ufunc is np.matmul else U.apply(fast, self) if fast is not None else U.apply(ufunc, self, x)
     if not np.can_cast(r.dtype, self.dtype, "same_kind"):
       raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} with casting rule 'same_kind'")
     if r.shape != self.shape:

@@ -144,6 +144,24 @@ def test_promotion_table(d1):
       assert (s + mt.asarray(a)).dtype == (s + a).dtype, (d1, s)
 
 
+def test_power_operator_shortcuts():
+  """NumPy's `**` computes square, reciprocal and sqrt for the exact Python exponents 2, -1 and 0.5 (float and
+  complex arrays), whose special values differ from np.power's; other exponents go to np.power."""
+  a = np.array([complex(np.inf, 0), complex(0, np.inf), complex(-4, 0), complex(-np.inf, 0), 3 + 4j], np.complex128)
+  b = np.array([complex(3e38, 3e38), 1 - 2j], np.complex64)
+  f = np.array([-np.inf, -0.0, 4.0, np.nan], np.float32)
+  x, y, g = mt.asarray(a), mt.asarray(b), mt.asarray(f)
+  pairs = []
+  with np.errstate(all="ignore"):
+    for e in (2, -1, 0.5, 2.0, -1.0, 3, 0.5 + 0j):
+      pairs += [(x ** e, a ** e), (y ** e, b ** e)]
+    pairs += [(g ** 0.5, f ** 0.5), (g ** -1, f ** -1), (g ** 2, f ** 2)]
+    z, c = mt.asarray(a.copy()), a.copy()
+    z **= 0.5
+    c **= 0.5
+  _check_all(pairs + [(z, c)])
+
+
 def test_weak_complex_scalar():
   x = mt.asarray(np.array([1.5, -2.0], np.float32))
   assert_same(x * 1j, np.array([1.5, -2.0], np.float32) * 1j)
