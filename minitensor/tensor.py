@@ -341,7 +341,7 @@ class Tensor:
     (an integer dtype truncates the mean, the squares and the result)."""
     if correction is not None: ddof = correction
     if self.uop.dtype.is_complex:     # NumPy: the mean of |x - mean|^2 = re^2 + im^2, in the real dtype
-      d = self - self.mean(axis, keepdims=True)
+      d = self - self.mean(axis, dtype, keepdims=True)       # a real dtype: the mean of the real parts, as NumPy
       sq = d.real * d.real + d.imag * d.imag
       r = sq.sum(axis, keepdims=keepdims) / float(max(self._count(axis) - ddof, 0))
       return r if dtype is None else r.astype(dtype)
