@@ -1,13 +1,12 @@
 """The Array API (2024.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
 
-    dtypes                    NumPy dtype objects (mt.float32 == x.dtype); complex dtypes are absent (unsupported:
-                              TypeError wherever a complex dtype or value meets the library)
+    dtypes                    NumPy dtype objects (mt.float32 == x.dtype), complex64 and complex128 included
     dtype functions           isdtype, result_type, can_cast, finfo, iinfo, astype
-    inspection                __array_namespace_info__(): one device "cpu"; default_dtypes() has no "complex
-                              floating" entry and dtypes(kind=...) never lists complex dtypes
+    inspection                __array_namespace_info__(): one device "cpu"
     creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu")
     elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
-                              acosh asinh atanh copysign hypot logaddexp signbit built from existing ops:
+                              acosh asinh atanh copysign hypot logaddexp signbit built from existing ops (complex
+                              acosh asinh atanh: glibc's cacosh casinh catanh, as NumPy's):
                               acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1 (log(x) + log 2 past 1e8)
                               asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, sign restored (same cutoff)
                               atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
@@ -31,20 +30,22 @@ from typing import Callable, NamedTuple
 import numpy as np
 from minitensor import ufuncs as U, functions as F, creation as C, manipulation as M, tensor as T
 from minitensor.tensor import Tensor, where
+from minitensor.backend.uop import UOp, Ops
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
            "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
-           "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
+           "complex64", "complex128", "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
            "arange", "asarray", "empty", "empty_like", "eye", "full", "full_like", "linspace", "ones", "ones_like",
            "zeros", "zeros_like", "from_dlpack", "clip", "expand_dims", "reshape",
            "acos", "asin", "atan", "atan2", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
            "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
-           "real", "imag", "conj", "conjugate", "nextafter", "cumulative_prod"]
+           "real", "imag", "conj", "conjugate", "nextafter", "cumulative_prod", "angle"]
 
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
-_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
+_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
+          "complex64", "complex128")
 _DTYPES = {n: np.dtype(n) for n in _NAMES}
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
           "complex floating": "c", "numeric": "iufc"}
@@ -52,9 +53,9 @@ _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral
 
 # ---------------------------------------------------------------------- data types
 def _as_dtype(x, op: str) -> np.dtype:
-  """The dtype of a Tensor, ndarray or dtype-like; TypeError for complex (unsupported) dtypes."""
+  """The dtype of a Tensor, ndarray or dtype-like; TypeError for dtypes minitensor does not have."""
   d = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.dtype(x)
-  if d.kind == "c": raise TypeError(f"{op}: complex dtypes are not supported by minitensor, got {d}")
+  if d.kind in "OUSVMm": raise TypeError(f"{op}: dtype {d} is not supported by minitensor")
   return d
 
 
@@ -144,7 +145,7 @@ def finfo(type, /) -> finfo_object:
   finfo_object
       bits, eps, max, min, smallest_normal (Python floats) and dtype.
   """
-  f = np.finfo(_as_dtype(type, "finfo"))
+  f = np.finfo(_as_dtype(type, "finfo"))      # of a complex dtype: its real part's limits, as the standard says
   return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
 
 
@@ -199,7 +200,8 @@ class _Info:
 
   def default_dtypes(self, *, device=None) -> dict:
     _device(device, "default_dtypes")
-    return {"real floating": _DTYPES["float64"], "integral": _DTYPES["int64"], "indexing": _DTYPES["int64"]}
+    return {"real floating": _DTYPES["float64"], "complex floating": _DTYPES["complex128"],
+            "integral": _DTYPES["int64"], "indexing": _DTYPES["int64"]}
 
   def dtypes(self, *, device=None, kind=None) -> dict:
     _device(device, "dtypes")
@@ -366,6 +368,7 @@ def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
   return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
 
 
+def _complex_op(op: Ops, t: Tensor) -> Tensor: return Tensor(UOp(op, (t.uop,)))
 def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where(signbit(x), -r, r)
 
 
@@ -398,6 +401,7 @@ def acosh(x, /) -> Tensor:
       NumPy's result dtype (float64 for integers).
   """
   (t,), out = _loop(np.arccosh, x)
+  if out.kind == "c": return _complex_op(Ops.ACOSH, t)
   d = t - 1
   r = where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2)
   return where(t >= 1, r, nan).astype(out)
@@ -416,6 +420,7 @@ def asinh(x, /) -> Tensor:
       NumPy's result dtype.
   """
   (t,), out = _loop(np.arcsinh, x)
+  if out.kind == "c": return _complex_op(Ops.ASINH, t)
   a = F.absolute(t)
   r = where(a < _BIG, F.log1p(a + a * a / (1 + F.sqrt(1 + a * a))), F.log(a) + _LN2)
   return _with_sign(t, r).astype(out)
@@ -434,6 +439,7 @@ def atanh(x, /) -> Tensor:
       NumPy's result dtype.
   """
   (t,), out = _loop(np.arctanh, x)
+  if out.kind == "c": return _complex_op(Ops.ATANH, t)
   a = F.absolute(t)
   return _with_sign(t, 0.5 * F.log1p(2 * a / (1 - a))).astype(out)
 
@@ -496,7 +502,7 @@ def logaddexp(x1, x2, /) -> Tensor:
 
 
 def real(x, /) -> Tensor:
-  """The real part: x itself (minitensor has real dtypes only).
+  """The real part (in the real dtype of a complex x; x itself for a real x).
 
   Parameters
   ----------
@@ -506,11 +512,11 @@ def real(x, /) -> Tensor:
   -------
   Tensor
   """
-  return T.asarray(x)
+  return T.asarray(x).real
 
 
 def imag(x, /) -> Tensor:
-  """The imaginary part: zeros of x's shape and dtype (minitensor has real dtypes only).
+  """The imaginary part (in the real dtype of a complex x; zeros of x's shape and dtype for a real x).
 
   Parameters
   ----------
@@ -520,11 +526,11 @@ def imag(x, /) -> Tensor:
   -------
   Tensor
   """
-  return C.zeros_like(x)
+  return T.asarray(x).imag
 
 
 def conj(x, /) -> Tensor:
-  """The complex conjugate: x itself (minitensor has real dtypes only).
+  """The complex conjugate: the imaginary part negated (x itself for a real x).
 
   Parameters
   ----------
@@ -534,7 +540,7 @@ def conj(x, /) -> Tensor:
   -------
   Tensor
   """
-  return T.asarray(x)
+  return U.apply(np.conjugate, x)
 
 
 conjugate = conj
@@ -585,5 +591,24 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
   ax = T.normalize_axes(axis, t.ndim, "cumulative_prod")[0]
   return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 1))
 
+
+def angle(z, deg: builtins.bool = False) -> Tensor:
+  """The argument of z: arctan2(imag, real), in radians (degrees with deg=True), as numpy.angle.
+
+  Parameters
+  ----------
+  z : array_like
+  deg : bool, default False
+
+  Returns
+  -------
+  Tensor
+      The real dtype of a complex z; float64 for integers, as NumPy.
+  """
+  t = T.asarray(z)
+  a = F.arctan2(t.imag, t.real) if t.uop.dtype.is_complex else F.arctan2(0, t)
+  return a * (180 / math.pi) if deg else a
+
 # The dtype objects are bound last: from here on `bool` in this module is np.dtype("bool").
-bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 = _DTYPES.values()
+(bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64, complex64,
+ complex128) = _DTYPES.values()

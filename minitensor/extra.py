@@ -391,7 +391,7 @@ def inner(a, b) -> Tensor:
 
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
-  """The dot product of vectors along axis (the other axes broadcast); real dtypes, so no conjugation.
+  """The dot product of vectors along axis (the other axes broadcast), x1 conjugated (the Array API's vecdot).
 
   Parameters
   ----------
@@ -410,7 +410,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   ax = _axis(axis, nd, "vecdot") - nd
   if -ax > min(a.ndim, b.ndim) or a.shape[ax] != b.shape[ax]:
     raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} differ along axis {axis}")
-  p = U.apply(np.multiply, a, b)
+  p = U.apply(np.multiply, U.apply(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
   return p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)
 
 

@@ -351,11 +351,16 @@ def _basic_strides(strides: tuple[int, ...], entries: list[_Entry]) -> tuple[int
 
 
 def _value(value, d: DType) -> UOp:
-  """The assigned value as a UOp of dtype d (Python floats into integers truncate; NaN/inf raise as NumPy)."""
+  """The assigned value as a UOp of dtype d (Python floats into integers truncate; NaN/inf raise as NumPy; a
+  Python complex into a real dtype raises TypeError, other complex values keep their real part with NumPy's
+  ComplexWarning)."""
+  if type(value) is complex and not d.is_complex:
+    raise TypeError(f"setitem: cannot assign the Python complex {value!r} into a {d.name} Tensor")
   if isinstance(value, (bool, int, float)):
     if isinstance(value, float) and d.is_int: value = int(value)
     return _scalar_uop(value, d, "setitem")
-  return asarray(value).uop.cast(d)
+  v = asarray(value)
+  return (v.astype(d) if v.uop.dtype.is_complex and not d.is_complex else v).uop.cast(d)
 
 
 def _fit(v: UOp, shape: tuple[int, ...], advanced: bool, nested: bool) -> UOp:

@@ -9,7 +9,7 @@ Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad a
 is always C-contiguous.
 """
 from __future__ import annotations
-import operator
+import operator, warnings
 from typing import Any, Iterable, Sequence
 import numpy as np
 from numpy.exceptions import AxisError
@@ -70,7 +70,7 @@ def _acc_dtype(kind: str, d: DType) -> DType:
   return dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
 
 
-_WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64}
+_WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
 
 
 class Tensor(NdarrayMethods):
@@ -214,7 +214,14 @@ class Tensor(NdarrayMethods):
   def __rmod__(self, x): return U.apply(np.remainder, x, self)
   def __divmod__(self, x): return self // x, self % x
   def __rdivmod__(self, x): return x // self, x % self
-  def __pow__(self, x): return U.apply(np.power, self, x)
+  def __pow__(self, x):
+    f = self._fast_power(x)
+    return U.apply(f, self) if f is not None else U.apply(np.power, self, x)
+  def _fast_power(self, x):
+    """NumPy's `**` shortcut for float and complex arrays: the exponent exactly the Python int 2 or -1, or the
+    Python float 0.5, computes square, reciprocal or sqrt (whose special values differ from power's)."""
+    if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
+    return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
   def __rpow__(self, x): return U.apply(np.power, x, self)
   def __matmul__(self, x): return matmul(self, x)
   def __rmatmul__(self, x): return matmul(x, self)
@@ -243,7 +250,8 @@ class Tensor(NdarrayMethods):
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
   def _inplace(self, ufunc, x) -> Tensor:
-    r = matmul(self, x) if ufunc is np.matmul else U.apply(ufunc, self, x)
+    fast = self._fast_power(x) if ufunc is np.power else None
+    r = matmul(self, x) if ufunc is np.matmul else U.apply(fast, self) if fast is not None else U.apply(ufunc, self, x)
     if not np.can_cast(r.dtype, self.dtype, "same_kind"):
       raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} with casting rule 'same_kind'")
     if r.shape != self.shape:
@@ -265,11 +273,30 @@ class Tensor(NdarrayMethods):
   def __irshift__(self, x): return self._inplace(np.right_shift, x)
 
   def astype(self, dtype, copy: bool = True) -> Tensor:
-    """The values converted to dtype (C conversion rules, as NumPy's astype)."""
-    return Tensor(self.uop.cast(_dtype(dtype)))
+    """The values converted to dtype (C conversion rules, as NumPy's astype); complex to a real dtype keeps the
+    real part and warns with NumPy's ComplexWarning."""
+    d = _dtype(dtype)
+    if self.uop.dtype.is_complex and not d.is_complex and not d.is_bool:
+      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                    stacklevel=2)
+    return Tensor(self.uop.cast(d))
 
   def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
-  def conj(self) -> Tensor: return self
+  def conj(self) -> Tensor: return U.apply(np.conjugate, self)
+  conjugate = conj
+  @property
+  def real(self) -> Tensor:
+    """The real part: a view (writes into it change self, as NumPy's); self itself for a real dtype."""
+    return V.part(self, False) if self.uop.dtype.is_complex else self
+  @real.setter
+  def real(self, value) -> None: self.real[...] = value
+  @property
+  def imag(self) -> Tensor:
+    """The imaginary part: a view (writes into it change self); read-only zeros for a real dtype, as NumPy's."""
+    if self.uop.dtype.is_complex: return V.part(self, True)
+    return V.readonly_view(self, lambda u: U._broadcast(UOp.const(0, u.dtype), u.shape), V.strides_of(self))
+  @imag.setter
+  def imag(self, value) -> None: self.imag[...] = value
 
   # ------------------------------------------------------------------ reductions
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
@@ -305,13 +332,18 @@ class Tensor(NdarrayMethods):
     """Mean over axis; with an integer dtype the sum is divided in float64 and truncated, as NumPy does."""
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     s = self._reduce(Ops.ADD, axis, keepdims, "mean", _WIDER.get(out, out)).uop
-    if not s.dtype.is_float: s = s.cast(dtypes.float64)
+    if s.dtype.kind not in "fc": s = s.cast(dtypes.float64)
     return Tensor((s / s.const_like(float(self._count(axis)))).cast(out))   # 0 / 0: NaN for an empty mean
 
   def var(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
     """Variance: the sum of squared deviations from the mean divided by max(N - ddof, 0), in NumPy's steps
     (an integer dtype truncates the mean, the squares and the result)."""
     if correction is not None: ddof = correction
+    if self.uop.dtype.is_complex:     # NumPy: the mean of |x - mean|^2 = re^2 + im^2, in the real dtype
+      d = self - self.mean(axis, dtype, keepdims=True)       # a real dtype: the mean of the real parts, as NumPy
+      sq = d.real * d.real + d.imag * d.imag
+      r = sq.sum(axis, keepdims=keepdims) / float(max(self._count(axis) - ddof, 0))
+      return r if dtype is None else r.astype(dtype)
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     acc = _WIDER.get(out, out)
     d = (Tensor(self.uop.cast(acc)) if acc.is_float else self) - self.mean(axis, acc, keepdims=True)
@@ -432,7 +464,7 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   (ax,) = normalize_axes(axis, t.ndim, name)
   if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
   m = t._reduce(op, ax, True, name)
-  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.is_float else (t == m)
+  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
   n = t.shape[ax]
   iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
   return where(hit, iota, n).min(axis=ax, keepdims=keepdims)
@@ -474,7 +506,7 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   else:
     try: a, fresh = np.array(obj), True
     except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
-  if a.dtype.kind in "OUSVcMm":
+  if a.dtype.kind in "OUSVMm":
     raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
   want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
   if copy is False:
@@ -495,6 +527,11 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   if isinstance(fill_value, Tensor): return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
   _check_shape(shape, "full", d.itemsize)
+  if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
+    if not d.is_bool:
+      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                    stacklevel=2)
+    fill_value = bool(fill_value) if d.is_bool else fill_value.real
   c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
@@ -590,6 +627,8 @@ def matmul(a, b) -> Tensor:
   if k != k2: raise ValueError(f"matmul: mismatch in core dimension: {a.shape} @ {b.shape} ({k} != {k2})")
   batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
   acc = dtypes.from_numpy(np.result_type(a.dtype, b.dtype))
+  if acc.is_complex and k: return _complex_matmul(a2.astype(acc), b2.astype(acc)).reshape(
+    batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()))
   au = U._broadcast(a2.uop.cast(acc), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
   bu = U._broadcast(b2.uop.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
@@ -597,6 +636,14 @@ def matmul(a, b) -> Tensor:
   r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
   shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
   return r.reshape(shape)
+
+
+def _complex_matmul(a: Tensor, b: Tensor) -> Tensor:
+  """Complex a @ b as four real products (pairs of floats: the real GEMM's vectorized, tiled loops, where a complex
+  accumulator does not vectorize; measured in the README), re = ar@br - ai@bi, im = ar@bi + ai@br."""
+  ar, ai, br, bi = (Tensor(p.uop.stage()) for p in (a.real, a.imag, b.real, b.imag))   # contiguous float parts
+  rr, ii, ri, ir = (matmul(x, y).uop.stage() for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))   # a GEMM each
+  return Tensor(UOp(Ops.CMPLX, (rr - ii, ri + ir)))
 
 
 def dot(a, b) -> Tensor:
@@ -642,7 +689,7 @@ _DOCS = {
   "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.", "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
   "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
   "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
-  "conj": ("The complex conjugate: the Tensor itself (only real dtypes exist).", ""),
+  "conj": ("The complex conjugate (the Tensor itself for real dtypes).", ""),
   "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
   "prod": ("Product over `axis`, with NumPy's accumulation dtype.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
   "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),

@@ -39,7 +39,8 @@ __all__ = ["DTYPES", "shapes", "dtypes", "arrays", "elements", "broadcastable_sh
            "MovementChain", "Step", "assert_matches_numpy", "default_tolerance", "check_grads"]
 
 DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(d) for d in ("bool", "int8", "uint8", "int32", "int64", "float32", "float64"))
-_TOL = {np.dtype("float16"): 1e-3, np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-10}
+_TOL = {np.dtype("float16"): 1e-3, np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-10, np.dtype("complex64"): 1e-5,
+        np.dtype("complex128"): 1e-10}
 MAX_CHAIN_SIZE = 1024     # movement_chains keeps every intermediate at most this many elements
 MAX_CHAIN_NDIM = 6
 
@@ -81,6 +82,7 @@ def elements(dtype) -> st.SearchStrategy:
 
   Floats: NaN, +-inf, -0.0, 0.0, the smallest subnormal, the largest finite value, and any other value.
   Integers: the minimum, the maximum, 0, 1 and -1 (when signed), and any other value. Bool: True, False.
+  Complex: each part a float of half the size, as above (so NaN and inf parts beside any other).
 
   Parameters
   ----------
@@ -100,6 +102,9 @@ def elements(dtype) -> st.SearchStrategy:
     fi = np.finfo(d)
     edges = [math.nan, math.inf, -math.inf, -0.0, 0.0, float(fi.smallest_subnormal), float(fi.max), -float(fi.max), 1.0, -1.0]
     return st.one_of(st.sampled_from(edges), st.floats(width=8 * d.itemsize))
+  if d.kind == "c":
+    part = elements(np.dtype(f"f{d.itemsize // 2}"))
+    return st.builds(complex, part, part)
   raise TypeError(f"elements: unsupported dtype {d}")
 
 
@@ -367,7 +372,8 @@ def movement_chains(draw, shape: tuple[int, ...], max_steps: int = 6) -> Movemen
 # ---------------------------------------------------------------------- the NumPy oracle
 def default_tolerance(dtype) -> float:
   """The rtol (and atol) assert_matches_numpy uses for a result of dtype: 0 (exact) for bool and integers,
-  1e-3 for float16, 1e-5 for float32, 1e-10 for float64.
+  1e-3 for float16, 1e-5 for float32 and complex64, 1e-10 for float64 and complex128 (each part of a complex
+  value is compared on its own).
 
   Parameters
   ----------
@@ -411,6 +417,8 @@ def _describe(a) -> str:
 def _differing(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> np.ndarray:
   """A boolean mask of the elements that differ (NaN matches NaN; exact when rtol == atol == 0, -0.0 included)."""
   if got.dtype.kind not in "fc" and want.dtype.kind not in "fc": return np.asarray(got != want)
+  if "c" in (got.dtype.kind, want.dtype.kind):
+    return _differing(got.real, want.real, rtol, atol) | _differing(np.imag(got), np.imag(want), rtol, atol)
   g, w = got.astype(np.float64), want.astype(np.float64)
   nan_g, nan_w = np.isnan(g), np.isnan(w)
   with np.errstate(invalid="ignore", over="ignore"):
@@ -437,8 +445,8 @@ def _compare(got, want, rtol, atol, floor: float = 0.0) -> list[str]:
   problems = []
   if g.shape != w.shape: return [f"shape: minitensor {g.shape}, NumPy {w.shape}"]
   if _native(g.dtype) != _native(w.dtype): problems.append(f"dtype: minitensor {g.dtype}, NumPy {w.dtype}")
-  d = w.dtype if w.dtype.kind == "f" or g.dtype.kind != "f" else g.dtype
-  r, a = (_tolerance(t, d, floor) if d.kind == "f" else 0.0 for t in (rtol, atol))
+  d = w.dtype if w.dtype.kind in "fc" or g.dtype.kind not in "fc" else g.dtype
+  r, a = (_tolerance(t, d, floor) if d.kind in "fc" else 0.0 for t in (rtol, atol))
   bad = _differing(g, w, r, a)
   if bad.any():
     idx = np.argwhere(bad)

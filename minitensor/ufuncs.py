@@ -5,10 +5,13 @@ itself which loop it would pick (`ufunc.resolve_dtypes`, with Python scalars pas
 int8 + 1 stays int8 and float32 * 2.0 stays float32, as NEP 50 says), broadcasts the operands, casts them to
 the loop's input dtypes, builds the UOps with the table below and casts to the loop's output dtype.
 The same table serves Tensor methods and operators, `minitensor.exp(...)`, and `np.exp(tensor)` through
-`__array_ufunc__`. With only Python scalars as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes
-(int64, float64, bool; an int out of int64's range raises OverflowError, or compares as NumPy's does); the result
-is a 0-d Tensor (every minitensor function returns a Tensor) with the value and dtype of NumPy's scalar result
-(`np.greater(2, 2)` is `np.False_`, `mt.greater(2, 2)` a 0-d bool Tensor holding False).
+`__array_ufunc__`. Complex operands: +, ==, != and the functions of <complex.h> are UOps of complex dtype (the
+renderer gives them NumPy's values); what NumPy computes part by part (negative, subtract, conjugate, isnan, sign,
+reciprocal, rint, the lexicographic comparisons) is built here from REAL, IMAG and CMPLX. With only Python scalars
+as operands (`mt.greater(2, 2)`), they take NumPy's default dtypes (int64, float64, complex128, bool; an int out of
+int64's range raises OverflowError, or compares as NumPy's does); the result is a 0-d Tensor (every minitensor
+function returns a Tensor) with the value and dtype of NumPy's scalar result (`np.greater(2, 2)` is `np.False_`,
+`mt.greater(2, 2)` a 0-d bool Tensor holding False).
 """
 from __future__ import annotations
 import math
@@ -17,17 +20,65 @@ import numpy as np
 from minitensor.backend.uop import UOp, Ops
 from minitensor.backend.dtype import dtypes
 
-_PY_SCALARS = (bool, int, float)
+_PY_SCALARS = (bool, int, float, complex)
 
 
 def _lit(x: UOp, v) -> UOp: return x.const_like(v)
 def _false_like(x: UOp) -> UOp: return x.cast(dtypes.bool).const_like(False)
-def _isnan(x: UOp) -> UOp: return x.ne(x) if x.dtype.is_float else _false_like(x)
-def _isinf(x: UOp) -> UOp: return UOp(Ops.ABS, (x,)).eq(_lit(x, math.inf)) if x.dtype.is_float else _false_like(x)
 def _bool(x: UOp) -> UOp: return x.cast(dtypes.bool)
+def _re(z: UOp) -> UOp: return UOp(Ops.REAL, (z,))
+def _im(z: UOp) -> UOp: return UOp(Ops.IMAG, (z,))
+def _cplx(re: UOp, im: UOp) -> UOp: return UOp(Ops.CMPLX, (re, im))
+def _parts(f: Callable[[UOp], UOp]) -> Callable[[UOp], UOp]:
+  """f applied to the real and imaginary parts of a complex operand, f itself on a real one."""
+  return lambda x: _cplx(f(_re(x)), f(_im(x))) if x.dtype.is_complex else f(x)
+
+
+def _isnan(x: UOp) -> UOp:
+  if x.dtype.is_complex: return _isnan(_re(x)) | _isnan(_im(x))
+  return x.ne(x) if x.dtype.is_float else _false_like(x)
+
+
+def _isinf(x: UOp) -> UOp:
+  if x.dtype.is_complex: return _isinf(_re(x)) | _isinf(_im(x))
+  return UOp(Ops.ABS, (x,)).eq(_lit(x, math.inf)) if x.dtype.is_float else _false_like(x)
+
+
+def _csign(z: UOp) -> UOp:
+  """NumPy 2's sign of a complex z: z / |z|, 0 for 0; NaN+NaNj when |z| is NaN; when |z| is infinite, +-1 along an
+  infinite real part (NaN+NaNj if both are infinite), else +-1j."""
+  re, im, a = _re(z), _im(z), UOp(Ops.ABS, (z,))
+  zero, nan = _lit(re, 0.0), _lit(re, math.nan)
+  unit = lambda v: (v > 0).where(_lit(re, 1.0), _lit(re, -1.0))
+  inf_re, inf_im, inf_a, nan_a = _isinf(re), _isinf(im), _isinf(a), a.ne(a)
+  def pick(inf_case: UOp, v: UOp) -> UOp:
+    return nan_a.where(nan, inf_a.where(inf_case, a.eq(zero).where(zero, v / a)))
+  return _cplx(pick(inf_re.where(inf_im.where(nan, unit(re)), zero), re),
+               pick(inf_re.where(inf_im.where(nan, zero), unit(im)), im))
+
+
+def _creciprocal(z: UOp) -> UOp:
+  """NumPy's 1/z: scaled by the larger part (its loop, not its division)."""
+  re, im = _re(z), _im(z)
+  one = _lit(re, 1.0)
+  small = UOp(Ops.ABS, (im,)) <= UOp(Ops.ABS, (re,))
+  r1 = im / re
+  d1 = re + im * r1
+  r2 = re / im
+  d2 = re * r2 + im
+  return _cplx(small.where(one / d1, r2 / d2), small.where(-(r1 / d1), -(one / d2)))
+
+
+def _clt(a: UOp, b: UOp, strict: bool) -> UOp:
+  """NumPy's lexicographic a < b (a <= b unless strict) of complex values: the real parts decide unless an
+  imaginary part is NaN; equal real parts leave it to the imaginary parts."""
+  ar, ai, br, bi = _re(a), _im(a), _re(b), _im(b)
+  ordered = (ar < br) & _isnan(ai).ne(True) & _isnan(bi).ne(True)
+  return ordered | (ar.eq(br) & ((ai < bi) if strict else (ai <= bi)))
 
 
 def _sign(x: UOp) -> UOp:
+  if x.dtype.is_complex: return _csign(x)
   if x.dtype.is_bool: return x
   pos, neg = _lit(x, 1), _lit(x, -1) if not x.dtype.is_unsigned else _lit(x, 0)
   z = _lit(x, 0)
@@ -36,6 +87,7 @@ def _sign(x: UOp) -> UOp:
 
 
 def _reciprocal(x: UOp) -> UOp:
+  if x.dtype.is_complex: return _creciprocal(x)
   if x.dtype.is_float: return _lit(x, 1) / x
   d, one = x.dtype, _lit(x, 1)
   # NumPy computes (T)(1.0 / x): 1/0 = inf converts to INT_MIN for int32/int64 and to 0 for the other ints
@@ -45,7 +97,10 @@ def _reciprocal(x: UOp) -> UOp:
 
 def _add(a: UOp, b: UOp) -> UOp: return a | b if a.dtype.is_bool else a + b
 def _mul(a: UOp, b: UOp) -> UOp: return a & b if a.dtype.is_bool else a * b
-def _round_like(op: Ops) -> Callable[[UOp], UOp]: return lambda x: UOp(op, (x,)) if x.dtype.is_float else x
+def _round_like(op: Ops) -> Callable[[UOp], UOp]: return _parts(lambda x: UOp(op, (x,)) if x.dtype.is_float else x)
+def _neg(x: UOp) -> UOp: return _cplx(-_re(x), -_im(x)) if x.dtype.is_complex else -x
+def _sub(a: UOp, b: UOp) -> UOp: return _cplx(_re(a) - _re(b), _im(a) - _im(b)) if a.dtype.is_complex else a - b
+def _conj(x: UOp) -> UOp: return _cplx(_re(x), -_im(x)) if x.dtype.is_complex else x
 def _abs(x: UOp) -> UOp: return x if x.dtype.is_bool or x.dtype.is_unsigned else UOp(Ops.ABS, (x,))
 def _unary(op: Ops) -> Callable[[UOp], UOp]: return lambda x: UOp(op, (x,))
 def _binary(op: Ops) -> Callable[[UOp, UOp], UOp]: return lambda a, b: UOp(op, (a, b))
@@ -57,6 +112,9 @@ def _invert(x: UOp) -> UOp: return x ^ (True if x.dtype.is_bool else -1)
 def _compare(op: Callable[[UOp, UOp], UOp], np_op: np.ufunc) -> Callable[[UOp, UOp], UOp]:
   """A comparison; NumPy 2 also compares int64 with uint64 exactly (a negative signed value is below all)."""
   def f(a: UOp, b: UOp) -> UOp:
+    if a.dtype.is_complex and np_op not in (np.equal, np.not_equal):
+      if np_op in (np.greater, np.greater_equal): return _clt(b, a, np_op is np.greater)
+      return _clt(a, b, np_op is np.less)
     if a.dtype is b.dtype: return op(a, b)
     neg, known = (a, bool(np_op(-1, 0))) if not a.dtype.is_unsigned else (b, bool(np_op(0, -1)))
     return (neg < 0).where(known, op(a.cast(dtypes.uint64), b.cast(dtypes.uint64)))
@@ -64,7 +122,7 @@ def _compare(op: Callable[[UOp, UOp], UOp], np_op: np.ufunc) -> Callable[[UOp, U
 
 
 TABLE: dict[np.ufunc, Callable[..., UOp]] = {
-  np.add: _add, np.subtract: lambda a, b: a - b, np.multiply: _mul, np.true_divide: lambda a, b: a / b,
+  np.add: _add, np.subtract: _sub, np.multiply: _mul, np.true_divide: lambda a, b: a / b,
   np.floor_divide: _binary(Ops.FLOORDIV), np.remainder: _binary(Ops.FLOORMOD), np.power: _binary(Ops.POW),
   np.maximum: _binary(Ops.MAX), np.minimum: _binary(Ops.MIN), np.arctan2: _binary(Ops.ATAN2),
   np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
@@ -76,7 +134,7 @@ TABLE: dict[np.ufunc, Callable[..., UOp]] = {
   np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
   np.bitwise_and: lambda a, b: a & b, np.bitwise_or: lambda a, b: a | b, np.bitwise_xor: lambda a, b: a ^ b,
   np.invert: _invert, np.left_shift: lambda a, b: a << b, np.right_shift: lambda a, b: a >> b,
-  np.negative: lambda x: -x, np.positive: lambda x: x, np.absolute: _abs, np.sign: _sign,
+  np.negative: _neg, np.conjugate: _conj, np.positive: lambda x: x, np.absolute: _abs, np.sign: _sign,
   np.square: lambda x: _mul(x, x), np.reciprocal: _reciprocal, np.sqrt: _unary(Ops.SQRT),
   np.exp: _unary(Ops.EXP), np.exp2: _unary(Ops.EXP2), np.expm1: _unary(Ops.EXPM1), np.log: _unary(Ops.LOG),
   np.log2: _unary(Ops.LOG2), np.log10: _unary(Ops.LOG10), np.log1p: _unary(Ops.LOG1P), np.sin: _unary(Ops.SIN),
@@ -92,7 +150,8 @@ _COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, 
 
 
 def is_weak(x) -> bool:
-  """A Python bool, int or float (not a NumPy scalar, though np.float64 subclasses float): typed by the other operands."""
+  """A Python bool, int, float or complex (not a NumPy scalar, though np.float64 subclasses float): typed by the
+  other operands."""
   return type(x) in _PY_SCALARS
 
 
@@ -115,7 +174,8 @@ def _np_dtype_of(x):
   return np.asarray(x).dtype
 
 
-_DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
+            complex: np.dtype(np.complex128)}
 _RESOLVED: dict = {}      # (ufunc, dtype, operand types) -> (NumPy's loop dtypes, input DTypes, output DType)
 
 
@@ -172,7 +232,8 @@ def _scalar(v, d, shape: tuple[int, ...], op: str) -> UOp:
   """A weak Python scalar as a CONST of d broadcast to shape. The last _SCALARS_MAX of them are kept: the cons
   table holds nodes weakly, and a loop that multiplies by the same 0.1 would otherwise build them every time."""
   if v != v: return _broadcast((_T or _tensor())._scalar_uop(v, d, op), shape)     # NaN: no key equals it
-  key = (type(v), v, math.copysign(1.0, v) if type(v) is float else 0, d, shape)   # -0.0 and 0.0 differ
+  sign = math.copysign(1.0, v) if type(v) is float else repr(v) if type(v) is complex else 0   # -0.0 and 0.0 differ
+  key = (type(v), v, sign, d, shape)
   if (u := _SCALARS.get(key)) is None:
     if len(_SCALARS) >= _SCALARS_MAX: _SCALARS.clear()
     u = _SCALARS[key] = _broadcast((_T or _tensor())._scalar_uop(v, d, op), shape)

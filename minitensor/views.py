@@ -4,8 +4,9 @@ A Tensor is a *root*, which owns its value (a graph, or a realized buffer), or a
 and the chain of movement steps from the root's value to the view's. NumPy's view-making operations make
 views here: basic indexing (but not an element `t[i, j]`: NumPy returns a scalar), reshape and ravel where
 NumPy would not copy (decided by NumPy's stride rule on the view's strides over the root), transpose,
-swapaxes, moveaxis, `.T`, `.mT`, squeeze, expand_dims and flip; broadcast_to and diagonal make read-only
-views. Everything else returns a new root.
+swapaxes, moveaxis, `.T`, `.mT`, squeeze, expand_dims, flip, and `.real`/`.imag` of a complex Tensor (a write
+replaces that part of the root's elements); broadcast_to, diagonal and `.imag` of a real Tensor (zeros) make
+read-only views. Everything else returns a new root.
 
     the value of a view     the steps applied to the root's current value, re-derived when the root's
                             version has moved since the view last looked
@@ -23,7 +24,7 @@ bounded amount of graph per iteration.
 """
 from __future__ import annotations
 from typing import Callable, NamedTuple, TYPE_CHECKING
-from minitensor.backend.uop import UOp
+from minitensor.backend.uop import UOp, Ops
 if TYPE_CHECKING: from minitensor.tensor import Tensor
 
 WRITE_CHAIN = 16      # writes pending on one root before it is realized
@@ -106,7 +107,8 @@ def write(t: Tensor, value: UOp) -> None:
   every view of it see the write."""
   link = t._link
   if link is None: return assign(t, value)
-  if link.readonly: raise ValueError(f"assignment destination is read-only (a broadcast or diagonal view, shape {t.shape})")
+  if link.readonly:
+    raise ValueError(f"assignment destination is read-only (a broadcast, diagonal or real .imag view, shape {t.shape})")
   vals = [link.root.uop]
   for s in link.steps[:-1]: vals.append(s.fwd(vals[-1]))
   for s, src in zip(reversed(link.steps), reversed(vals)): value = s.bwd(src, value)
@@ -139,6 +141,14 @@ def flipped(t: Tensor, axes: tuple[int, ...]) -> Tensor:
   st = strides_of(t)
   return make_view(t, Step(lambda u: u.flip(axes), lambda src, v: v.flip(axes)),
                    tuple(-s if k in axes else s for k, s in enumerate(st)))
+
+
+def part(t: Tensor, imag: bool) -> Tensor:
+  """t.real or t.imag of a complex t, as NumPy's writable view of that part."""
+  op = Ops.IMAG if imag else Ops.REAL
+  def bwd(src: UOp, v: UOp) -> UOp:
+    return UOp(Ops.CMPLX, (UOp(Ops.REAL, (src,)), v) if imag else (v, UOp(Ops.IMAG, (src,))))
+  return make_view(t, Step(lambda u: UOp(op, (u,)), bwd), strides_of(t))
 
 
 def readonly_view(t: Tensor, fwd: Callable[[UOp], UOp], strides: tuple[int, ...]) -> Tensor:

@@ -168,7 +168,7 @@ def test_bad_inputs_raise_numpys_exception(i):
   with pytest.raises(type(want.value)): BAD[i](mt)
 
 
-@pytest.mark.parametrize("f", [lambda: mt.arange(3, dtype=np.complex64), lambda: mt.eye(2, dtype=np.complex128),
-                               lambda: mt.zeros_like(np.zeros(2), dtype=object), lambda: mt.linspace(0, 1, 3, dtype="U")])
+@pytest.mark.parametrize("f", [lambda: mt.zeros_like(np.zeros(2), dtype=object),
+                               lambda: mt.linspace(0, 1, 3, dtype="U")])
 def test_unsupported_dtypes_raise_type_error(f):
   with pytest.raises(TypeError): f()

@@ -1,7 +1,9 @@
 """Scalar types of the IR.
 
 A DType knows everything the stages need: its C spelling for the renderer, its NumPy dtype for the runtime,
-its value range for bounds analysis and constant folding. Two pseudo types exist only inside the compiler:
+its value range for bounds analysis and constant folding. complex64 and complex128 are C99 `float _Complex` and
+`double _Complex` (NumPy's layout: real part, then imaginary part); their values are Python complex. Two pseudo
+types exist only inside the compiler:
 `index` (loop counters and address arithmetic, an unbounded integer until the renderer picks a width) and
 `void` (effects: STORE, END, SINK).
 """
@@ -17,7 +19,7 @@ class DType:
   short: str          # the .uir spelling: "f32"
   itemsize: int
   ctype: str
-  kind: str           # "b" bool, "i" signed int, "u" unsigned int, "f" float, "x" index, "v" void
+  kind: str           # "b" bool, "i" signed int, "u" unsigned int, "f" float, "c" complex, "x" index, "v" void
 
   def __repr__(self) -> str: return f"dtypes.{self.name}"
   def __reduce__(self): return (_by_name, (self.name,))
@@ -30,26 +32,38 @@ class DType:
   def is_unsigned(self) -> bool: return self.kind == "u"
   @property
   def is_bool(self) -> bool: return self.kind == "b"
+  @property
+  def is_complex(self) -> bool: return self.kind == "c"
+  @property
+  def real(self) -> DType:
+    """The dtype of a part of a complex value (float32 for complex64); self for the other dtypes."""
+    return (dtypes.float32 if self.itemsize == 8 else dtypes.float64) if self.kind == "c" else self
   @functools.cached_property
   def np(self) -> np.dtype: return np.dtype(self.name)
 
   @functools.cached_property
-  def min(self) -> int | float:
+  def min(self) -> int | float | complex:
     if self.kind == "f": return -math.inf
+    if self.kind == "c": return complex(-math.inf, -math.inf)     # below every value in NumPy's lexicographic order
     if self.kind in "ub": return 0
     if self.kind == "x": return -(1 << 63)
     return -(1 << (8 * self.itemsize - 1))
 
   @functools.cached_property
-  def max(self) -> int | float:
+  def max(self) -> int | float | complex:
     if self.kind == "f": return math.inf
+    if self.kind == "c": return complex(math.inf, math.inf)
     if self.kind == "b": return 1
     if self.kind == "u": return (1 << (8 * self.itemsize)) - 1
     return (1 << (8 * self.itemsize - 1)) - 1
 
   def python(self, v):
-    """v as the Python value this dtype holds: integers wrap like C, floats round to the dtype."""
+    """v as the Python value this dtype holds: integers wrap like C, floats (and both parts of a complex) round
+    to the dtype."""
     if self.kind == "b": return bool(v)
+    if self.kind == "c":
+      if self.itemsize == 16: return complex(v)
+      with np.errstate(over="ignore"): return complex(np.array(v, dtype=self.np))
     if self.kind == "f":
       if self.itemsize == 8: return float(v)
       with np.errstate(over="ignore"): return float(np.array(v, dtype=self.np))
@@ -83,9 +97,12 @@ class dtypes:
   float16 = DType("float16", "f16", 2, "_Float16", "f")
   float32 = DType("float32", "f32", 4, "float", "f")
   float64 = DType("float64", "f64", 8, "double", "f")
+  complex64 = DType("complex64", "c64", 8, "float _Complex", "c")
+  complex128 = DType("complex128", "c128", 16, "double _Complex", "c")
   index = DType("index", "index", 8, "int64_t", "x")
   void = DType("void", "void", 0, "void", "v")
-  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64)
+  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64, complex64,
+         complex128)
 
   @staticmethod
   def min(d: DType): return d.min

@@ -318,6 +318,7 @@ def _closed_form(rop: Ops, v: UOp, n: int) -> UOp | None:
   whose power is exact. Other float sums and products keep their loop: n * c would round differently."""
   d = v.dtype
   if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
+  if d.is_complex: return None                 # complex products and sums of infinities: left to the loop
   if d.is_int:
     if rop is Ops.ADD: return v * UOp.const(d.python(n), d)
     return UOp(Ops.POW, (v, UOp.const(n, d))) if n <= d.max else None

@@ -250,7 +250,7 @@ def _functions(plan: Plan, tier: int) -> list:
   """(kernel, buffer slots, arguments after the buffers) of every call of the plan, its library compiled (or
   found in the caches) at `tier`."""
   if not plan.calls: return []
-  cc, flags = tiers.toolchain(tier, "_Float16" in plan.src)
+  cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.src))
   lib = compile_c(PRELUDE + plan.src, flags, cc)
   return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
 

@@ -10,6 +10,14 @@ where bounds prove both operands non-negative. Index arithmetic is `int` unless 
 `int64_t` for the whole kernel. Data integers wrap as in NumPy (their + and * are done in the unsigned type);
 index arithmetic never overflows (it is bounded by buffer sizes), so the C compiler may analyze and vectorize it.
 In checked mode (MINITENSOR_CHECK=1) every load and store is guarded by its buffer's size.
+
+Complex values are C99 `float _Complex` / `double _Complex`. A kernel that has any is preceded by COMPLEX_PRELUDE
+(once per translation unit, behind an include guard, so other kernels compile as before; tcc has no _Complex,
+tiers.py sends such kernels to the C compiler). It does what NumPy's loops do where C's operators or <complex.h>
+would give other values: *, / and ** with NumPy's formulas (naive product, Smith's quotient, npy_cpow's integer
+powers), NumPy's expm1, log1p, exp2, log2, log10 and its lexicographic maximum/minimum; +, ==, != and the other
+functions are C's and glibc's, which NumPy calls too (|z| of complex64 is glibc's hypotf algorithm, of complex128
+a scaled sqrt(re^2 + im^2) within 2 ulp of NumPy's, both written so that their loops vectorize).
 """
 from __future__ import annotations
 import math
@@ -78,13 +86,88 @@ MT_SIMD(erf) MT_SIMD2(atan2) MT_SIMD2(pow)
 #endif
 """
 
+COMPLEX_PRELUDE = r"""#ifndef MT_COMPLEX_HELPERS
+#define MT_COMPLEX_HELPERS
+#include <complex.h>
+#include <string.h>
+#undef complex
+#undef I
+/* glibc defines CMPLX only for C11; the builtin keeps signed zeros, infinities and NaNs of both parts */
+#define MT_CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
+#define MT_CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#define MT_CPLX(T, R, S, F, C, RE, IM) \
+static inline T cmul_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return C(RE, IM); } \
+static inline T cmulp_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return C(ar * br - ai * bi, ar * bi + ai * br); } \
+static inline T cdiv_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  R abr = fabs##F(br), abi = fabs##F(bi), t, d; \
+  if (abr >= abi) { if (abr == 0 && abi == 0) return C(ar / abr, ai / abr); \
+    t = bi / br; d = (R)1 / (br + bi * t); return C((ar + ai * t) * d, (ai - ar * t) * d); } \
+  t = br / bi; d = (R)1 / (bi + br * t); return C((ar * t + ai) * d, (ai * t - ar) * d); } \
+static inline T cpow_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  if (br == 0 && bi == 0) return C(1, 0); \
+  if (ar == 0 && ai == 0) return br > 0 ? C(0, 0) : C(NAN, NAN); \
+  if (bi == 0 && br > -100 && br < 100 && (R)(int)br == br) { \
+    int n = (int)br, k = n < 0 ? -n : n; T r = C(1, 0), p = a; \
+    if (n >= 1 && n <= 3) return n == 1 ? a : n == 2 ? cmulp_##S(a, a) : cmulp_##S(a, cmulp_##S(a, a)); \
+    for (;;) { if (k & 1) r = cmulp_##S(r, p); k >>= 1; if (!k) break; p = cmulp_##S(p, p); } \
+    return n < 0 ? cdiv_##S(C(1, 0), r) : r; } \
+  return cpow##F(a, b); } \
+static inline T cexpm1_##S(T z) { R x = creal##F(z), y = cimag##F(z), h = sin##F(y / 2); \
+  return C(expm1##F(x) * cos##F(y) - 2 * h * h, exp##F(x) * sin##F(y)); } \
+static inline T cexp2_##S(T z) { return cexp##F(C(creal##F(z) * (R)0.693147180559945309417232121458176568, \
+  cimag##F(z) * (R)0.693147180559945309417232121458176568)); } \
+static inline T clog2_##S(T z) { T l = clog##F(z); R k = (R)1.442695040888963407359924681001892137; \
+  return C(creal##F(l) * k, cimag##F(l) * k); } \
+static inline T clog10_##S(T z) { T l = clog##F(z); R k = (R)0.434294481903251827651128918916605082; \
+  return C(creal##F(l) * k, cimag##F(l) * k); } \
+static inline int cge_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return (ar > br && ai == ai && bi == bi) || (ar == br && ai >= bi); } \
+static inline int cle_##S(T a, T b) { R ar = creal##F(a), ai = cimag##F(a), br = creal##F(b), bi = cimag##F(b); \
+  return (ar < br && ai == ai && bi == bi) || (ar == br && ai <= bi); } \
+static inline T max_##S(T a, T b) { return (a != a || cge_##S(a, b)) ? a : b; } \
+static inline T min_##S(T a, T b) { return (a != a || cle_##S(a, b)) ? a : b; } \
+static inline T clog1p_##S(T z) { R x = creal##F(z) + 1, y = cimag##F(z); \
+  return C(log##F(hypot##F(x, y)), atan2##F(y, x)); }
+/* |z| of complex64 as glibc's hypotf computes it (sqrt of the sum of squares in double; inf if a part is inf, even
+   with a NaN beside it), with the special cases done on the bits so that loops of it vectorize */
+static inline float cabs_c64(float _Complex z) { float a = fabsf(crealf(z)), b = fabsf(cimagf(z)); uint32_t ua, ub;
+  memcpy(&ua, &a, 4); memcpy(&ub, &b, 4);
+  uint32_t za = (ub == 0x7f800000u) & (ua > 0x7f800000u), zb = (ua == 0x7f800000u) & (ub > 0x7f800000u);
+  ua &= za - 1; ub &= zb - 1; memcpy(&a, &ua, 4); memcpy(&b, &ub, 4);
+  return (float)sqrt((double)a * a + (double)b * b); }
+/* |z| of complex128 within 2 ulp of NumPy's (measured; NumPy's own loop is not glibc's hypot either): the parts scaled
+   by a power of two taken from the larger one's exponent (no overflow or underflow of the squares), the same
+   special cases */
+#define MT_INF64 0x7ff0000000000000ull
+static inline double cabs_c128(double _Complex z) { double a = fabs(creal(z)), b = fabs(cimag(z)), sf;
+  uint64_t ua, ub, e; memcpy(&ua, &a, 8); memcpy(&ub, &b, 8);
+  uint64_t za = (ub == MT_INF64) & (ua > MT_INF64), zb = (ua == MT_INF64) & (ub > MT_INF64);
+  ua &= za - 1; ub &= zb - 1; memcpy(&a, &ua, 8); memcpy(&b, &ub, 8);
+  e = (ua > ub ? ua : ub) >> 52; e = e < 1 ? 1 : e > 2045 ? 2045 : e; e = (2046 - e) << 52; memcpy(&sf, &e, 8);
+  a *= sf; b *= sf; return sqrt(a * a + b * b) / sf; }
+/* NumPy's complex64 multiply (and square) runs its SIMD loop, which fuses: re = fma(ar, br, -ai*bi),
+   im = fma(ar, bi, ai*br) (on this x86-64 with FMA3; it shows when a partial product overflows); complex128's is
+   the plain formula. npy_cpow's integer powers use the plain formula for both (cmulp) */
+MT_CPLX(float _Complex, float, c64, f, MT_CMPLXF, fmaf(ar, br, -(ai * bi)), fmaf(ar, bi, ai * br))
+MT_CPLX(double _Complex, double, c128, , MT_CMPLX, ar * br - ai * bi, ar * bi + ai * br)
+#endif
+"""
+_CMATH = {Ops.EXP: "cexp", Ops.LOG: "clog", Ops.SQRT: "csqrt", Ops.SIN: "csin", Ops.COS: "ccos", Ops.TAN: "ctan",
+          Ops.ASIN: "casin", Ops.ACOS: "cacos", Ops.ATAN: "catan", Ops.SINH: "csinh", Ops.COSH: "ccosh",
+          Ops.TANH: "ctanh", Ops.ASINH: "casinh", Ops.ACOSH: "cacosh", Ops.ATANH: "catanh",
+          Ops.REAL: "creal", Ops.IMAG: "cimag"}
+_CHELPER = {Ops.MUL: "cmul", Ops.FDIV: "cdiv", Ops.POW: "cpow", Ops.MAX: "max", Ops.MIN: "min", Ops.EXPM1: "cexpm1",
+            Ops.LOG1P: "clog1p", Ops.EXP2: "cexp2", Ops.LOG2: "clog2", Ops.LOG10: "clog10"}
+
 _SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
            "uint32": "u32", "uint64": "u64", "float16": "f32", "float32": "f32", "float64": "f64", "bool": "i32"}
 _MATH = {Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.EXPM1: "expm1", Ops.LOG: "log", Ops.LOG2: "log2", Ops.LOG10: "log10",
          Ops.LOG1P: "log1p", Ops.SQRT: "sqrt", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan", Ops.ASIN: "asin",
          Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.TANH: "tanh", Ops.ERF: "erf",
          Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.RINT: "rint", Ops.ABS: "fabs", Ops.POW: "pow",
-         Ops.ATAN2: "atan2"}
+         Ops.ATAN2: "atan2", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh"}
 _INFIX = {Ops.ADD: "+", Ops.MUL: "*", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.CMPLT: "<",
           Ops.CMPLE: "<=", Ops.CMPEQ: "==", Ops.CMPNE: "!="}
 _HELPER = {Ops.FLOORDIV: "floordiv", Ops.FLOORMOD: "floormod", Ops.MAX: "max", Ops.MIN: "min", Ops.SHL: "shl",
@@ -92,6 +175,9 @@ _HELPER = {Ops.FLOORDIV: "floordiv", Ops.FLOORMOD: "floormod", Ops.MAX: "max", O
 
 
 def _literal(v, d: DType, itype: str) -> str:
+  if d.is_complex:
+    parts = ", ".join(_literal(p, d.real, itype) for p in (v.real, v.imag))
+    return f"MT_CMPLX{'F' if d is dtypes.complex64 else ''}({parts})"
   if d.is_float:
     if math.isnan(v): return "NAN"
     if math.isinf(v): return "INFINITY" if v > 0 else "-INFINITY"
@@ -112,6 +198,16 @@ def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
   if to is dtypes.int64: return f"f2i64_{s}({x})"
   if to is dtypes.uint32: return f"((uint32_t)f2i64_{s}({x}))"
   return f"f2i32_{s}({x})" if to is dtypes.int32 else f"(({ctype})f2i32_{s}({x}))"
+
+
+def _complex_alu(op: Ops, d: DType, a: list[str]) -> str:
+  """op on complex operands (or CMPLX on two float parts) in C: operators, <complex.h> or COMPLEX_PRELUDE."""
+  if op is Ops.CMPLX: return f"MT_CMPLX{'F' if d is dtypes.float32 else ''}({a[0]}, {a[1]})"
+  if op in (Ops.ADD, Ops.CMPEQ, Ops.CMPNE): return f"({a[0]}{_INFIX[op]}{a[1]})"
+  if op is Ops.ABS: return f"cabs_{d.short}({a[0]})"
+  if op in _CMATH: return f"{_CMATH[op]}{'f' if d is dtypes.complex64 else ''}({a[0]})"
+  if op in _CHELPER: return f"{_CHELPER[op]}_{d.short}({', '.join(a)})"
+  raise NotImplementedError(f"render_c: {op} on {d.name}")
 
 
 def _unsigned(d: DType) -> str:
@@ -181,6 +277,7 @@ class _Renderer:
     a = [self.expr(s) for s in u.src]
     if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
     if op is Ops.CAST: return _cast(a[0], d, u.dtype, self.ctype(u.dtype))
+    if d.is_complex or op is Ops.CMPLX: return _complex_alu(op, d, a)
     if d.is_float and op in _MATH:
       out = f"{_MATH[op]}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
       return f"((_Float16){out})" if d is dtypes.float16 else out
@@ -275,7 +372,8 @@ class _Renderer:
         depth -= 1
         self.lines.append("  " * depth + "}")
       else: self.stmt(s.u, ind)
-    return f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
+    head = COMPLEX_PRELUDE if any(u.dtype.is_complex for u in self.sink.toposort()) else ""
+    return head + f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
 
 SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more

@@ -4,7 +4,8 @@ simplify(u) rewrites a graph to a fixpoint. Index arithmetic (dtype `index`, unb
 Python's floor semantics) is kept in a normal form: a left-nested sum of terms `atom*coef`, atoms ordered by
 the loops they mention, the constant last. On that form:
 
-    constant folding            any ALU op of CONSTs (integers wrap like C, floats round like NumPy)
+    constant folding            any ALU op of CONSTs (integers wrap like C, floats round like NumPy); of complex
+                                ops only the exact ones (REAL, IMAG, CMPLX, ==, !=, WHERE): the rest are C calls
     identities                  x*1, x//1, x%1, x/1, and x+0, x*0 on integers (not floats: -0.0, nan)
     like terms, distribution    i*4 + i -> i*5;  (i*4 + j)*4 -> i*16 + j*4
     recombination               (x//c)*c + x%c -> x
@@ -30,6 +31,11 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
   """The value of op on Python scalars, with the semantics of the rendered C (and so of NumPy); dtype is the
   operands' dtype. Returns None where folding is not exact in Python (transcendentals)."""
   if op is Ops.WHERE: return vals[1] if vals[0] else vals[2]
+  if op is Ops.CMPLX: return complex(vals[0], vals[1])
+  if dtype.is_complex:
+    if op in (Ops.REAL, Ops.IMAG): return dtype.real.python(vals[0].real if op is Ops.REAL else vals[0].imag)
+    if op in (Ops.CMPEQ, Ops.CMPNE): return (vals[0] == vals[1]) == (op is Ops.CMPEQ)
+    return None
   if dtype.is_float:
     a = [np.array(v, dtype=dtype.np)[()] for v in vals]
     with np.errstate(all="ignore"):
@@ -60,6 +66,10 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
 
 
 def _cast_const(v, to: DType):
+  if isinstance(v, complex):
+    if to.is_complex: return to.python(v)
+    v = v.real                                              # C and NumPy drop the imaginary part
+  if to.is_complex: return to.python(complex(v, 0.0))
   if to.is_float:
     with np.errstate(over="ignore"): return float(np.array(v).astype(to.np))    # inf, as the C cast gives
   if isinstance(v, float): return bool(v) if to is dtypes.bool else float_to_int(v, to)
@@ -83,7 +93,7 @@ def _bounds(u: UOp) -> tuple:
   if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
   if op in COMPARE:
     (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
-    if u.src[0].dtype.is_float: return (False, True)
+    if u.src[0].dtype.kind in "fc": return (False, True)
     if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
     if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
     disjoint = a1 < b0 or b1 < a0
@@ -97,9 +107,9 @@ def _bounds(u: UOp) -> tuple:
     return (min(a[0], b[0]), max(a[1], b[1]))
   if op is Ops.CAST:
     s0, s1 = u.src[0]._bounds
-    if d.is_float or u.src[0].dtype.is_float: return full
+    if d.kind in "fc" or u.src[0].dtype.kind in "fc": return full
     return (s0, s1) if d.min <= s0 and s1 <= d.max else full
-  if d.is_float or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
+  if d.kind in "fc" or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
     return full
   (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
   if op is Ops.ADD: r = (a0 + b0, a1 + b1)
@@ -366,7 +376,7 @@ def _rules(u: UOp) -> UOp | None:
     if src[1] is src[2]: return src[1]
     return None
   if op in COMPARE or op in (Ops.MAX, Ops.MIN):
-    if src[0].dtype.is_float: return None
+    if src[0].dtype.kind in "fc": return None
     (a0, a1), (b0, b1) = bounds(src[0]), bounds(src[1])
     if op in COMPARE:
       lo, hi = bounds(u)
@@ -376,6 +386,7 @@ def _rules(u: UOp) -> UOp | None:
     if src[0] is src[1]: return src[0]
     if op is Ops.MAX: return src[0] if a0 >= b1 else src[1] if b0 >= a1 else None
     return src[0] if a1 <= b0 else src[1] if b1 <= a0 else None
+  if d.is_complex: return None          # z*(1+0j) is not z in NumPy's arithmetic when a part is inf or nan
   one = lambda s: s.op is Ops.CONST and s.arg == 1
   zero = lambda s: s.op is Ops.CONST and s.arg == 0
   if op is Ops.MUL and (one(src[1]) or one(src[0])): return src[0] if one(src[1]) else src[1]
@@ -398,7 +409,8 @@ def _rules(u: UOp) -> UOp | None:
 
 
 _FOLDABLE = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.AND, Ops.OR,
-             Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.ABS, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT, Ops.SQRT} | COMPARE
+             Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.ABS, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT, Ops.SQRT,
+             Ops.REAL, Ops.IMAG, Ops.CMPLX} | COMPARE
 
 
 def _done(u: UOp) -> UOp | None:

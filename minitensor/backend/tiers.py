@@ -1,15 +1,16 @@
 """Tiered compilation: a new kernel runs from a fast compile; hot and large kernels get -O3 in the background.
 
     tier 0   tcc ($MINITENSOR_FAST_CC, else tcc on PATH unless $MINITENSOR_CC names the C compiler) with
-             TCC_FLAGS; without it (and for kernels with float16, which tcc does not have) the C compiler at
-             TIER0_FLAGS: -O1, chosen by measurement
+             TCC_FLAGS; without it (and for kernels with float16 or complex, which tcc does not have) the C
+             compiler at TIER0_FLAGS: -O1, chosen by measurement
     tier 1   the C compiler at runtime.FLAGS (-O3 -march=native, OpenMP)
 
 Both tiers compile the same C source: tcc ignores the OpenMP pragmas (tier 0 runs on one thread) and the
-prelude leaves out, for tcc, only the libmvec vector declarations and the float16 helpers. The order of every
-operation is fixed by the source and neither tier contracts or reassociates, so +, -, *, /, sqrt,
-comparisons, casts and every reduction give the same bits in both tiers; transcendental functions come from
-glibc's scalar libm in tier 0 and from its vector library (libmvec) where gcc vectorizes in tier 1. Those two
+prelude leaves out, for tcc, only the libmvec vector declarations and the float16 helpers (complex helpers come
+with the kernels that use them). The order of every operation is fixed by the source and neither tier contracts or
+reassociates, so +, -, *, /, sqrt, comparisons, casts and every reduction give the same bits in both tiers;
+transcendental functions come from glibc's scalar libm in tier 0 and from its vector library (libmvec) where gcc
+vectorizes in tier 1. Those two
 differ in the last places: measured on 100,000 random arguments, 1-4 ulp (float32 log 4, tan and arcsin 3, most
 others 2; float64 exp, sin, cos, tan, tanh, sinh 3), within the 4 ulp glibc documents for libmvec
 (tests/backend/test_tiers.py checks 4).
@@ -57,9 +58,14 @@ def choose(work: int) -> int:
   return 1 if work >= LARGE_WORK else 0
 
 
-def toolchain(tier: int, float16: bool) -> tuple[str, tuple[str, ...]]:
-  """(compiler, flags) of a tier, for kernels that compute in float16 or not."""
+def tcc_lacks(body: str) -> bool:
+  """Whether kernel source (without the prelude) uses a type tcc does not have: _Float16, _Complex."""
+  return "_Float16" in body or "_Complex" in body
+
+
+def toolchain(tier: int, needs_cc: bool) -> tuple[str, tuple[str, ...]]:
+  """(compiler, flags) of a tier; needs_cc: the kernels use a type tcc lacks (tcc_lacks)."""
   if tier == 1: return compiler(), FLAGS
   fast = fast_compiler()
-  if fast is not None and not float16: return fast, TCC_FLAGS
+  if fast is not None and not needs_cc: return fast, TCC_FLAGS
   return compiler(), TIER0_FLAGS

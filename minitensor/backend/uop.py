@@ -51,11 +51,11 @@ class Ops(Enum):
   EXP = auto(); EXP2 = auto(); EXPM1 = auto(); LOG = auto(); LOG2 = auto(); LOG10 = auto(); LOG1P = auto()
   SQRT = auto(); SIN = auto(); COS = auto(); TAN = auto(); ASIN = auto(); ACOS = auto(); ATAN = auto()
   SINH = auto(); COSH = auto(); TANH = auto(); ERF = auto(); FLOOR = auto(); CEIL = auto(); TRUNC = auto()
-  RINT = auto(); ABS = auto()
+  RINT = auto(); ABS = auto(); ASINH = auto(); ACOSH = auto(); ATANH = auto(); REAL = auto(); IMAG = auto()
   # binary ALU
   ADD = auto(); MUL = auto(); FDIV = auto(); FLOORDIV = auto(); FLOORMOD = auto(); MAX = auto(); MIN = auto()
   POW = auto(); ATAN2 = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
-  CMPLT = auto(); CMPLE = auto(); CMPEQ = auto(); CMPNE = auto()
+  CMPLT = auto(); CMPLE = auto(); CMPEQ = auto(); CMPNE = auto(); CMPLX = auto()
   # ternary
   WHERE = auto()
   # shape world
@@ -93,17 +93,23 @@ class VarArg(NamedTuple):
 
 FLOAT_UNARY = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SQRT, Ops.SIN, Ops.COS,
                Ops.TAN, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH, Ops.ERF, Ops.FLOOR, Ops.CEIL,
-               Ops.TRUNC, Ops.RINT}
-UNARY = FLOAT_UNARY | {Ops.ABS}
+               Ops.TRUNC, Ops.RINT, Ops.ASINH, Ops.ACOSH, Ops.ATANH}
+UNARY = FLOAT_UNARY | {Ops.ABS, Ops.REAL, Ops.IMAG}
 COMPARE = {Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE}
 BINARY = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.ATAN2, Ops.AND,
-          Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR} | COMPARE
+          Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLX} | COMPARE
 ALU = UNARY | BINARY | {Ops.WHERE, Ops.CAST}
 MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
 REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN)
 _FLOAT_ONLY = FLOAT_UNARY | {Ops.FDIV, Ops.ATAN2}
 _INT_ONLY = {Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}      # AND/OR/XOR also take bool
 _NOT_BOOL = {Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW}
+# complex operands: C99 arithmetic and <complex.h> functions; ABS is |z| (real), REAL/IMAG take a part, CMPLX(re, im)
+# builds a complex from two floats. MAX/MIN order lexicographically (NumPy's order)
+COMPLEX_OK = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.POW, Ops.CMPEQ, Ops.CMPNE, Ops.MAX, Ops.MIN, Ops.ABS, Ops.EXP, Ops.LOG,
+              Ops.SQRT, Ops.SIN, Ops.COS, Ops.TAN, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH,
+              Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.EXPM1, Ops.LOG1P, Ops.EXP2, Ops.LOG2, Ops.LOG10, Ops.REAL, Ops.IMAG,
+              Ops.WHERE}
 _ALU_NO_CAST = ALU - {Ops.CAST}
 
 
@@ -173,11 +179,20 @@ def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
     if s.dtype is not d: raise UOpError(f"{op.name}: dtype mismatch {d.name} vs {s.dtype.name} (insert a CAST)")
   if d is dtypes.void: raise UOpError(f"{op.name}: operand has no value (void)")
   if op is Ops.WHERE and src[0].dtype is not dtypes.bool: raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
+  if d.kind == "c" or op in (Ops.REAL, Ops.IMAG, Ops.CMPLX): return _infer_complex(op, d, shape)
   if op in _FLOAT_ONLY and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
   if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR))):
     raise UOpError(f"{op.name}: needs an integer operand, got {d.name}")
   if d.is_bool and op in _NOT_BOOL: raise UOpError(f"{op.name}: not defined for bool")
   return (dtypes.bool if op in COMPARE else d), shape
+
+
+def _infer_complex(op: Ops, d: DType, shape: tuple[int, ...]) -> tuple[DType, tuple[int, ...]]:
+  if op is Ops.CMPLX:
+    if d not in (dtypes.float32, dtypes.float64): raise UOpError(f"CMPLX: needs float32 or float64 parts, got {d.name}")
+    return (dtypes.complex64 if d is dtypes.float32 else dtypes.complex128), shape
+  if d.kind != "c" or op not in COMPLEX_OK: raise UOpError(f"{op.name}: not defined for {d.name}")
+  return (d.real if op in (Ops.ABS, Ops.REAL, Ops.IMAG) else dtypes.bool if op in COMPARE else d), shape
 
 
 def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
@@ -260,6 +275,7 @@ def _argkey(arg):
   # -0.0 == 0.0 and nan != nan in Python; structurally they are different constants
   t = type(arg)
   if t is float: return ("f", math.copysign(1.0, arg), repr(arg))
+  if t is complex: return ("c", repr(arg))        # repr tells signed zeros apart, and names NaN parts
   if t is tuple and any(type(a) is not int for a in arg): return tuple(_argkey(a) for a in arg)
   return arg
 

@@ -336,3 +336,25 @@ def test_integer_kernels_have_no_undefined_behaviour(tmp_path):
   assert p.returncode == 0 and "ran" in p.stdout, p.stderr[-3000:]
   errors = sorted({l for l in p.stderr.splitlines() if "runtime error" in l})
   assert not errors, "\n".join(errors[:20])
+
+
+# ---------------------------------------------------------------- complex
+@pytest.mark.parametrize("d", [dtypes.complex64, dtypes.complex128], ids=lambda d: d.name)
+def test_complex_kernels_strict_and_match_numpy(d):
+  """Every complex op of the IR in one kernel: compiles with -Wall -Werror, the helpers come once, values as
+  NumPy's (the special values are tests/test_complex.py's)."""
+  v = [1 + 2j, -0.5 + 0j, 0 - 3j, 2.5 - 1.5j, -1 - 1j]
+  a, b = pairs(v, d)
+  fns = [lambda x, y: x * y, lambda x, y: x / y, lambda x, y: UOp(Ops.POW, (x, y)), lambda x, y: x + y,
+         lambda x, y: x.eq(y), lambda x, y: x.maximum(y), lambda x, y: UOp(Ops.ABS, (x,)),
+         lambda x, y: UOp(Ops.CMPLX, (UOp(Ops.IMAG, (x,)), UOp(Ops.REAL, (y,)))), lambda x, y: UOp(Ops.EXPM1, (x,)),
+         lambda x, y: x.cast(dtypes.int32), lambda x, y: x.cast(dtypes.bool), lambda x, y: y.cast(dtypes.complex128)]
+  src = render_c(simplify(elementwise(fns, d, a.size)), "cplx")
+  assert src.count("#define MT_COMPLEX_HELPERS") == 1
+  outs = run_elementwise(fns, d, a, b, f"cplx_{d.name}")
+  with np.errstate(all="ignore"):
+    want = [a * b, a / b, a ** b, a + b, a == b, np.maximum(a, b), np.abs(a), a.imag + 1j * b.real, np.expm1(a),
+            a.real.astype(np.int32), a.astype(bool), b.astype(np.complex128)]
+  tol = 1e-6 if d is dtypes.complex64 else 1e-14
+  for k, (g, w) in enumerate(zip(outs, want)):
+    np.testing.assert_allclose(g, w.astype(g.dtype), rtol=tol, err_msg=f"function {k}")
