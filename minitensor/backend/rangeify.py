@@ -207,8 +207,10 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   rop, n = u.arg
   x = u.src[0]
   rshape = x.shape[len(x.shape) - n:]
-  zero = [UOp.const(0.0, u.dtype)] if rop is Ops.ADD and u.dtype.is_float else []
-  # NumPy starts a float sum from +0.0 even with no loop: a sum of one -0.0 (or over no axes) is 0.0
+  # NumPy starts a float sum from +0.0, and a complex sum or product from its identity, even with no loop: a sum of
+  # one -0.0 is 0.0, a product of one inf+0j is 1 * (inf+0j) = inf+nanj
+  zero = [UOp.const(identity(rop, u.dtype), u.dtype)] if (rop is Ops.ADD and u.dtype.is_float) or \
+    (rop in (Ops.ADD, Ops.MUL) and u.dtype.is_complex) else []
   if n == 0: return _tree(rop, [(yield (x, idx))] + zero)
   if prod(rshape) == 0: return UOp.const(identity(rop, u.dtype), u.dtype)
   # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
@@ -296,7 +298,8 @@ def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | No
 
 def _closed_form_symbolic(rop: Ops, v: UOp, sizes: tuple) -> UOp | None:
   """_closed_form over prod(sizes) copies, some sizes VARs: what holds for every count (MAX, MIN, integers, a
-  float sum of 0 or of a non-finite constant); None for the float sums and products whose exactness depends on it."""
+  float sum of 0 or of a non-finite constant); None for the float and complex sums and products whose value or
+  exactness depends on it."""
   d = v.dtype
   if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
   n = UOp.const(1)
@@ -305,7 +308,7 @@ def _closed_form_symbolic(rop: Ops, v: UOp, sizes: tuple) -> UOp | None:
   if d.is_int:
     if rop is Ops.ADD: return v * n.cast(d)
     return UOp(Ops.POW, (v, n.cast(d))) if n.vmax <= d.max else None
-  if rop is Ops.ADD and v.op is Ops.CONST and (v.arg == 0 or not math.isfinite(v.arg)):
+  if rop is Ops.ADD and v.op is Ops.CONST and d.is_float and (v.arg == 0 or not math.isfinite(v.arg)):
     return UOp.const(0.0, d) if v.arg == 0 else v
   return None
 
