@@ -117,7 +117,7 @@ def _scalar(u: UOp) -> bool:
   return u.op is Ops.CONST or (u.op is Ops.BUFFER and u.shape == (1,))
 
 
-def flat(body: UOp) -> UOp | None:
+def flat_elementwise(body: UOp) -> UOp | None:
   """body computed on its buffers read as (n,) arrays, when it is elementwise over operands read whole in their
   own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
   n = prod(body.shape)
@@ -134,7 +134,8 @@ def flat(body: UOp) -> UOp | None:
   return new[body] if new[body].shape == (n,) else None
 
 
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool, sizes: dict | None) -> tuple[UOp, Ctx, UOp, dict, tuple[int] | None]:
+def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool, sizes: dict | None,
+                  flat: bool = False) -> tuple[UOp, Ctx, UOp, dict, tuple[int] | None]:
   """Lower the kernel of staged node `root`, other staged nodes read from their buffers. Also returns the
   body that was lowered, for its nodes the node of the scheduled graph each one stands for, and for a flat
   kernel its loop size, an argument of the C function (None for others)."""
@@ -150,7 +151,10 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   if body.op is Ops.SCAN:
     ctx = Ctx(sizes=sizes)
     return lower_scan(body, out, ctx), ctx, body, orig, None
-  if optimize and (f := flat(body)) is not None:
+  if flat:
+    ctx = Ctx(sizes=sizes)
+    return lower(flat_elementwise(body), out, ctx), ctx, body, orig, None
+  if optimize and (f := flat_elementwise(body)) is not None:
     ctx = Ctx(opts=Opts(thread=0))
     return lower(f, out, ctx), ctx, body, orig, (f.shape[0],)
   ctx = Ctx(opts=choose_opts(body) if optimize else Opts(), sizes=sizes)
@@ -231,10 +235,11 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
   return [new[o] for o in outputs]
 
 
-def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None) -> Schedule:
+def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None, flat: bool = False) -> Schedule:
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (each size of the graph
   >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no Opts, no
-  size-generic special kernels, no split reductions (their choices depend on the sizes)."""
+  split reductions (their choices depend on the sizes). flat: the graph is elementwise over whole operands of
+  sizes' one size; every kernel is lowered as one loop over it (`flat_elementwise`), whatever the rank."""
   if sizes is not None: optimize = False
   if optimize: outputs = split_reduces(outputs)
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
@@ -261,7 +266,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
     order = [u for u in nodes if u in slot and prod(u.shape)]
     new = None
     for u in order:
-      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes)
+      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat)
       if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
     if new is None: break
@@ -272,10 +277,11 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
   return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot))
 
 
-def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None) -> tuple[KernelSpec, UOp | None, set[UOp]]:
+def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None,
+            flat: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
   """The kernel of staged node u (other staged nodes read from `bufs`), the node it asks to materialize
   because it would be recomputed (or None), and the nodes of the scheduled graph it computes."""
-  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic)
+  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat)
   new = None
   if generic is None:
     loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),

@@ -14,7 +14,7 @@ import itertools, logging, math, os, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, MOVEMENT, FLOAT_ARG, prod, var, _argkey
+from minitensor.backend.uop import UOp, Ops, ParamArg, ALU, MOVEMENT, FLOAT_ARG, prod, var, _argkey
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule, Schedule
 from minitensor.backend.linearize import operations
@@ -218,20 +218,21 @@ def program(key, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] =
       stats.plan_hits += 1
       if DEBUG >= 2: log.debug(plan.src)
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key[1], tier=plan.tier, disk_key=disk)
-  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes)
+  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key[0][0] == "flat")
   if DEBUG >= 2: log.debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
   return prog
 
 
-def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = ()) -> Compiled:
+def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = (), flat: bool = False) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit). sizes: the graph's sizes of a
-  symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key."""
+  symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key.
+  flat: the key is a flat one (every kernel one loop over sizes[0] elements)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
-  sched = schedule(list(outputs), n_inputs, sizes=symbolic)
+  sched = schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat)
   # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[tuple[UOp, bool], str] = {}
   for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
@@ -239,11 +240,16 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   calls = tuple(Call(names[k.sink, bool(k.sizes)], k.slots, k.sizes, k.ast.shape, k.ast.dtype.name, k.vars)
                 for k in sched.kernels)
   tier = tiers.choose(_work(sched)) if calls else 1
-  token = {n: k for k, n in enumerate(sizes)}
-  bufs = tuple((math.prod([n for n in shape if n < 2]), tuple(token[n] for n in shape if n >= 2) if sizes else (), d.name)
-               if sizes else (n_el, (), d.name) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
+  bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   plan = Plan(src, tier, calls, bufs, sched.outputs)
   return Compiled(plan, n_inputs, _functions(plan, tier), time.perf_counter() - t, checked=checked, tier=tier)
+
+
+def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+  """A schedule buffer's element count as (constant, graph sizes whose product it multiplies) for the plan."""
+  if not sizes or n < 2: return n, ()
+  if all(v < 2 or v in sizes for v in shape): return math.prod([v for v in shape if v < 2]), tuple(sizes.index(v) for v in shape if v >= 2)
+  return 1, (sizes.index(n),)            # a flat key: every buffer has the one size
 
 
 def _functions(plan: Plan, tier: int) -> list:
@@ -308,6 +314,8 @@ def _walk(outputs: list[UOp], symbolic: bool):
   pos: dict[UOp, int] = {}
   leaves: list[UOp] = []
   key: list = []
+  flat_key: list = []           # the key of an elementwise graph over whole operands: no shapes at all
+  flat = symbolic
   sizes: dict[int, int] = {}
   def tok(v: int) -> int:         # a size >= 2 is token ~k (negative), k its position in `sizes`
     if v < 2: return v
@@ -336,6 +344,7 @@ def _walk(outputs: list[UOp], symbolic: bool):
         shape = tuple([tok(v) for v in u.shape])
         if known:
           key.append((Ops.BUFFER, u.dtype, shape, len(leaves)))
+          flat_key.append((Ops.BUFFER, u.dtype, math.prod(u.shape) == 1, len(leaves)))
           leaves.append(u)
         else:
           op, arg = u.op, u.arg
@@ -343,11 +352,25 @@ def _walk(outputs: list[UOp], symbolic: bool):
           elif op is Ops.PAD: arg = (tuple([(tok(b), tok(a)) for b, a in arg[0]]), _argkey(arg[1]))
           elif op is Ops.RESHAPE or op is Ops.EXPAND: arg = None        # the node's own shape says it
           elif op is Ops.CONST: arg = _argkey(arg)
-          key.append((op, u.dtype, arg, tuple([pos[x] for x in u.src]), shape))
+          src = tuple([pos[x] for x in u.src])
+          key.append((op, u.dtype, arg, src, shape))
+          flat_key.append((op, u.dtype, arg, src))
+          if flat and not (op in ALU or op is Ops.CONST or op is Ops.RESHAPE or (op is Ops.EXPAND and _scalar_leaf(u.src[0]))):
+            flat = False
       except OverflowError: return None
       pos[u] = len(key) - 1
-  key.append(tuple([pos[o] for o in outputs]))
+  outs = tuple([pos[o] for o in outputs])
+  if flat and len(n := {math.prod(o.shape) for o in outputs}) == 1 and (n := n.pop()) >= 2:
+    # elementwise over whole operands (flat_elementwise in kernelize): one loop over n, whatever the rank and shape
+    return ("flat", tuple(flat_key), outs), leaves, (n,)
+  key.append(outs)
   return tuple(key), leaves, tuple(sizes)
+
+
+def _scalar_leaf(u: UOp) -> bool:
+  """Whether u is one element of a leaf or a constant (through reshapes): what a flat kernel broadcasts."""
+  while u.op is Ops.RESHAPE and u.data is None: u = u.src[0]
+  return math.prod(u.shape) == 1 and (u.data is not None or u.op is Ops.CONST)
 
 
 def realize(outputs: list[UOp]) -> list[np.ndarray]:

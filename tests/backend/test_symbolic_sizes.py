@@ -104,8 +104,20 @@ def test_large_graphs_keep_concrete_sizes():
   """A value over SYMBOLIC_MAX elements: the sizes are part of the key (kernels specialized and tuned)."""
   big = np.ones((realize_mod.SYMBOLIC_MAX // 64 + 1, 64))
   assert realize_mod.structure([mt.asarray(big).uop + 1])[2] == ()
-  assert {3, 64} <= set(realize_mod.structure([mt.asarray(big[:3]).uop + 1])[2])
+  assert {3, 64} <= set(realize_mod.structure([mt.asarray(big[:3]).sum(axis=0).uop])[2])
   np.testing.assert_array_equal(np.asarray(mt.asarray(big) * 3), big * 3)
+
+
+def test_elementwise_graphs_over_whole_operands_have_one_size_whatever_their_rank():
+  """A flat key: x * 2 + y of (5, 7), (35,), (3, 4, 6) and (2, 1, 9) is one loop over n elements, one compile."""
+  c = None
+  for shape in [(5, 7), (35,), (3, 4, 6), (2, 1, 9), (70,)]:
+    x, y = np.arange(np.prod(shape), dtype=np.float32).reshape(shape), np.ones(shape, np.float32)
+    t = mt.asarray(x) * 2 + mt.exp(mt.asarray(y))
+    assert realize_mod.structure([t.uop])[2] == (x.size,)
+    np.testing.assert_allclose(np.asarray(t), x * 2 + np.exp(y), rtol=1e-6)
+    c = stats.compiles if c is None else c
+  assert stats.compiles == c
 
 
 def test_structure_key_says_which_sizes_are_equal():
