@@ -162,10 +162,10 @@ class Tensor(NdarrayMethods):
     v.flags.writeable = False
     return v
 
-  def tolist(self): return self._value().tolist()
+  def tolist(self): return self._value(element=True).tolist()
   def item(self, *args):
     if not args and self.size != 1: raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
-    return self._value(element=not args).item(*args)
+    return self._value(element=True).item(*args)
   def __float__(self) -> float: return float(self._scalar("float"))
   def __int__(self) -> int: return int(self._scalar("int"))
   def __complex__(self) -> complex: return complex(self._scalar("complex"))

@@ -100,6 +100,21 @@ def test_30_element_reads_compile_at_most_once():
   np.testing.assert_allclose(got, np.exp(a) * 2 + 1, rtol=1e-12)
 
 
+@pytest.mark.parametrize("read", ["float(t[i, j])", "t[i].item(j)", "bool(t[i, j])", "t[i, j, ...].item()",
+                                  "float(t[i][j])", "t[i].tolist()[j]", "int(t[i, j])"])
+def test_element_reads_of_a_lazy_result_compute_it_once(read):
+  a = np.random.default_rng(3).standard_normal((5, 6))
+  t = mt.exp(mt.asarray(a)) * 2 + 1
+  t.realize()                                           # the structure compiled; reads below must add nothing
+  t = mt.exp(mt.asarray(a + 1)) * 2 + 1                 # a new lazy result of that structure
+  c = stats.compiles
+  got = [[eval(read, {"t": t, "i": i, "j": j}) for j in range(6)] for i in range(5)]
+  assert stats.compiles == c
+  want = np.exp(a + 1) * 2 + 1
+  want = want.astype(bool) if read.startswith("bool") else want.astype(int) if read.startswith("int") else want
+  np.testing.assert_allclose(np.array(got, dtype=float), want, rtol=1e-12)
+
+
 def test_large_graphs_keep_concrete_sizes():
   """A value over SYMBOLIC_MAX elements: the sizes are part of the key (kernels specialized and tuned)."""
   big = np.ones((realize_mod.SYMBOLIC_MAX // 64 + 1, 64))
