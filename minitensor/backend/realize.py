@@ -314,15 +314,9 @@ def _walk(outputs: list[UOp], symbolic: bool):
   pos: dict[UOp, int] = {}
   leaves: list[UOp] = []
   key: list = []
-  flat_key: list = []           # the key of an elementwise graph over whole operands: no shapes at all
-  flat = symbolic
-  sizes: dict[int, int] = {}
-  def tok(v: int) -> int:         # a size >= 2 is token ~k (negative), k its position in `sizes`
-    if v < 2: return v
-    if (t := sizes.get(v)) is None:
-      if v > SYMBOLIC_MAX: raise OverflowError
-      t = sizes[v] = len(sizes)
-    return ~t
+  flat = symbolic               # elementwise over whole operands so far (the key then drops every shape)
+  sizes: dict[int, int] = {}    # each size >= 2 -> its token ~k (negative), k its position
+  seen: dict[tuple, tuple] = {}  # shape -> its tokens
   for o in outputs:
     stack = [o]
     while stack:
@@ -332,39 +326,59 @@ def _walk(outputs: list[UOp], symbolic: bool):
       todo = [s for s in u.src if s not in pos] if not known else None
       if todo: stack.extend(reversed(todo)); continue
       stack.pop()
+      op = u.op
       if not symbolic:
         if known:
           key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
           leaves.append(u)
-        else: key.append((u.op, u.dtype, _argkey(u.arg) if u.op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
+        else: key.append((op, u.dtype, _argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
         pos[u] = len(key) - 1
         continue
-      if math.prod(u.shape) > SYMBOLIC_MAX: return None
-      try:
-        shape = tuple([tok(v) for v in u.shape])
-        if known:
-          key.append((Ops.BUFFER, u.dtype, shape, len(leaves)))
-          flat_key.append((Ops.BUFFER, u.dtype, math.prod(u.shape) == 1, len(leaves)))
-          leaves.append(u)
+      if (shape := seen.get(u.shape)) is None:          # (the nodes of a graph share a few shapes)
+        if math.prod(u.shape) > SYMBOLIC_MAX: return None
+        toks = []
+        for v in u.shape:
+          if v < 2: toks.append(v)
+          elif (t := sizes.get(v)) is not None: toks.append(~t)
+          elif v > SYMBOLIC_MAX: return None
+          else: toks.append(~len(sizes)); sizes[v] = len(sizes)
+        shape = seen[u.shape] = tuple(toks)
+      if known:
+        key.append((Ops.BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
+        leaves.append(u)
+      else:
+        arg = u.arg
+        if op in ALU or op is Ops.RESHAPE: arg = None if op is Ops.RESHAPE else arg        # the shape says it
+        elif op is Ops.EXPAND:
+          arg = None
+          flat = flat and _scalar_leaf(u.src[0])
+        elif op is Ops.CONST: arg = _argkey(arg)
         else:
-          op, arg = u.op, u.arg
-          if op is Ops.SHRINK: arg = tuple([(tok(b), tok(e)) for b, e in arg])
-          elif op is Ops.PAD: arg = (tuple([(tok(b), tok(a)) for b, a in arg[0]]), _argkey(arg[1]))
-          elif op is Ops.RESHAPE or op is Ops.EXPAND: arg = None        # the node's own shape says it
-          elif op is Ops.CONST: arg = _argkey(arg)
-          src = tuple([pos[x] for x in u.src])
-          key.append((op, u.dtype, arg, src, shape))
-          flat_key.append((op, u.dtype, arg, src))
-          if flat and not (op in ALU or op is Ops.CONST or op is Ops.RESHAPE or (op is Ops.EXPAND and _scalar_leaf(u.src[0]))):
-            flat = False
-      except OverflowError: return None
+          flat = False
+          if op is Ops.SHRINK or op is Ops.PAD:
+            if (arg := _tokens(u, sizes)) is None: return None
+        key.append((op, u.dtype, arg, tuple([pos[x] for x in u.src]), shape))
       pos[u] = len(key) - 1
   outs = tuple([pos[o] for o in outputs])
   if flat and len(n := {math.prod(o.shape) for o in outputs}) == 1 and (n := n.pop()) >= 2:
-    # elementwise over whole operands (flat_elementwise in kernelize): one loop over n, whatever the rank and shape
-    return ("flat", tuple(flat_key), outs), leaves, (n,)
+    # elementwise over whole operands (kernelize.flat_elementwise): one loop over n, whatever the rank and shape
+    return ("flat", tuple([e[:4] for e in key]), outs), leaves, (n,)
   key.append(outs)
   return tuple(key), leaves, tuple(sizes)
+
+
+def _tokens(u: UOp, sizes: dict[int, int]):
+  """A SHRINK's or PAD's argument with its sizes as tokens (None: a size over SYMBOLIC_MAX)."""
+  def tok(v: int) -> int:
+    if v < 2: return v
+    if (t := sizes.get(v)) is None:
+      if v > SYMBOLIC_MAX: raise OverflowError
+      t = sizes[v] = len(sizes)
+    return ~t
+  try:
+    if u.op is Ops.SHRINK: return tuple([(tok(b), tok(e)) for b, e in u.arg])
+    return (tuple([(tok(b), tok(a)) for b, a in u.arg[0]]), _argkey(u.arg[1]))
+  except OverflowError: return None
 
 
 def _scalar_leaf(u: UOp) -> bool:
