@@ -235,7 +235,8 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
   return [new[o] for o in outputs]
 
 
-def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None, flat: bool = False) -> Schedule:
+def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None,
+             flat: bool = False) -> Schedule:
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (each size of the graph
   >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no Opts, no
   split reductions (their choices depend on the sizes). flat: the graph is elementwise over whole operands of
@@ -281,7 +282,8 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
             flat: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
   """The kernel of staged node u (other staged nodes read from `bufs`), the node it asks to materialize
   because it would be recomputed (or None), and the nodes of the scheduled graph it computes."""
-  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat)
+  out = buf(out_slot, prod(u.shape), u.dtype)
+  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, out, optimize, symbolic, flat)
   new = None
   if generic is None:
     loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),

@@ -143,7 +143,8 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
     for k, p in enumerate(u.arg): inv[p] = idx[k]
     return (yield (u.src[0], tuple(inv)))
   # a chain of shrinks must not grow an index expression as deep as the chain: simplify every offset
-  if op is Ops.SHRINK: return (yield (u.src[0], tuple(simplify(i + ctx.size(b)) if b else i for i, (b, _) in zip(idx, u.arg))))
+  if op is Ops.SHRINK:
+    return (yield (u.src[0], tuple(simplify(i + ctx.size(b)) if b else i for i, (b, _) in zip(idx, u.arg))))
   if op is Ops.PAD: return (yield from _pad(u, idx, ctx))
   if op is Ops.FLIP:
     return (yield (u.src[0], tuple(simplify((ctx.size(n) - 1) - i) if k in u.arg else i
@@ -289,7 +290,8 @@ def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | No
   v = simplify(v)
   rs = u.src[0].shape[len(u.shape):]
   if v.ranges & set(loops): return None
-  if ctx.sizes is not None and any(n > 1 for n in rs): f = _closed_form_symbolic(u.arg[0], v, tuple(ctx.size(n) for n in rs))
+  if ctx.sizes is not None and any(n > 1 for n in rs):
+    f = _closed_form_symbolic(u.arg[0], v, tuple(ctx.size(n) for n in rs))
   else: f = _closed_form(u.arg[0], v, prod(rs))
   if f is None: return None
   del ctx.reduce_ranges[rkey]        # no loop: nothing for the kernelizer's cost model to count

@@ -106,7 +106,8 @@ class Plan:
 
 
 def _ints(xs) -> tuple[int, ...]:
-  if not isinstance(xs, list) or any(type(x) is not int for x in xs): raise ValueError("not a plan: a list of ints expected")
+  if not isinstance(xs, list) or any(type(x) is not int for x in xs):
+    raise ValueError("not a plan: a list of ints expected")
   return tuple(xs)
 
 
@@ -140,7 +141,8 @@ class Compiled:
     else:
       n = native()
       fb, chars = n.backend.from_buffer, n.chars
-      for k, slots, extra, vs in self.fns: k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
+      for k, slots, extra, vs in self.fns:
+        k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
     if self.tier == 0:
       self.elapsed += time.perf_counter() - t
       if self.elapsed > tiers.HOT_SECONDS and self.upgrade is None and tiers.mode() == "auto": self._tier_up()
@@ -164,7 +166,8 @@ class Compiled:
     origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit")
     err = np.zeros(3, np.int64)
     for (k, slots, extra, vs), c in zip(self.fns, self.plan.calls):
-      args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + [sizes[v] for v in vs] + ([_from_buffer(err)] if self.checked else [])
+      args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + [sizes[v] for v in vs]
+      if self.checked: args.append(_from_buffer(err))
       t = time.perf_counter()
       k.fn(*args)
       dt = time.perf_counter() - t
@@ -225,7 +228,8 @@ def program(key, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] =
   return prog
 
 
-def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = (), flat: bool = False) -> Compiled:
+def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = (),
+                     flat: bool = False) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit). sizes: the graph's sizes of a
   symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key.
   flat: the key is a flat one (every kernel one loop over sizes[0] elements)."""
@@ -248,7 +252,8 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
 def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
   """A schedule buffer's element count as (constant, graph sizes whose product it multiplies) for the plan."""
   if not sizes or n < 2: return n, ()
-  if all(v < 2 or v in sizes for v in shape): return math.prod([v for v in shape if v < 2]), tuple(sizes.index(v) for v in shape if v >= 2)
+  if all(v < 2 or v in sizes for v in shape):
+    return math.prod([v for v in shape if v < 2]), tuple(sizes.index(v) for v in shape if v >= 2)
   return 1, (sizes.index(n),)            # a flat key: every buffer has the one size
 
 
@@ -304,8 +309,8 @@ def structure(outputs: list[UOp], symbolic: bool = True) -> tuple[tuple, list[UO
   Symbolic (every value of at most SYMBOLIC_MAX elements): the sizes are abstracted too. Each distinct size >= 2
   in a shape or a movement argument is a token (its position in the returned sizes); 0 and 1 stay numbers,
   since they decide structure (empty, broadcast). The key then says which sizes are equal and nothing about
-  their values: softmax of (5, 7) and of (30, 2) share a kernel, whose sizes are arguments (SYMBOLIC in
-  README). Otherwise the sizes are part of the key, and () is returned for them. Builds no nodes (the hot path)."""
+  their values: softmax of (5, 7) and of (30, 2) share a kernel, whose sizes are arguments (README,
+  "Caching"). Otherwise the sizes are part of the key, and () is returned for them. Builds no nodes (the hot path)."""
   if symbolic and (r := _walk(outputs, True)) is not None: return r
   return _walk(outputs, False)
 

@@ -557,7 +557,8 @@ def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
   compile_timeout()                           # and so does a bad MINITENSOR_COMPILE_TIMEOUT
   path = os.path.join(entry_dir(key), key + ".so")
   # parameters as the caller passes them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
-  sigs = [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip())) for name, params in _SIG.findall(src)]
+  sigs = [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()))
+          for name, params in _SIG.findall(src)]
   switch = bool(_SWITCH.search(src))
   if _valid(path) and (lib := _open(path, key)) is not None:
     stats.disk_hits += 1

@@ -275,8 +275,8 @@ def _div_mod_symbolic(u: UOp) -> UOp | None:
   r = _build(rest, c)
   if not _below(r, d): return None
   if u.op is Ops.FLOORMOD: return r
-  q = _build({a: k for a, k in quot.items() if a.op is not Ops.CONST}, sum(k for a, k in quot.items() if a.op is Ops.CONST))
-  return q
+  const = sum(k for a, k in quot.items() if a.op is Ops.CONST)
+  return _build({a: k for a, k in quot.items() if a.op is not Ops.CONST}, const)
 
 
 def _poly(x: UOp) -> dict[tuple[int, ...], int] | None:

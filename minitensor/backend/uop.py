@@ -149,7 +149,8 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
            lambda: f"RANGE: arg must be RangeArg(size >= 1, idx, kind, VAR or None), got {arg!r}")
     return dtypes.index, ()
   if op is Ops.VAR:
-    _check(not src and isinstance(arg, VarArg) and 0 <= arg.lo <= arg.hi, lambda: f"VAR: arg must be VarArg(idx, lo <= hi), got {arg!r}")
+    _check(not src and isinstance(arg, VarArg) and 0 <= arg.lo <= arg.hi,
+           lambda: f"VAR: arg must be VarArg(idx, lo <= hi), got {arg!r}")
     return dtypes.index, ()
   if op in (Ops.SINK, Ops.END, Ops.STORE, Ops.LOAD, Ops.AFTER): return _infer_effect(op, src)
   if op is Ops.INDEX:
