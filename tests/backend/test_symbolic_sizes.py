@@ -63,17 +63,23 @@ def test_a_program_compiled_at_one_shape_is_right_at_every_other(name, first, th
   for shape in [first, *then]: _check(name, shape)
 
 
+@pytest.fixture
+def counted(monkeypatch):
+  """Counting compiles: every schedule stays at tier 0 (a tier-1 compile on a background thread would count)."""
+  monkeypatch.setenv("MINITENSOR_TIER", "0")
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_distinct_sizes_of_one_structure_share_one_compile(name):
-  """Shapes with pairwise distinct sizes (>= 3, so none is 1 or 2 of the slices and pads above): one compile for
-  the first, none after it."""
+def test_distinct_sizes_of_one_structure_share_one_compile(name, counted):
+  """Shapes whose sizes, and the sizes the functions derive from them (c - 2 of the roll, r + 3 of the pad, ...),
+  are pairwise distinct and none 1, 2 or 3 (the functions' own constants): one compile for the first, none after."""
   _check(name, (7, 11))
   c = stats.compiles
-  for shape in [(13, 5), (23, 4), (9, 31), (47, 3)]: _check(name, shape)
+  for shape in [(13, 5), (23, 6), (9, 31), (47, 8)]: _check(name, shape)
   assert stats.compiles == c
 
 
-def test_targets_100_shapes_at_most_3_compiles_each():
+def test_targets_100_shapes_at_most_3_compiles_each(counted):
   rng = np.random.default_rng(1)
   shapes = [tuple(int(v) for v in rng.integers(1, 200, 2)) for _ in range(100)]
   for name in ("softmax", "layernorm", "chain", "column sum"):
@@ -82,7 +88,7 @@ def test_targets_100_shapes_at_most_3_compiles_each():
     assert stats.compiles - c <= 3, name
 
 
-def test_40_constants_compile_once():
+def test_40_constants_compile_once(counted):
   x = mt.asarray(np.arange(12.0).reshape(3, 4))
   c = stats.compiles
   for i in range(40):
@@ -91,7 +97,7 @@ def test_40_constants_compile_once():
   assert stats.compiles - c <= 1
 
 
-def test_30_element_reads_compile_at_most_once():
+def test_30_element_reads_compile_at_most_once(counted):
   a = np.random.default_rng(2).standard_normal((5, 6))
   t = mt.exp(mt.asarray(a)) * 2 + 1
   c = stats.compiles
@@ -102,7 +108,7 @@ def test_30_element_reads_compile_at_most_once():
 
 @pytest.mark.parametrize("read", ["float(t[i, j])", "t[i].item(j)", "bool(t[i, j])", "t[i, j, ...].item()",
                                   "float(t[i][j])", "t[i].tolist()[j]", "int(t[i, j])"])
-def test_element_reads_of_a_lazy_result_compute_it_once(read):
+def test_element_reads_of_a_lazy_result_compute_it_once(read, counted):
   a = np.random.default_rng(3).standard_normal((5, 6))
   t = mt.exp(mt.asarray(a)) * 2 + 1
   t.realize()                                           # the structure compiled; reads below must add nothing
@@ -123,7 +129,7 @@ def test_large_graphs_keep_concrete_sizes():
   np.testing.assert_array_equal(np.asarray(mt.asarray(big) * 3), big * 3)
 
 
-def test_elementwise_graphs_over_whole_operands_have_one_size_whatever_their_rank():
+def test_elementwise_graphs_over_whole_operands_have_one_size_whatever_their_rank(counted):
   """A flat key: x * 2 + y of (5, 7), (35,), (3, 4, 6) and (2, 1, 9) is one loop over n elements, one compile."""
   c = None
   for shape in [(5, 7), (35,), (3, 4, 6), (2, 1, 9), (70,)]:
