@@ -10,9 +10,8 @@ C source of each compiled translation unit. Silence it with logging.getLogger("m
 from __future__ import annotations
 from dataclasses import dataclass
 from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.backend.kernelize import schedule
 from minitensor.backend.linearize import iterations
-from minitensor.backend.realize import normalize
+from minitensor.backend.realize import scheduled
 from minitensor.backend.render_c import render_function
 
 
@@ -65,8 +64,7 @@ def explain(*tensors) -> Explanation:
   """
   tensors = tuple(t for t in tensors if t._realized() is None)
   if not tensors: return Explanation((), (), (), ())
-  norm, arrays = normalize([t.uop for t in tensors])
-  s = schedule(list(norm), len(arrays))
+  s, arrays = scheduled([t.uop for t in tensors])
   ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, iterations(k.sink), tuple(x for x in k.slots if x != k.out), k.out,
                         render_function(k.sink, k.name, sized=bool(k.sizes))) for k in s.kernels)
   return Explanation(ks, tuple((a.shape, a.dtype.name) for a in arrays), tuple((n, d.name) for n, d in s.buffers), s.outputs)

@@ -1,10 +1,14 @@
 """realize: shaped graphs over realized buffers -> ndarrays.
 
 The frontend's realized data are BUFFER leaves whose slot is a process-unique buffer id (`buffer_of`).
-realize(outputs) keys the compiled-schedule cache on the graph's structure with those leaves abstracted to
-their position, dtype and size (`structure`: no data). A hit runs the compiled kernels on the new buffers
-without kernelizing, lowering, rendering or compiling anything; a miss renumbers the leaves 0..n-1
-(`normalize`) and compiles the schedule of that graph.
+realize(outputs) keys the compiled-program cache on the graph's structure (`structure`: no data), in which
+realized leaves are abstracted to their position and dtype, Python scalars to kernel arguments (`lifted`), and,
+when every value is small, the sizes to tokens that say only which sizes are equal (symbolic sizes: one program
+serves every graph of the key; the sizes are passed when it runs). A hit runs the program on the new buffers
+without kernelizing, lowering, rendering or compiling anything. A miss looks for the key's run plan on disk
+(plans.py; then only the library is loaded), else renumbers the leaves 0..n-1 (`_renumber`), kernelizes and
+lowers (`schedule_of`), renders and compiles, and stores the plan. `Plan` and `Call` are the contract between
+lowering and running: the C source, its tier, and per kernel its function, buffers and size arguments.
 
 Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
@@ -235,8 +239,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   flat: the key is a flat one (every kernel one loop over sizes[0] elements)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
-  symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
-  sched = schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat)
+  sched = schedule_of(outputs, n_inputs, sizes, flat)
   # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[tuple[UOp, bool], str] = {}
   for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
@@ -247,6 +250,18 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   plan = Plan(src, tier, calls, bufs, sched.outputs)
   return Compiled(plan, n_inputs, _functions(plan, tier), time.perf_counter() - t, checked=checked, tier=tier)
+
+
+def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool) -> Schedule:
+  """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX]) when given."""
+  symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
+  return schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat)
+
+
+def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
+  """The schedule realize(outputs) runs (symbolic where it would be) and its input arrays: what `explain` shows."""
+  skey, leaves, sizes = structure(outputs)
+  return schedule_of(_renumber(outputs, leaves), len(leaves), sizes, skey[0] == "flat"), arrays_of(leaves)
 
 
 def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
