@@ -11,10 +11,16 @@ what a new process with a warm disk cache pays for its first calls. Each part ru
     softmax of (4096, 1024) (median of 5 processes; the softmax with its kernel's run time subtracted)
 """
 from __future__ import annotations
-import os, subprocess, sys, tempfile, time
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
 os.environ["MINITENSOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="mt-count-")
 import numpy as np
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor import nn
 from minitensor.backend import realize as realize_mod

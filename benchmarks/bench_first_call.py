@@ -7,7 +7,12 @@ lowering, with tcc (tier 0, when installed), with the C compiler at -O1 (tier 0 
 Prints the median over `runs` new processes (default 5) of each first call, and of it the compiler's part.
 """
 from __future__ import annotations
-import os, shutil, statistics, subprocess, sys, tempfile
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 
 _CHILD = """
 import time, numpy as np, minitensor as mt

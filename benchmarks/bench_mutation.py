@@ -11,7 +11,9 @@ Prints the median of 5 runs of each (after a warm-up that compiles), the ratios,
 timed runs.
 """
 from __future__ import annotations
-import statistics, sys, time
+import statistics
+import sys
+import time
 import numpy as np
 import minitensor as mt
 from minitensor.backend.runtime import stats

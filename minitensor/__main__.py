@@ -9,7 +9,11 @@
 Errors in arguments or in a .uir file print one line and exit with status 2.
 """
 from __future__ import annotations
-import argparse, os, shutil, sys, time
+import argparse
+import os
+import shutil
+import sys
+import time
 import numpy as np
 
 
@@ -64,11 +68,11 @@ def _parse_opts(text: str):
 
 
 def _compile(args) -> int:
+  from minitensor.backend.linearize import linearize
+  from minitensor.backend.rangeify import Ctx, lower
+  from minitensor.backend.render_c import render_c
   from minitensor.backend.uir import parse, print_uir
   from minitensor.backend.uop import Ops, buf, prod
-  from minitensor.backend.rangeify import lower, Ctx
-  from minitensor.backend.linearize import linearize
-  from minitensor.backend.render_c import render_c
   with open(args.file) as f: g = parse(f.read())
   if g.op is not Ops.SINK:                   # a shaped graph: store it into a fresh output buffer
     slot = max((u.arg.slot for u in g.toposort() if u.op is Ops.BUFFER), default=-1) + 1

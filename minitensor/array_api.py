@@ -25,12 +25,20 @@
                               ordinary parameters in the same places, so NumPy-style calls keep working
 """
 from __future__ import annotations
-import builtins, functools, inspect, math, types
+import builtins
+import functools
+import inspect
+import math
+import types
 from typing import Callable, NamedTuple
 import numpy as np
-from minitensor import ufuncs as U, functions as F, creation as C, manipulation as M, tensor as T
+from minitensor import creation as C
+from minitensor import functions as F
+from minitensor import manipulation as M
+from minitensor import tensor as T
+from minitensor import ufuncs as U
+from minitensor.backend.uop import Ops, UOp
 from minitensor.tensor import Tensor, where
-from minitensor.backend.uop import UOp, Ops
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -289,7 +297,8 @@ def namespace(api_version: str | None = None) -> types.ModuleType:
 @functools.cache
 def _older(version: str) -> types.ModuleType:
   import minitensor
-  import minitensor.linalg, minitensor.fft  # noqa: F401  (loaded, so that the copy holds them)
+  import minitensor.fft
+  import minitensor.linalg  # noqa: F401  (loaded, so that the copy holds them)
   ns = types.ModuleType("minitensor", f"minitensor as the Array API {version} namespace")
   ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__")})
   ns.__array_api_version__ = version

@@ -8,7 +8,11 @@ runs it and returns the ndarray. The ratio is NumPy time / minitensor time (abov
 numexpr and numba columns appear for the workloads they can express when those packages are installed.
 """
 from __future__ import annotations
-import argparse, importlib.util, statistics, sys, time
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np

@@ -17,10 +17,10 @@ from __future__ import annotations
 import string
 from collections import Counter
 import numpy as np
-from minitensor.backend.uop import UOp, Ops
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.tensor import Tensor, asarray, _dtype
+from minitensor.backend.uop import Ops, UOp
 from minitensor.extra import diagonal
+from minitensor.tensor import Tensor, _dtype, asarray
 
 __all__ = ["einsum"]
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 import operator
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.backend.composite import move_axis
-from minitensor.manipulation import _axis, concatenate
 from minitensor import views as V
-from minitensor.tensor import Tensor, asarray, full, where, tensordot, broadcast_shapes, _dtype, _acc_dtype
+from minitensor.backend.uop import Ops, UOp, prod
+from minitensor.manipulation import _axis, concatenate
+from minitensor.tensor import Tensor, _acc_dtype, _dtype, asarray, broadcast_shapes, full, tensordot, where
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diagonal", "trace", "diag", "take",
            "take_along_axis", "meshgrid", "outer", "inner", "vecdot", "isclose", "allclose"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 import functools
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray
-from minitensor.interop import ufunc_at, copyto  # noqa: F401  (copyto: numpy.copyto on Tensors)
+from minitensor.interop import copyto, ufunc_at  # noqa: F401  (copyto: numpy.copyto on Tensors)
+from minitensor.tensor import Tensor
 
 
 def _at(f: np.ufunc, a, indices, b=None) -> None:

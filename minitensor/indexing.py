@@ -35,13 +35,14 @@ Only WHERE combines old and new values, so every value, -0.0 and NaN included, i
 assignment adds a WHERE on top of t's graph: realize t now and then in a long loop of small assignments.
 """
 from __future__ import annotations
-import functools, operator
+import functools
+import operator
 from typing import Any, NamedTuple
 import numpy as np
-from minitensor.backend.uop import UOp, prod
-from minitensor.backend.dtype import DType
-from minitensor.tensor import Tensor, asarray, _scalar_uop
 from minitensor import views as V
+from minitensor.backend.dtype import DType
+from minitensor.backend.uop import UOp, prod
+from minitensor.tensor import Tensor, _scalar_uop, asarray
 
 _BAD = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices"
 _ADVANCED = ("int", "arr", "bool0")

@@ -9,11 +9,11 @@ C source of each compiled translation unit. Silence it with logging.getLogger("m
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from minitensor.backend.uop import UOp, Ops, prod
 from minitensor.backend.kernelize import schedule
 from minitensor.backend.linearize import iterations
 from minitensor.backend.realize import normalize
 from minitensor.backend.render_c import render_function
+from minitensor.backend.uop import Ops, UOp
 
 
 @dataclass(frozen=True)

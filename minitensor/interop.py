@@ -36,11 +36,14 @@ np.transpose: "transpose") in the `minitensor` namespace (numpy.linalg's in mt.l
 when that object is a function defined in minitensor.
 """
 from __future__ import annotations
-import functools, importlib, inspect
+import functools
+import importlib
+import inspect
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray, where as where_
+from minitensor.tensor import Tensor, asarray
+from minitensor.tensor import where as where_
 
 _REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
            np.logical_or: "any"}

@@ -15,11 +15,15 @@ Errors are NumPy's: LinAlgError (numpy.linalg.LinAlgError, also mt.linalg.LinAlg
 non-square matrices, with the operation and the shape in the message; ValueError for bad orders and shapes.
 """
 from __future__ import annotations
-import math, operator
+import math
+import operator
 from typing import NamedTuple
 import numpy as np
 from numpy.linalg import LinAlgError
-from minitensor import tensor as T, extra as E, manipulation as M, ufuncs as U
+from minitensor import extra as E
+from minitensor import manipulation as M
+from minitensor import tensor as T
+from minitensor import ufuncs as U
 from minitensor.tensor import Tensor, asarray
 
 __all__ = ["LinAlgError", "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "trace", "diagonal", "cross",

@@ -18,15 +18,20 @@ numpy.exceptions.AxisError for axes, TypeError for dtypes and non-integer argume
 NumPy-style docstrings from `_doc` (one line per parameter: "name : type -- note").
 """
 from __future__ import annotations
-import operator, warnings
-from builtins import sum as _sum, max as _max, min as _min, any as _any
+import operator
+import warnings
+from builtins import any as _any
+from builtins import max as _max
+from builtins import min as _min
+from builtins import sum as _sum
 from typing import Callable, Sequence
 import numpy as np
 from numpy.exceptions import AxisError
-from minitensor.backend.uop import UOp, Ops, prod as _prod
-from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.composite import move_axis
-from minitensor.tensor import Tensor, asarray, full, broadcast_shapes, expand_dims, _dtype
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.uop import Ops, UOp
+from minitensor.backend.uop import prod as _prod
+from minitensor.tensor import Tensor, _dtype, asarray, broadcast_shapes, expand_dims, full
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
            "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",

@@ -15,7 +15,8 @@ format() and round(), DLPack export, and the `where=`/`initial=` keywords of the
                           replaced by the reduction's identity (WHERE), so the result stays lazy
 """
 from __future__ import annotations
-import functools, inspect
+import functools
+import inspect
 import numpy as np
 
 _CPU = 1     # DLPack's kDLCPU
@@ -186,8 +187,8 @@ def _empty_result(t, axis, keepdims: bool, op: str) -> tuple[int, ...] | None:
 
 def _extreme(t, method, kind: str, op: str, m, initial, axis, keepdims: bool):
   """max/min with initial (and a mask): the masked-out elements read as initial, which joins the result."""
-  from minitensor.tensor import where, full, asarray
   from minitensor import ufuncs as U
+  from minitensor.tensor import asarray, full, where
   if initial is None:
     raise ValueError(f"reduction operation '{op}' does not have an identity, so to use a where mask one has to "
                      "specify 'initial'")
@@ -200,8 +201,8 @@ def _extreme(t, method, kind: str, op: str, m, initial, axis, keepdims: bool):
 def _moment(t, kind: str, m, args: dict):
   """mean/var/std over the masked elements: sums in float64 divided by the mask's counts, rounded once to the
   result dtype."""
-  from minitensor.tensor import where
   from minitensor import ufuncs as U
+  from minitensor.tensor import where
   axis, keepdims, dtype = args["axis"], args["keepdims"], args.get("dtype")
   out = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if t.dtype.kind in "biu" else t.dtype
   acc = np.promote_types(out, np.float64)
@@ -221,8 +222,8 @@ def _masked(kind: str, method):
   def reduce(self, *args, where=True, **kwargs):
     initial = kwargs.pop("initial", None) if has_initial else None
     if where is True and initial is None: return method(self, *args, **kwargs)
-    from minitensor.tensor import where as where_
     from minitensor import ufuncs as U
+    from minitensor.tensor import where as where_
     b = inspect.signature(method).bind(self, *args, **kwargs)
     b.apply_defaults()
     m = None if where is True else _mask(self, where, op)

@@ -9,9 +9,9 @@ window axes.
 from __future__ import annotations
 import math
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.tensor import Tensor, asarray, normalize_axes, where
 from minitensor import ufuncs as U
+from minitensor.backend.uop import Ops, UOp, prod
+from minitensor.tensor import Tensor, asarray, normalize_axes, where
 
 
 def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import NamedTuple
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray, full, where
 from minitensor.extra import take
+from minitensor.tensor import Tensor, asarray, full, where
 
 __all__ = ["nonzero", "argsort", "sort", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "searchsorted", "isin"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import warnings
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray, full, matmul, clip, _dtype
-from minitensor.manipulation import _concatenate
 from minitensor.extra import diagonal
+from minitensor.manipulation import _concatenate
+from minitensor.tensor import Tensor, _dtype, asarray, clip, full, matmul
 
 __all__ = ["tri", "cov", "corrcoef"]
 

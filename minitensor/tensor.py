@@ -9,15 +9,17 @@ Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad a
 is always C-contiguous.
 """
 from __future__ import annotations
-import operator, warnings
-from typing import Any, Iterable, Sequence
+import operator
+import warnings
+from typing import Any
 import numpy as np
 from numpy.exceptions import AxisError
-from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.realize import buffer_of, array_of, borrow, is_borrowed, realize_base, realize as _realize
 from minitensor import ufuncs as U
 from minitensor import views as V
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.realize import array_of, borrow, buffer_of, is_borrowed, realize_base
+from minitensor.backend.realize import realize as _realize
+from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.methods import NdarrayMethods, add_where
 
 

@@ -28,7 +28,10 @@ A fuzz test of your own code is a few lines:
 This module needs hypothesis (`pip install hypothesis`); importing minitensor itself does not.
 """
 from __future__ import annotations
-import inspect, math, types, warnings
+import inspect
+import math
+import types
+import warnings
 from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st

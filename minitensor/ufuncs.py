@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from minitensor.backend.uop import UOp, Ops
 from minitensor.backend.dtype import dtypes
+from minitensor.backend.uop import Ops, UOp
 
 _PY_SCALARS = (bool, int, float, complex)
 

@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import minitensor as mt
 import minitensor.testing as mtt
-from minitensor.backend import realize as R, tiers
+from minitensor.backend import realize as R
+from minitensor.backend import tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import buf, range_, sink
 from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import compile_c, Kernel
+from minitensor.backend.runtime import Kernel, compile_c
+from minitensor.backend.uop import buf, range_, sink
 
 rng = np.random.default_rng(7)
 A = rng.standard_normal((5, 6)).astype(np.float32)

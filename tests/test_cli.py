@@ -1,5 +1,7 @@
 """The command line and the inspection API, run as a user runs them (subprocesses)."""
-import logging, os, subprocess, sys
+import os
+import subprocess
+import sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -90,7 +92,7 @@ def test_debug_logs_one_line_per_kernel_and_can_be_silenced():
           "logging.getLogger('minitensor').setLevel(logging.WARNING)\n"
           "(x * 3).realize()\n")
   p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MINITENSOR_DEBUG": "1"})
-  lines = [l for l in p.stderr.splitlines() if l.startswith("k0")]
+  lines = [ln for ln in p.stderr.splitlines() if ln.startswith("k0")]
   assert len(lines) == 2 and "compiled in" in lines[0] and "cache hit" in lines[1] and "GB/s" in lines[0]
   p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MINITENSOR_DEBUG": "2"})
   assert "void k0(" in p.stderr

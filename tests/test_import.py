@@ -1,5 +1,9 @@
 """`import minitensor` stays cheap: the heavy modules load where they are first needed (a new process each)."""
-import json, os, subprocess, sys, textwrap
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 import numpy as np
 import pytest

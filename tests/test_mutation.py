@@ -4,7 +4,8 @@ Every test runs the same program on NumPy arrays and on Tensors and compares all
 """
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend.runtime import stats
 

@@ -6,10 +6,12 @@ with NaN positions and the signs of zeros equal. Compiling dominates the run tim
 results together (one C translation unit) and the value tests reuse the grid's graphs (same shapes and dtypes,
 new data: a graph-cache hit).
 """
-import operator, warnings
+import operator
+import warnings
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 from minitensor import ufuncs as U

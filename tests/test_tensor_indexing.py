@@ -2,7 +2,8 @@
 mixing ints, slices (any start/stop/step), None, Ellipsis, integer arrays and boolean masks."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend.runtime import stats
 

@@ -5,7 +5,9 @@ other methods), __array_function__ (minitensor's functions for NumPy's names, Nu
 conversions to Python values, printing, the compile cache (same graph, new data: no compile) and memory in a
 long loop of small operations.
 """
-import gc, operator, tracemalloc
+import gc
+import operator
+import tracemalloc
 import numpy as np
 import pytest
 import minitensor as mt

@@ -9,8 +9,9 @@ signs included); integer data span the whole range (sums and products wrap ident
 import warnings
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.exceptions import AxisError
-from hypothesis import given, settings, strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

@@ -1,9 +1,11 @@
 """minitensor.testing: the strategies draw valid things, movement chains agree on Tensors and ndarrays (the fuzz
 users get), and assert_matches_numpy passes on equal results and explains different ones."""
-import math, re
+import math
+import re
 import numpy as np
 import pytest
-from hypothesis import given, settings, example, find, Phase, strategies as st
+from hypothesis import Phase, example, find, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

@@ -23,7 +23,7 @@ primitives PAD and FLIP (`default_pad`, `default_flip`); the composites stay as 
 are tested against NumPy like everything else.
 """
 from __future__ import annotations
-from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.uop import Ops, UOp
 
 
 def move_axis(x: UOp, src: int, dst: int) -> UOp:

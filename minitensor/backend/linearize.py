@@ -16,7 +16,7 @@ Constants, buffers, allocations (declared by their first AFTER) and ranges are n
 from __future__ import annotations
 import heapq
 from dataclasses import dataclass
-from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.uop import Ops, UOp
 
 
 def variables(sink: UOp) -> tuple[int, ...]:

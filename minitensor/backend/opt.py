@@ -19,8 +19,8 @@ loop (the address when that loop steps by one in the middle of its range, all ot
 Factors must divide the axis; otherwise the axis is left as it is (correct, only slower).
 """
 from __future__ import annotations
-from minitensor.backend.uop import UOp, Ops, AxisType, prod
-from minitensor.backend.rangeify import Opts, Ctx, rangeify
+from minitensor.backend.rangeify import Ctx, Opts, rangeify
+from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17
 TILE = 32

@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, sink, range_, buf, prod, memo_walk
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.symbolic import simplify
+from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, buf, memo_walk, prod, range_, sink
 
 
 def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:

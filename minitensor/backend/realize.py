@@ -10,17 +10,23 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, math, os, threading, time, weakref
+import itertools
+import logging
+import math
+import os
+import threading
+import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, ALU, MOVEMENT, FLOAT_ARG, prod, var, _argkey
+from minitensor.backend import plans, tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.kernelize import schedule, Schedule
+from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend import plans, tiers
-from minitensor.backend.runtime import compile_c, CompileError, Kernel, Once, stats, native
+from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
+from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, _argkey, prod, var
 
 
 def _from_buffer(a):

@@ -22,9 +22,9 @@ a scaled sqrt(re^2 + im^2) within 2 ulp of NumPy's, both written so that their l
 from __future__ import annotations
 import math
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.uop import UOp, Ops, AxisType
+from minitensor.backend.linearize import linearize, variables
 from minitensor.backend.symbolic import bounds
-from minitensor.backend.linearize import linearize, Stmt, variables
+from minitensor.backend.uop import AxisType, Ops, UOp
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>

@@ -34,11 +34,25 @@ runtime sets in a forked child (os.register_at_fork), so there they run single-t
 locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import atexit, contextlib, fcntl, os, platform, re, shutil, stat, struct, tempfile, threading, time, warnings, weakref
+import atexit
+import contextlib
+import fcntl
+import os
+import platform
+import re
+import shutil
+import stat
+import struct
+import tempfile
+import threading
+import time
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 import numpy as np
-from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.uop import Ops, UOp
+
 # cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
 
 VERSION = "0.1.0"
@@ -432,7 +446,8 @@ def _run_compiler(cmd: list[str], cwd: str):
   """Run the compiler in its own process group (the driver's children too: cc1, as, ld), stopped as a whole at
   compile_timeout() (subprocess.TimeoutExpired) or when this thread is interrupted (Ctrl-C); the finished
   subprocess.CompletedProcess."""
-  import signal, subprocess
+  import signal
+  import subprocess
   p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
   try: out, err = p.communicate(timeout=compile_timeout())
   except BaseException:
@@ -446,7 +461,8 @@ def _run_compiler(cmd: list[str], cwd: str):
 def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
   the cache at path; the loaded library."""
-  import hashlib, subprocess
+  import hashlib
+  import subprocess
   d = os.path.dirname(path)
   _sweep(d)
   work = tempfile.mkdtemp(dir=d, prefix=".build-")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes, float_to_int
-from minitensor.backend.uop import UOp, Ops, COMPARE
+from minitensor.backend.uop import COMPARE, Ops, UOp
 
 _SHIFTS = (Ops.SHL, Ops.SHR)
 

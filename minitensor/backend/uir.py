@@ -28,10 +28,12 @@ RESHAPEd to prepend 1s and EXPANDed, as NumPy broadcasts. print_uir writes every
 sources inline as literals), so parse(print_uir(g)) is g for every graph g.
 """
 from __future__ import annotations
-import ast, math, re
+import ast
+import math
+import re
 from dataclasses import dataclass
 from minitensor.backend.dtype import DType, dtypes, from_short
-from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, BINARY, UNARY, MOVEMENT, REDUCE_OPS, buf, range_
+from minitensor.backend.uop import BINARY, MOVEMENT, REDUCE_OPS, UNARY, AxisType, Ops, ParamArg, UOp, buf, range_
 
 
 class UirParseError(ValueError):

@@ -33,7 +33,8 @@ keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`
 Every malformed node raises UOpError when it is built.
 """
 from __future__ import annotations
-import math, weakref
+import math
+import weakref
 from enum import Enum, auto
 from typing import Any, NamedTuple
 from minitensor.backend.dtype import DType, dtypes
@@ -139,7 +140,7 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   if op in _ALU_NO_CAST: return _infer_alu(op, src)
   n = op._name_
   if op is Ops.CONST:
-    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, lambda: f"CONST: needs a dtype and no sources")
+    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, lambda: "CONST: needs a dtype and no sources")
     return dtype, ()
   if op in (Ops.BUFFER, Ops.ALLOC):
     _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")

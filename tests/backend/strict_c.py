@@ -1,5 +1,8 @@
 """Shared by the backend tests: generated C must compile with warnings as errors."""
-import os, shutil, subprocess, tempfile
+import os
+import shutil
+import subprocess
+import tempfile
 
 CC = shutil.which("cc") or shutil.which("gcc")
 

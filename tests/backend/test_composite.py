@@ -3,13 +3,14 @@ compared with NumPy; the loads they generate stay inside their buffers (Pitfall 
 import re
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from minitensor.backend.uop import UOp, UOpError, Ops, buf, prod
-from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import run_shaped, lower, Ctx
-from minitensor.backend.render_c import render_function
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from minitensor.backend import composite
-from minitensor.backend.composite import pad, pad_axis, flip_axis, flip_stack, anti_eye, concat, concat2, move_axis
+from minitensor.backend.composite import anti_eye, concat, concat2, flip_axis, flip_stack, move_axis, pad, pad_axis
+from minitensor.backend.dtype import dtypes
+from minitensor.backend.rangeify import Ctx, lower, run_shaped
+from minitensor.backend.render_c import render_function
+from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod
 
 
 def lowered(root: UOp, n_inputs: int) -> UOp:

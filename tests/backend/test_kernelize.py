@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, reject, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.nn as nn
+from minitensor.backend import kernelize
+from minitensor.backend import realize as realize_mod
 from minitensor.backend.dtype import dtypes
-from minitensor.backend import kernelize, realize as realize_mod
 from minitensor.backend.kernelize import Schedule
 from minitensor.backend.linearize import iterations, linearize
 from minitensor.backend.realize import normalize

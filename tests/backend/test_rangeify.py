@@ -8,13 +8,14 @@ import re
 import numpy as np
 import pytest
 import scipy.signal
-from hypothesis import given, settings, strategies as st
-from minitensor.backend.uop import UOp, UOpError, Ops, buf, prod
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from minitensor.backend import composite
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import run_shaped, lower, Ctx, Opts
+from minitensor.backend.rangeify import Ctx, Opts, lower, run_shaped
 from minitensor.backend.render_c import render_function
 from minitensor.backend.uir import parse
-from minitensor.backend import composite
+from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod
 
 
 # ---------------------------------------------------------------- helpers
@@ -530,7 +531,7 @@ def test_reduce_at_an_index_without_ranges(make, ref):
 
 # ---------------------------------------------------------------- type errors at construction
 X = lambda: buf(0, 12).reshape((3, 4))
-I = lambda: buf(1, 2, dtypes.int32)
+IX = lambda: buf(1, 2, dtypes.int32)
 
 
 @pytest.mark.parametrize("make,msg", [
@@ -565,7 +566,7 @@ I = lambda: buf(1, 2, dtypes.int32)
   (lambda: UOp(Ops.FLIP, (X(),), (2,)), r"^FLIP \(2,\) of \(3, 4\)$"),
   (lambda: X().index(UOp.const(1), UOp.const(1), UOp.const(1)), r"^INDEX: 3 indices for shape \(3, 4\)$"),
   (lambda: X().index(UOp.const(1.0)), r"^INDEX: indices must be integers"),
-  (lambda: X().index(I(), I().reshape((1, 2))), r"^INDEX: index shapes differ"),
+  (lambda: X().index(IX(), IX().reshape((1, 2))), r"^INDEX: index shapes differ"),
   (lambda: UOp(Ops.INDEX, (X(),)), r"^INDEX: needs"),
 ])
 def test_malformed_shape_ops_raise_at_construction(make, msg):
@@ -623,7 +624,7 @@ def np_reduce(rop: Ops, x: np.ndarray, n: int) -> np.ndarray:
   if rop is Ops.ADD: return np.add.reduce(x, axis=axes, dtype=x.dtype)
   if rop is Ops.MUL: return np.multiply.reduce(x, axis=axes, dtype=x.dtype)
   d = x.dtype
-  lo, hi = (-np.inf, np.inf) if d.kind == "f" else (False, True) if d == bool else (np.iinfo(d).min, np.iinfo(d).max)
+  lo, hi = (-np.inf, np.inf) if d.kind == "f" else (False, True) if d.kind == "b" else (np.iinfo(d).min, np.iinfo(d).max)
   if rop is Ops.MAX: return np.maximum.reduce(x, axis=axes, initial=lo)
   return np.minimum.reduce(x, axis=axes, initial=hi)
 

@@ -1,15 +1,17 @@
 """render_c: the prelude's semantics checked through real kernels against NumPy (floor division and modulo,
 NaN-propagating max/min, shifts past the width, small-int wrapping, float to integer casts), literals, casts, the
 index type, and every kernel compiled with -Wall -Werror (and under UBSan: no undefined behaviour)."""
-import os, re, subprocess, sys
+import os
+import re
+import subprocess
+import sys
 import numpy as np
 import pytest
-from minitensor.backend.uop import UOp, Ops, range_, buf, sink
-from minitensor.backend.dtype import dtypes, DType
-from minitensor.backend.symbolic import simplify
-from minitensor.backend.render_c import render_c, render_function, index_type, PRELUDE
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.render_c import PRELUDE, index_type, render_c, render_function
 from minitensor.backend.runtime import run_c
-
+from minitensor.backend.symbolic import simplify
+from minitensor.backend.uop import Ops, UOp, buf, range_, sink
 from strict_c import CC, compile_strict
 
 
@@ -334,7 +336,7 @@ def test_integer_kernels_have_no_undefined_behaviour(tmp_path):
   p = subprocess.run([sys.executable, "-c", _UBSAN_RUN, os.path.dirname(os.path.abspath(__file__))], capture_output=True,
                      text=True, env=env, timeout=300)
   assert p.returncode == 0 and "ran" in p.stdout, p.stderr[-3000:]
-  errors = sorted({l for l in p.stderr.splitlines() if "runtime error" in l})
+  errors = sorted({ln for ln in p.stderr.splitlines() if "runtime error" in ln})
   assert not errors, "\n".join(errors[:20])
 
 

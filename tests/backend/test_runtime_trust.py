@@ -4,14 +4,22 @@ only completed entries, build directories never outlive their build. A library t
 realized in a child process, so a crash fails the test instead of killing pytest.
 """
 from __future__ import annotations
-import hashlib, os, shutil, subprocess, sys, textwrap, time, warnings
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
 import numpy as np
 import pytest
 import minitensor as mt
 from minitensor.backend import runtime
 from minitensor.backend.runtime import compile_c, stats
-
-from cache_files import REPO, CACHE_ENV as _ENV, files as _files
+from cache_files import CACHE_ENV as _ENV
+from cache_files import REPO
+from cache_files import files as _files
 
 
 def _env(cache_dir, **extra) -> dict:

@@ -1,12 +1,15 @@
 """symbolic: the seed's index examples, a property test (simplify keeps every value, bounds contain it), constant
 folding of data dtypes against NumPy, and the float identities that must not be applied."""
-import itertools, math, random
+import itertools
+import math
+import random
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-from minitensor.backend.uop import UOp, Ops, range_, buf
+from hypothesis import given
+from hypothesis import strategies as st
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.symbolic import simplify, bounds
+from minitensor.backend.symbolic import bounds, simplify
+from minitensor.backend.uop import Ops, UOp, buf, range_
 
 
 # ---------------------------------------------------------------- a reference evaluator (Python floor semantics)

@@ -1,15 +1,19 @@
-import math, operator, re, subprocess
+import math
+import operator
+import re
+import subprocess
 from pathlib import Path
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import UOp, Ops, AxisType, REDUCE_OPS, buf, range_, sink, prod
-from minitensor.backend.uir import parse, print_uir, UirParseError
-from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import run_c, compiler
 from minitensor.backend.rangeify import run_shaped
+from minitensor.backend.render_c import render_c
+from minitensor.backend.runtime import compiler, run_c
+from minitensor.backend.uir import UirParseError, parse, print_uir
+from minitensor.backend.uop import REDUCE_OPS, AxisType, Ops, UOp, buf, prod, range_, sink
 
 # section 6.7: x.reduce(ADD, 1) on a (3, 4) matrix, after lower() (shared with the CLI tests)
 ROWSUM = (Path(__file__).parent.parent / "rowsum.uir").read_text()

@@ -1,9 +1,10 @@
 """The IR: hash-consing, the weak cons table, and the type checker's errors (loop world and shape world)."""
-import gc, math
+import gc
+import math
 import pytest
 from minitensor.backend import uop as uop_mod
-from minitensor.backend.uop import UOp, UOpError, Ops, AxisType, ParamArg, range_, buf
 from minitensor.backend.dtype import dtypes
+from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, UOpError, buf, range_
 
 
 def raises(match: str):

@@ -17,12 +17,14 @@ jump in the result, not a bug. Float reductions also need moderate magnitudes (f
 in NumPy but not in float64).
 """
 from __future__ import annotations
-import math, warnings
+import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

@@ -8,14 +8,15 @@ scheduler produces for random Tensor programs (movement chains, elementwise ops 
 from __future__ import annotations
 import math
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import UOp, Ops, AxisType, ParamArg, buf, range_, sink
-from minitensor.backend.uir import parse, print_uir
 from minitensor.backend.kernelize import schedule
 from minitensor.backend.realize import normalize
+from minitensor.backend.uir import parse, print_uir
+from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, buf, range_, sink
 
 DATA = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64,
         dtypes.float16, dtypes.float32, dtypes.float64]
