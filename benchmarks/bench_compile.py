@@ -59,9 +59,11 @@ def main() -> None:
   warm_dir = tempfile.mkdtemp(prefix="mt-bench-")
   first_softmax(warm_dir)
   warm = [first_softmax(warm_dir) for _ in range(5)]
-  print(f"first softmax (4096, 1024) in a new process, empty cache: {statistics.median(t for t, _, _ in cold) * 1e3:.0f} ms "
+  print(f"first softmax (4096, 1024) in a new process, empty cache: "
+        f"{statistics.median(t for t, _, _ in cold) * 1e3:.0f} ms "
         f"(compiling {statistics.median(c for _, c, _ in cold) * 1e3:.0f} ms, {cold[0][2]} compiler call)")
-  print(f"first softmax (4096, 1024) in a new process, warm disk cache: {statistics.median(t for t, _, _ in warm) * 1e3:.0f} ms "
+  print(f"first softmax (4096, 1024) in a new process, warm disk cache: "
+        f"{statistics.median(t for t, _, _ in warm) * 1e3:.0f} ms "
         f"({max(n for _, _, n in warm)} compiler calls)")
 
 

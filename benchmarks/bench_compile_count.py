@@ -117,7 +117,8 @@ print(t2 - t1, (t3 - t2) - (t4 - t3), stats.compiles, getattr(stats, "plan_hits"
 def warm_process() -> tuple[float, float, int, int]:
   env = dict(os.environ)
   subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True, capture_output=True)     # fills the cache
-  runs = [subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True, capture_output=True, text=True).stdout.split()
+  runs = [subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True, capture_output=True,
+                         text=True).stdout.split()
           for _ in range(5)]
   conv, soft = sorted(float(r[0]) for r in runs)[2], sorted(float(r[1]) for r in runs)[2]
   return conv, soft, int(runs[-1][2]), int(runs[-1][3])

@@ -39,12 +39,15 @@ def _demo(args) -> int:
   print(plan.kernels[0].source)
   reps = 20
   t0 = time.perf_counter()
-  for _ in range(reps): np.asarray(mt.exp(t - t.max(axis=1, keepdims=True)) / mt.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+  for _ in range(reps):
+    np.asarray(mt.exp(t - t.max(axis=1, keepdims=True))
+               / mt.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
   tm = (time.perf_counter() - t0) / reps
   t0 = time.perf_counter()
   for _ in range(reps): ex = np.exp(x - x.max(1, keepdims=True)); ex / ex.sum(1, keepdims=True)
   tn = (time.perf_counter() - t0) / reps
-  print(f"softmax: minitensor {tm * 1e3:.2f} ms (first call {first * 1e3:.0f} ms incl. compile), NumPy {tn * 1e3:.2f} ms")
+  print(f"softmax: minitensor {tm * 1e3:.2f} ms (first call {first * 1e3:.0f} ms incl. compile), "
+        f"NumPy {tn * 1e3:.2f} ms")
   return 0
 
 
@@ -82,7 +85,8 @@ def _compile(args) -> int:
     depth = 0
     for s in linearize(g):
       if s.kind == "close": depth -= 1
-      print("  " * depth + (f"{s.kind} range {s.u.arg.idx} ({s.u.arg.size})" if s.kind != "node" else f"{s.u.op.name} {s.u.dtype.name}"))
+      print("  " * depth + (f"{s.kind} range {s.u.arg.idx} ({s.u.arg.size})" if s.kind != "node"
+                            else f"{s.u.op.name} {s.u.dtype.name}"))
       if s.kind == "open": depth += 1
   else: print(render_c(g, os.path.splitext(os.path.basename(args.file))[0].replace("-", "_") or "kernel"))
   return 0
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
   c = sub.add_parser("compile", help="compile a .uir program and print it as uir, loops or C")
   c.add_argument("file")
   c.add_argument("--emit", choices=("uir", "loops", "c"), default="c")
-  c.add_argument("--opt", default="", help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
+  c.add_argument("--opt", default="",
+                 help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
   k = sub.add_parser("cache", help="show or clear the on-disk kernel cache")
   k.add_argument("action", choices=("info", "clear"))
   argv = sys.argv[1:] if argv is None else argv

@@ -87,7 +87,8 @@ def isdtype(dtype, kind) -> builtins.bool:
   d = np.dtype(dtype)
   if isinstance(kind, tuple): return any(isdtype(d, k) for k in kind)
   if isinstance(kind, str):
-    if kind not in _KINDS: raise ValueError(f"isdtype: unknown kind {kind!r} (expected one of {', '.join(map(repr, _KINDS))})")
+    if kind not in _KINDS:
+      raise ValueError(f"isdtype: unknown kind {kind!r} (expected one of {', '.join(map(repr, _KINDS))})")
     return d.kind in _KINDS[kind]
   return d == np.dtype(kind)
 
@@ -235,7 +236,8 @@ def _on_cpu(f: Callable) -> Callable:
     if "dtype" in kwargs and kwargs["dtype"] is None: del kwargs["dtype"]
     return f(*args, **kwargs)
   sig = inspect.signature(f)
-  g.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
+  g.__signature__ = sig.replace(parameters=[*sig.parameters.values(),
+                                            inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
   g.__doc__ = " ".join((f.__doc__ or f"{f.__name__} as NumPy's.").split("\n\n")[0].split()) + f"""
 
   Parameters
@@ -254,7 +256,8 @@ def _on_cpu(f: Callable) -> Callable:
 
 arange, asarray, eye, linspace = (_on_cpu(f) for f in (C.arange, T.asarray, C.eye, C.linspace))
 empty, full, ones, zeros = (_on_cpu(f) for f in (T.empty, T.full, T.ones, T.zeros))
-empty_like, full_like, ones_like, zeros_like = (_on_cpu(f) for f in (C.empty_like, C.full_like, C.ones_like, C.zeros_like))
+empty_like, full_like, ones_like, zeros_like = (_on_cpu(f)
+                                                for f in (C.empty_like, C.full_like, C.ones_like, C.zeros_like))
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
@@ -593,7 +596,8 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
   t = T.asarray(x)
   if axis is None:
     if t.ndim > 1:
-      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, got shape {t.shape}")
+      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, "
+                       f"got shape {t.shape}")
     t, axis = t.reshape(-1), 0
   r = cumprod(t, axis, dtype)
   if not include_initial: return r

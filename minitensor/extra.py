@@ -33,7 +33,8 @@ def _accumulate(a, axis, dtype, kind: str) -> Tensor:
   if axis is None: t, axis = t.reshape(-1), 0
   ax = _axis(axis, t.ndim, f"cum{kind}")
   d = _dtype(dtype) if dtype is not None else _acc_dtype(kind, t.uop.dtype)
-  op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX, ("prod", True): Ops.MIN}[kind, d.is_bool]
+  op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX,
+        ("prod", True): Ops.MIN}[kind, d.is_bool]
   return Tensor(t.uop.cast(d).scan(op, ax))
 
 
@@ -90,7 +91,8 @@ def cumulative_sum(x, /, *, axis: int | None = None, dtype=None, include_initial
   """
   t = asarray(x)
   if axis is None:
-    if t.ndim > 1: raise ValueError(f"cumulative_sum: axis is required for arrays with more than one dimension, got shape {t.shape}")
+    if t.ndim > 1:
+      raise ValueError(f"cumulative_sum: axis is required for arrays with more than one dimension, got shape {t.shape}")
     t, axis = t.reshape(-1), 0
   r = cumsum(t, axis, dtype)
   if not include_initial: return r
@@ -212,7 +214,8 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
   if m == 0: return full(tuple(lead) + (0,), 0, t.dtype)
   st = V.strides_of(t)
   # a read-only view, as NumPy's: it follows writes into t
-  return V.readonly_view(t, lambda u: _main_diagonal(u.permute(perm).shrink(tuple((0, x) for x in lead) + ((r0, r0 + m), (c0, c0 + m)))),
+  return V.readonly_view(t, lambda u: _main_diagonal(u.permute(perm).shrink(tuple((0, x) for x in lead)
+                                                                            + ((r0, r0 + m), (c0, c0 + m)))),
                          tuple(st[x] for x in perm[:-2]) + (st[a1] + st[a2],))
 
 
@@ -289,7 +292,8 @@ def take(a, indices, axis: int | None = None, mode: str = "raise") -> Tensor:
   if axis is None: t, axis = t.reshape(-1), 0
   ax = _axis(axis, t.ndim, "take")
   n = t.shape[ax]
-  if mode not in ("raise", "wrap", "clip"): raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+  if mode not in ("raise", "wrap", "clip"):
+    raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
   shape = t.shape[:ax] + idx.shape + t.shape[ax + 1:]
   if n == 0 and prod(shape): raise IndexError("take: cannot do a non-empty take from an empty axes.")
   bad = (idx < -n) | (idx >= n)
@@ -317,10 +321,12 @@ def take_along_axis(arr, indices, axis: int | None = -1) -> Tensor:
   Tensor
   """
   t, idx = asarray(arr), np.asarray(indices)
-  if idx.dtype.kind not in "iu": raise IndexError(f"take_along_axis: `indices` must be an integer array, got dtype {idx.dtype}")
+  if idx.dtype.kind not in "iu":
+    raise IndexError(f"take_along_axis: `indices` must be an integer array, got dtype {idx.dtype}")
   if axis is None: t, axis = t.reshape(-1), 0
   if idx.ndim != t.ndim:
-    raise ValueError(f"take_along_axis: `indices` and `arr` must have the same number of dimensions, got shapes {idx.shape} and {t.shape}")
+    raise ValueError(f"take_along_axis: `indices` and `arr` must have the same number of dimensions, got shapes "
+                     f"{idx.shape} and {t.shape}")
   ax = _axis(axis, t.ndim, "take_along_axis")
   iotas = (np.arange(n).reshape((1,) * k + (n,) + (1,) * (t.ndim - k - 1)) for k, n in enumerate(t.shape))
   return t[tuple(idx if k == ax else i for k, i in enumerate(iotas))]
@@ -343,7 +349,8 @@ def meshgrid(*xi, sparse: bool = False, indexing: str = "xy") -> tuple[Tensor, .
   -------
   tuple of Tensor
   """
-  if indexing not in ("xy", "ij"): raise ValueError(f"meshgrid: valid values for `indexing` are 'xy' and 'ij', got {indexing!r}")
+  if indexing not in ("xy", "ij"):
+    raise ValueError(f"meshgrid: valid values for `indexing` are 'xy' and 'ij', got {indexing!r}")
   ts = [asarray(x).reshape(-1) for x in xi]
   nd = len(ts)
   out = [t.reshape((1,) * k + (-1,) + (1,) * (nd - k - 1)) for k, t in enumerate(ts)]
@@ -385,7 +392,8 @@ def inner(a, b) -> Tensor:
   x, y = asarray(a), asarray(b)
   if x.ndim == 0 or y.ndim == 0: return U.apply(np.multiply, x, y)
   if x.shape[-1] != y.shape[-1]:
-    raise ValueError(f"inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})")
+    raise ValueError(f"inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
+                     f"{y.shape[-1]} (dim {y.ndim - 1})")
   return tensordot(x, y, ([x.ndim - 1], [y.ndim - 1]))
 
 
@@ -432,10 +440,12 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
   """
   x = a if isinstance(a, _PY_SCALARS) else asarray(a)
   y = b if isinstance(b, _PY_SCALARS) else asarray(b)
-  y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else float(y) if isinstance(x, Tensor) else asarray(float(y))
+  y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else float(y) if isinstance(x, Tensor) \
+    else asarray(float(y))
   rtol, atol = (v if isinstance(v, _PY_SCALARS) else asarray(v) for v in (rtol, atol))
   ay = abs(y) if isinstance(y, float) else U.apply(np.absolute, y)
-  r = U.apply(np.less_equal, U.apply(np.absolute, x - y), atol + rtol * ay) & U.apply(np.isfinite, y) | U.apply(np.equal, x, y)
+  r = U.apply(np.less_equal, U.apply(np.absolute, x - y), atol + rtol * ay) & U.apply(np.isfinite, y) \
+    | U.apply(np.equal, x, y)
   return r | (U.apply(np.isnan, x) & U.apply(np.isnan, y)) if equal_nan else r
 
 

@@ -100,13 +100,16 @@ def _windows(u: UOp, axis: int, k: int, stride: int, dilation: int) -> UOp:
 
 def _pair(v, n: int, name: str) -> tuple[int, ...]:
   t = (v,) * n if isinstance(v, int) else tuple(v)
-  if len(t) != n or any(not isinstance(a, (int, np.integer)) for a in t): raise ValueError(f"{name} must be an int or {n} ints, got {v!r}")
+  if len(t) != n or any(not isinstance(a, (int, np.integer)) for a in t):
+    raise ValueError(f"{name} must be an int or {n} ints, got {v!r}")
   return tuple(int(a) for a in t)
 
 
 def _conv(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups: int, nd: int, name: str) -> Tensor:
   x, w = _t(x), _t(w)
-  if x.ndim != nd + 2 or w.ndim != nd + 2: raise ValueError(f"{name}: expected input (N, C, *spatial) and weight (O, C/groups, *kernel) of rank {nd + 2}, got {x.shape} and {w.shape}")
+  if x.ndim != nd + 2 or w.ndim != nd + 2:
+    raise ValueError(f"{name}: expected input (N, C, *spatial) and weight (O, C/groups, *kernel) of rank {nd + 2}, "
+                     f"got {x.shape} and {w.shape}")
   n, c, o, cg = x.shape[0], x.shape[1], w.shape[0], w.shape[1]
   if groups < 1 or c % groups or o % groups or cg != c // groups:
     raise ValueError(f"{name}: input channels {c}, weight {w.shape} and groups={groups} do not match")
@@ -117,7 +120,8 @@ def _conv(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups: int, nd
     pads = tuple((t // 2, t - t // 2) for t in tot)
   else: pads = tuple((p, p) for p in _pair(padding, nd, "padding"))
   sp = tuple(s + a + b for s, (a, b) in zip(x.shape[2:], pads))
-  if any(s < d * (k - 1) + 1 for s, d, k in zip(sp, dl, ks)): raise ValueError(f"{name}: kernel {ks} larger than padded input {sp}")
+  if any(s < d * (k - 1) + 1 for s, d, k in zip(sp, dl, ks)):
+    raise ValueError(f"{name}: kernel {ks} larger than padded input {sp}")
   dt = np.result_type(x.dtype, w.dtype)
   u = x.astype(dt).uop
   # padded input materialized once (STAGE): the convolution's inner loops then load without bounds guards
@@ -154,7 +158,8 @@ def _pool(x, kernel_size, stride, padding, op: Ops, name: str, pad_value) -> Ten
   ks = _pair(kernel_size, 2, "kernel_size")
   st = ks if stride is None else _pair(stride, 2, "stride")
   pd = _pair(padding, 2, "padding")
-  if any(p > k // 2 for p, k in zip(pd, ks)): raise ValueError(f"{name}: padding {pd} must be at most half the kernel {ks}")
+  if any(p > k // 2 for p, k in zip(pd, ks)):
+    raise ValueError(f"{name}: padding {pd} must be at most half the kernel {ks}")
   lead = x.ndim - 2
   u = x.uop.pad(((0, 0),) * lead + tuple((p, p) for p in pd), pad_value)
   u = _windows(u, lead, ks[0], st[0], 1)
@@ -216,20 +221,30 @@ def cross_entropy(logits, target, axis: int = -1, reduction: str = "mean") -> Te
 # ---------------------------------------------------------------------- NumPy-style parameter docs
 def _params(fn, params: str, returns: str = "Tensor") -> None:
   lines = [p.strip() for p in params.split(";") if p.strip()]
-  fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\nParameters\n----------\n" + "\n".join(lines) + f"\n\nReturns\n-------\n{returns}"
+  fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\nParameters\n----------\n" + "\n".join(lines) \
+    + f"\n\nReturns\n-------\n{returns}"
 
 
 _X = "x : Tensor or array_like"
 for _fn, _p in [(softmax, f"{_X}; axis : int, default -1"), (log_softmax, f"{_X}; axis : int, default -1"),
                 (logsumexp, f"{_X}; axis : None, int or tuple of ints; keepdims : bool, default False"),
                 (relu, _X), (sigmoid, _X), (silu, _X), (softplus, _X), (gelu, f"{_X}; approximate : 'none' or 'tanh'"),
-                (layer_norm, f"{_X}; normalized_shape : int or tuple of ints (the trailing axes); weight, bias : array_like, optional; eps : float, default 1e-5"),
-                (conv2d, "x : (N, C, H, W); weight : (O, C/groups, KH, KW); bias : (O,), optional; stride, dilation : int or pair; "
+                (layer_norm, f"{_X}; normalized_shape : int or tuple of ints (the trailing axes); "
+                             "weight, bias : array_like, optional; eps : float, default 1e-5"),
+                (conv2d, "x : (N, C, H, W); weight : (O, C/groups, KH, KW); bias : (O,), optional; "
+                         "stride, dilation : int or pair; "
                          "padding : int, pair, 'same' or 'valid'; groups : int"),
-                (conv1d, "x : (N, C, L); weight : (O, C/groups, K); bias : (O,), optional; stride, dilation : int; padding : int, 'same' or 'valid'; groups : int"),
-                (max_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; padding : int or pair"),
-                (avg_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; padding : int or pair"),
-                (scaled_dot_product_attention, "q, k, v : (..., L, d), (..., S, d), (..., S, dv); mask : bool or additive, optional; is_causal : bool; scale : float, optional"),
-                (one_hot, "indices : integer Tensor or array_like; num_classes : int; dtype : dtype-like, default float32"),
-                (cross_entropy, "logits : (..., C); target : integer class indices or probabilities; axis : int; reduction : 'mean', 'sum' or 'none'")]:
+                (conv1d, "x : (N, C, L); weight : (O, C/groups, K); bias : (O,), optional; stride, dilation : int; "
+                         "padding : int, 'same' or 'valid'; groups : int"),
+                (max_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; "
+                             "padding : int or pair"),
+                (avg_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; "
+                             "padding : int or pair"),
+                (scaled_dot_product_attention, "q, k, v : (..., L, d), (..., S, d), (..., S, dv); "
+                                               "mask : bool or additive, optional; is_causal : bool; "
+                                               "scale : float, optional"),
+                (one_hot,
+                 "indices : integer Tensor or array_like; num_classes : int; dtype : dtype-like, default float32"),
+                (cross_entropy, "logits : (..., C); target : integer class indices or probabilities; axis : int; "
+                                "reduction : 'mean', 'sum' or 'none'")]:
   _params(_fn, _p)

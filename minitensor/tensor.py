@@ -46,7 +46,8 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> 
   for k in range(n):
     sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
     if len(sizes) > 1:
-      raise ValueError(f"{op}: operands could not be broadcast together with shapes {' '.join(str(tuple(s)) for s in shapes)}")
+      raise ValueError(f"{op}: operands could not be broadcast together with shapes "
+                       f"{' '.join(str(tuple(s)) for s in shapes)}")
     out.append(sizes.pop() if sizes else 1)
   return tuple(out)
 
@@ -157,7 +158,8 @@ class Tensor(NdarrayMethods):
     back); np.array(t) or copy=True: a writable copy."""
     a = self._value()
     if dtype is not None and np.dtype(dtype) != a.dtype:
-      if copy is False: raise ValueError(f"Unable to avoid copy while creating an array as requested: {a.dtype} -> {np.dtype(dtype)}")
+      if copy is False:
+        raise ValueError(f"Unable to avoid copy while creating an array as requested: {a.dtype} -> {np.dtype(dtype)}")
       return a.astype(dtype)
     if copy: return np.array(a, copy=True)
     v = a.view()
@@ -166,13 +168,16 @@ class Tensor(NdarrayMethods):
 
   def tolist(self): return self._value(element=True).tolist()
   def item(self, *args):
-    if not args and self.size != 1: raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
+    if not args and self.size != 1:
+      raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
     return self._value(element=True).item(*args)
   def __float__(self) -> float: return float(self._scalar("float"))
   def __int__(self) -> int: return int(self._scalar("int"))
   def __complex__(self) -> complex: return complex(self._scalar("complex"))
   def __bool__(self) -> bool:
-    if self.size != 1: raise ValueError(f"The truth value of a Tensor with more than one element is ambiguous (shape {self.shape}); use .any() or .all()")
+    if self.size != 1:
+      raise ValueError(f"The truth value of a Tensor with more than one element is ambiguous (shape {self.shape}); "
+                       "use .any() or .all()")
     return bool(self._value(element=True).reshape(()))
   def __index__(self) -> int:
     if not (self.uop.dtype.is_int or self.uop.dtype.is_bool) or self.ndim != 0:
@@ -255,9 +260,11 @@ class Tensor(NdarrayMethods):
     fast = self._fast_power(x) if ufunc is np.power else None
     r = matmul(self, x) if ufunc is np.matmul else U.apply(fast, self) if fast is not None else U.apply(ufunc, self, x)
     if not np.can_cast(r.dtype, self.dtype, "same_kind"):
-      raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} with casting rule 'same_kind'")
+      raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} "
+                      "with casting rule 'same_kind'")
     if r.shape != self.shape:
-      raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast shape {r.shape}")
+      raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
+                       f"shape {r.shape}")
     V.write(self, r.uop.cast(self.uop.dtype))
     return self
   def __iadd__(self, x): return self._inplace(np.add, x)
@@ -307,7 +314,8 @@ class Tensor(NdarrayMethods):
     axes = normalize_axes(axis, self.ndim, name)
     u = self.uop.cast(acc) if acc is not None else self.uop
     if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
-      raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
+      raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
+                       f"(shape {self.shape}, axis {axis})")
     if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
     keep = [k for k in range(self.ndim) if k not in axes]
     r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
@@ -360,8 +368,12 @@ class Tensor(NdarrayMethods):
     if v.ndim: raise TypeError(f"std: the square root of {v.dtype} cannot be cast back to {v.dtype}; use a float dtype")
     return Tensor(UOp(Ops.SQRT, (v.uop.cast(dtypes.float64),)).cast(v.uop.dtype))
 
-  def any(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else _full_bool(self, axis, keepdims, False)
-  def all(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else _full_bool(self, axis, keepdims, True)
+  def any(self, axis=None, keepdims: bool = False) -> Tensor:
+    return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else \
+      _full_bool(self, axis, keepdims, False)
+  def all(self, axis=None, keepdims: bool = False) -> Tensor:
+    return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else \
+      _full_bool(self, axis, keepdims, True)
 
   def argmax(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MAX)
   def argmin(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MIN)
@@ -377,7 +389,8 @@ class Tensor(NdarrayMethods):
     if any(s < -1 for s in shape): raise ValueError(f"reshape: negative dimensions not allowed: {shape}")
     if -1 in shape:
       known = prod(s for s in shape if s != -1)
-      if known == 0 or self.size % known: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+      if known == 0 or self.size % known:
+        raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
       shape = tuple(self.size // known if s == -1 else s for s in shape)
     _check_shape(shape, "reshape", self.itemsize)
     if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
@@ -386,7 +399,8 @@ class Tensor(NdarrayMethods):
   def transpose(self, *axes) -> Tensor:
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or (len(axes) == 1 and axes[0] is None): axes = axes[0]
     if not axes: axes = tuple(range(self.ndim))[::-1]
-    if len(axes) != self.ndim: raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
+    if len(axes) != self.ndim:
+      raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
     ax = [operator.index(a) for a in axes]
     for a in ax:
       if not -self.ndim <= a < self.ndim: raise AxisError(a, self.ndim, "transpose")
@@ -404,15 +418,19 @@ class Tensor(NdarrayMethods):
   def ravel(self) -> Tensor: return self.reshape(-1)
 
   def squeeze(self, axis=None) -> Tensor:
-    axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim, "squeeze")
+    axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else \
+      normalize_axes(axis, self.ndim, "squeeze")
     for a in axes:
-      if self.shape[a] != 1: raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one (axis {a} of shape {self.shape})")
+      if self.shape[a] != 1:
+        raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one "
+                         f"(axis {a} of shape {self.shape})")
     return V.reshaped(self, tuple(s for k, s in enumerate(self.shape) if k not in axes))
 
   def expand_dims(self, axis) -> Tensor: return expand_dims(self, axis)
 
   def broadcast_to(self, shape) -> Tensor:
-    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
+      tuple(operator.index(s) for s in shape)
     _check_shape(shape, "broadcast_to", self.itemsize)
     if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
       raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
@@ -451,7 +469,8 @@ class Tensor(NdarrayMethods):
 # ---------------------------------------------------------------------- helpers of the methods above
 def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
   axes = normalize_axes(axis, t.ndim, "any/all")
-  shape = tuple(1 if k in axes else s for k, s in enumerate(t.shape)) if keepdims else tuple(s for k, s in enumerate(t.shape) if k not in axes)
+  shape = tuple(1 if k in axes else s for k, s in enumerate(t.shape)) if keepdims else \
+    tuple(s for k, s in enumerate(t.shape) if k not in axes)
   return full(shape, v, dtype=bool)
 
 
@@ -495,7 +514,8 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   """
   if isinstance(obj, Tensor):
     if dtype is not None and _dtype(dtype).np != obj.dtype:
-      if copy is False: raise ValueError(f"asarray: unable to avoid a copy converting {obj.dtype} to {np.dtype(dtype)} (copy=False)")
+      if copy is False:
+        raise ValueError(f"asarray: unable to avoid a copy converting {obj.dtype} to {np.dtype(dtype)} (copy=False)")
       return obj.astype(dtype)
     return obj.copy() if copy else obj
   if type(obj) is int and not -2 ** 63 <= obj < 2 ** 64:
@@ -510,7 +530,8 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
     except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
   if a.dtype.kind in "OUSVMm":
     raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
-  want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
+  want = _dtype(dtype) if dtype is not None else \
+    dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
   if copy is False:
     if a.dtype != want.np or not a.flags.c_contiguous:
       why = "it is not C-contiguous" if not a.flags.c_contiguous else f"it is not {want.name}"
@@ -526,7 +547,8 @@ array = asarray
 def full(shape, fill_value, dtype=None) -> Tensor:
   shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
   if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
-  if isinstance(fill_value, Tensor): return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
+  if isinstance(fill_value, Tensor):
+    return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
   _check_shape(shape, "full", d.itemsize)
   if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
@@ -534,7 +556,8 @@ def full(shape, fill_value, dtype=None) -> Tensor:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                     stacklevel=2)
     fill_value = bool(fill_value) if d.is_bool else fill_value.real
-  c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else UOp.const(fill_value, d)
+  c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else \
+    UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
 
@@ -544,7 +567,8 @@ MAX_DIMS = 64
 def _check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
   """NumPy's limits, at the call: at most 64 dimensions, and a byte size (of the non-zero axes, as NumPy
   counts) that fits in a signed 64-bit integer."""
-  if len(shape) > MAX_DIMS: raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
+  if len(shape) > MAX_DIMS:
+    raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
   if prod(s for s in shape if s) * itemsize >= 2 ** 63:
     raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")
 
@@ -577,7 +601,8 @@ def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
   xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]
   for v in xs:
-    if type(v) is int and not -2**63 <= v < 2**64: raise OverflowError(f"where: Python int {v} too large to convert to int64")
+    if type(v) is int and not -2**63 <= v < 2**64:
+      raise OverflowError(f"where: Python int {v} too large to convert to int64")
   d = dtypes.from_numpy(np.result_type(*(v.dtype if isinstance(v, Tensor) else v for v in xs)))
   shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
   a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else UOp.const(d.python(v), d), shape) for v in xs)
@@ -622,7 +647,8 @@ def expand_dims(a, axis) -> Tensor:
 def matmul(a, b) -> Tensor:
   """a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast."""
   a, b = asarray(a), asarray(b)
-  if a.ndim == 0 or b.ndim == 0: raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
+  if a.ndim == 0 or b.ndim == 0:
+    raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
   a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
   b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
   (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
@@ -635,7 +661,8 @@ def matmul(a, b) -> Tensor:
   bu = U._broadcast(b2.uop.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
   prodt = au & bu if acc.is_bool else au * bu
-  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
+  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
+             UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
   shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
   return r.reshape(shape)
 
@@ -686,45 +713,71 @@ _AXIS = "axis : None, int or tuple of ints, optional (negative counts from the e
 _DOCS = {
   "realize": ("Compute the value now (unless computed already) and keep it.", "", "Tensor\n    self"),
   "numpy": ("The value as a fresh, writable ndarray.", "", "numpy.ndarray"),
-  "tolist": ("The value as nested Python lists of Python scalars (no compile for a realized Tensor).", "", "list or scalar"),
-  "item": ("One element as a Python scalar.", "*args : int or tuple of ints, optional (a flat or multi-dimensional index; none for size 1)", "int, float or bool"),
-  "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.", "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
+  "tolist": ("The value as nested Python lists of Python scalars (no compile for a realized Tensor).", "",
+             "list or scalar"),
+  "item": ("One element as a Python scalar.",
+           "*args : int or tuple of ints, optional (a flat or multi-dimensional index; none for size 1)",
+           "int, float or bool"),
+  "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.",
+             "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
   "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
   "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
   "conj": ("The complex conjugate (the Tensor itself for real dtypes).", ""),
-  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "prod": ("Product over `axis`, with NumPy's accumulation dtype.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
-  "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
-  "mean": ("Mean over `axis` (float64 for integer input).", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "var": ("Variance over `axis`: mean squared deviation, divided by N - ddof.", f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; correction : float, optional (Array API name of ddof)"),
-  "std": ("Standard deviation over `axis` (the square root of var).", f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; correction : float, optional"),
+  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.",
+          f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "prod": ("Product over `axis`, with NumPy's accumulation dtype.",
+           f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).",
+          f"{_AXIS}; keepdims : bool, default False"),
+  "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).",
+          f"{_AXIS}; keepdims : bool, default False"),
+  "mean": ("Mean over `axis` (float64 for integer input).",
+           f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "var": ("Variance over `axis`: mean squared deviation, divided by N - ddof.",
+          f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; "
+          "correction : float, optional (Array API name of ddof)"),
+  "std": ("Standard deviation over `axis` (the square root of var).",
+          f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; "
+          "correction : float, optional"),
   "any": ("Whether any element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
   "all": ("Whether every element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
-  "argmax": ("Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).", "axis : int or None; keepdims : bool, default False"),
-  "argmin": ("Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).", "axis : int or None; keepdims : bool, default False"),
-  "reshape": ("The same elements in row-major order with another shape (no copy; one -1 is inferred).", "*shape : ints or a tuple of ints; order : 'C'"),
+  "argmax": ("Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).",
+             "axis : int or None; keepdims : bool, default False"),
+  "argmin": ("Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).",
+             "axis : int or None; keepdims : bool, default False"),
+  "reshape": ("The same elements in row-major order with another shape (no copy; one -1 is inferred).",
+              "*shape : ints or a tuple of ints; order : 'C'"),
   "transpose": ("The axes permuted (reversed by default); no copy.", "*axes : ints, a tuple of ints, or none"),
   "permute_dims": ("The axes permuted (Array API name of transpose).", "axes : tuple of ints"),
   "swapaxes": ("Axes a and b exchanged.", "a, b : int"),
   "flatten": ("The elements as a 1-D Tensor in row-major order (no copy: Tensors are immutable).", ""),
   "ravel": ("The elements as a 1-D Tensor in row-major order.", ""),
-  "squeeze": ("Size-1 axes removed (all of them, or those in `axis`; ValueError for an axis of another size).", f"{_AXIS}"),
+  "squeeze": ("Size-1 axes removed (all of them, or those in `axis`; ValueError for an axis of another size).",
+              f"{_AXIS}"),
   "expand_dims": ("Size-1 axes inserted at the positions `axis` (of the result).", "axis : int or tuple of ints"),
   "broadcast_to": ("The Tensor broadcast to `shape` (NumPy's rules; no copy).", "shape : int or tuple of ints"),
   "flip": ("The order of elements reversed along `axis` (all axes for None); no copy.", f"{_AXIS}"),
   "dot": ("numpy.dot with another operand.", "other : Tensor or array_like"),
-  "explain": ("The schedule realizing this Tensor runs: kernels, their C, buffers, loop-iteration counts.", "", "minitensor.inspect.Explanation"),
+  "explain": ("The schedule realizing this Tensor runs: kernels, their C, buffers, loop-iteration counts.", "",
+              "minitensor.inspect.Explanation"),
 }
 for _name, _d in _DOCS.items(): getattr(Tensor, _name).__doc__ = _doc(*_d)
 
-broadcast_shapes.__doc__ = _doc("NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do not broadcast.",
+broadcast_shapes.__doc__ = _doc("NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do "
+                                "not broadcast.",
                                 "*shapes : tuples of ints; op : str (the operation named in errors)", "tuple of ints")
-where.__doc__ = _doc("x where cond is true, else y (broadcast together; x and y promoted as NumPy does).", "cond : array_like of bool; x, y : array_like or scalar")
-clip.__doc__ = _doc("Values of a limited to [a_min, a_max] (NumPy's clip).", "a : array_like; a_min, a_max : scalar, array_like or None")
-round.__doc__ = _doc("Values rounded half to even to `decimals` places (NumPy's round).", "a : array_like; decimals : int, default 0")
-matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast.", "a, b : array_like (at least 1-D)")
-dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's second-to-last axis otherwise.", "a, b : array_like")
-tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).", "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
-realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.", "*tensors : Tensor", "list of numpy.ndarray")
+where.__doc__ = _doc("x where cond is true, else y (broadcast together; x and y promoted as NumPy does).",
+                     "cond : array_like of bool; x, y : array_like or scalar")
+clip.__doc__ = _doc("Values of a limited to [a_min, a_max] (NumPy's clip).",
+                    "a : array_like; a_min, a_max : scalar, array_like or None")
+round.__doc__ = _doc("Values rounded half to even to `decimals` places (NumPy's round).",
+                     "a : array_like; decimals : int, default 0")
+matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches "
+                      "broadcast.", "a, b : array_like (at least 1-D)")
+dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's "
+                   "second-to-last axis otherwise.", "a, b : array_like")
+tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).",
+                         "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
+realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.",
+                       "*tensors : Tensor", "list of numpy.ndarray")
 add_where(Tensor)     # after the docs above: the wrappers extend them

@@ -128,7 +128,8 @@ TABLE: dict[np.ufunc, Callable[..., UOp]] = {
   np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
   np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
   np.less: _compare(lambda a, b: a < b, np.less), np.less_equal: _compare(lambda a, b: a <= b, np.less_equal),
-  np.greater: _compare(lambda a, b: a > b, np.greater), np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
+  np.greater: _compare(lambda a, b: a > b, np.greater),
+  np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
   np.equal: _compare(lambda a, b: a.eq(b), np.equal), np.not_equal: _compare(lambda a, b: a.ne(b), np.not_equal),
   np.logical_and: lambda a, b: _bool(a) & _bool(b), np.logical_or: lambda a, b: _bool(a) | _bool(b),
   np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
@@ -188,7 +189,8 @@ def _resolved(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None) -> tuple
   try: dts = ufunc.resolve_dtypes(key[2:] + (None,) * ufunc.nout, casting="same_kind", **kw)
   except TypeError as e:
     names = ", ".join(getattr(d, "__name__", str(d)) for d in key[2:])
-    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} ({e})") from e
+    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} "
+                    f"({e})") from e
   r = _RESOLVED[key] = (dts, tuple(dtypes.from_numpy(d) for d in dts[:ufunc.nin]), dtypes.from_numpy(dts[-1]))
   return r
 
@@ -208,7 +210,8 @@ def apply(ufunc: np.ufunc, *operands, dtype=None):
   _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
   tensors = [x if type(x) in _PY_SCALARS or isinstance(x, Tensor) else T.asarray(x) for x in operands]
   shape = T.broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY_SCALARS], op=ufunc.__name__)
-  if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))
+  if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None:
+    return Tensor(_broadcast(c, shape))
   uops = [_broadcast(t.uop.cast(d), shape) if type(t) not in _PY_SCALARS else _scalar(t, d, shape, ufunc.__name__)
           for t, d in zip(tensors, ins)]
   if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:

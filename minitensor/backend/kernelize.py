@@ -102,7 +102,8 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   evals: dict[UOp, int] = {}
   live: dict[UOp, frozenset] = {}
   for (u, _), v in ctx.memo.items():
-    if u.op in _EXPENSIVE or (u.op in ALU and u.shape): evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
+    if u.op in _EXPENSIVE or (u.op in ALU and u.shape):
+      evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
   heavy: set[UOp] = set()
   best = None
   for u in root.toposort():

@@ -605,7 +605,8 @@ def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel")
       if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or a.dtype != b.dtype.np or a.size < b.arg.shape[0]:
         raise ValueError(f"run_c: slot {s} needs a contiguous {b.dtype.name} array of {b.arg.shape[0]} elements, "
                          f"got {getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
-      if s in written and not a.flags.writeable: raise ValueError(f"run_c: slot {s} is written but the array is read-only")
+      if s in written and not a.flags.writeable:
+        raise ValueError(f"run_c: slot {s} is written but the array is read-only")
     slots = sorted(bufs)
     prog = render_c(prog, name)
   else: slots = sorted(buffers)

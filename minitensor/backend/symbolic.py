@@ -47,7 +47,8 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
       r = f(*a)
     return bool(r) if op in COMPARE else float(r)
   a = [int(v) for v in vals]
-  if op in COMPARE: return {Ops.CMPLT: a[0] < a[1], Ops.CMPLE: a[0] <= a[1], Ops.CMPEQ: a[0] == a[1], Ops.CMPNE: a[0] != a[1]}[op]
+  if op in COMPARE:
+    return {Ops.CMPLT: a[0] < a[1], Ops.CMPLE: a[0] <= a[1], Ops.CMPEQ: a[0] == a[1], Ops.CMPNE: a[0] != a[1]}[op]
   if op is Ops.FLOORDIV: r = 0 if a[1] == 0 else a[0] // a[1]
   elif op is Ops.FLOORMOD: r = 0 if a[1] == 0 else a[0] % a[1]
   elif op in _SHIFTS:
@@ -119,7 +120,8 @@ def _bounds(u: UOp) -> tuple:
   elif op is Ops.MAX: r = (max(a0, b0), max(a1, b1))
   elif op is Ops.MIN: r = (min(a0, b0), min(a1, b1))
   elif op in (Ops.AND, Ops.OR):
-    if not d.is_bool: return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
+    if not d.is_bool:
+      return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
     r = (a0 and b0, a1 and b1) if op is Ops.AND else (a0 or b0, a1 or b1)
   elif b0 == b1 and b0 > 0:
     c = b0

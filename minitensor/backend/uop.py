@@ -140,10 +140,12 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   if op in _ALU_NO_CAST: return _infer_alu(op, src)
   n = op._name_
   if op is Ops.CONST:
-    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, lambda: "CONST: needs a dtype and no sources")
+    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void,
+           lambda: "CONST: needs a dtype and no sources")
     return dtype, ()
   if op in (Ops.BUFFER, Ops.ALLOC):
-    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
+    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1,
+           lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
     return arg.dtype, arg.shape
   if op is Ops.RANGE:
     _check(not src and isinstance(arg, RangeArg) and arg.size >= 1 and (arg.var is None or arg.var.op is Ops.VAR),
@@ -163,7 +165,8 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
       _check(i.shape == idx[0].shape, lambda: f"INDEX: index shapes differ: {idx[0].shape} vs {i.shape}")
     return x.dtype, idx[0].shape + x.shape[len(idx):]
   if op is Ops.CAST:
-    _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void, "CAST: one source and a target dtype")
+    _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void,
+           "CAST: one source and a target dtype")
     return dtype, src[0].shape
   return _infer_shape(op, src, arg)
 
@@ -180,7 +183,8 @@ def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
   for s in vals:
     if s.dtype is not d: raise UOpError(f"{op.name}: dtype mismatch {d.name} vs {s.dtype.name} (insert a CAST)")
   if d is dtypes.void: raise UOpError(f"{op.name}: operand has no value (void)")
-  if op is Ops.WHERE and src[0].dtype is not dtypes.bool: raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
+  if op is Ops.WHERE and src[0].dtype is not dtypes.bool:
+    raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
   if d.kind == "c" or op in (Ops.REAL, Ops.IMAG, Ops.CMPLX): return _infer_complex(op, d, shape)
   if op in _FLOAT_ONLY and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
   if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR))):
@@ -205,10 +209,12 @@ def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]
   if op is Ops.AFTER:
     _check(len(src) >= 1, "AFTER: needs the value it orders")
     return src[0].dtype, src[0].shape
-  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (), lambda: f"{op.name}: needs an INDEX to a scalar element")
+  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (),
+         lambda: f"{op.name}: needs an INDEX to a scalar element")
   base = src[0].src[0]
   while base.op is Ops.AFTER: base = base.src[0]
-  _check(base.op in (Ops.BUFFER, Ops.ALLOC), lambda: f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
+  _check(base.op in (Ops.BUFFER, Ops.ALLOC),
+         lambda: f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
   if op is Ops.LOAD:
     _check(len(src) == 1, "LOAD: takes one INDEX")
     return src[0].dtype, ()
@@ -235,10 +241,12 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
            and prod(arg) == prod(s), lambda: f"RESHAPE {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.EXPAND:
-    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), lambda: f"EXPAND {s} -> {arg}")
+    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)),
+           lambda: f"EXPAND {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.PERMUTE:
-    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))), lambda: f"PERMUTE {arg} of {s}")
+    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))),
+           lambda: f"PERMUTE {arg} of {s}")
     return x.dtype, tuple(s[i] for i in arg)
   if op is Ops.SHRINK:
     _check(type(arg) is tuple and len(arg) == len(s) and _pairs(arg, s, True), lambda: f"SHRINK {arg} of {s}")
@@ -305,7 +313,8 @@ class UOp:
     if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
     key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
     if (u := _CONS.get(key)) is not None:
-      if dtype is not None and u.dtype is not dtype: raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
+      if dtype is not None and u.dtype is not dtype:
+        raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
       return u
     dt, shape = _infer(op, src, arg, dtype)
     if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
@@ -367,8 +376,10 @@ class UOp:
       import hashlib
       for u in self.toposort():
         if u._key is None:
-          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
-            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) else _argkey(u.arg)
+          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) \
+            if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
+            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) \
+            else _argkey(u.arg)
           h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
           for s in u.src: h.update(s._key)
           u._key = h.digest()
@@ -386,7 +397,8 @@ class UOp:
   # ---- builders
   @staticmethod
   def const(v, dtype: DType | None = None) -> UOp:
-    if dtype is None: dtype = dtypes.bool if isinstance(v, bool) else dtypes.index if isinstance(v, int) else dtypes.float32
+    if dtype is None:
+      dtype = dtypes.bool if isinstance(v, bool) else dtypes.index if isinstance(v, int) else dtypes.float32
     return UOp(Ops.CONST, (), v, dtype)
 
   def const_like(self, v) -> UOp:
@@ -395,9 +407,11 @@ class UOp:
     if not self.shape: return c
     return c.reshape((1,) * len(self.shape)).expand(self.shape)
 
-  def index(self, *idx: UOp | int) -> UOp: return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
+  def index(self, *idx: UOp | int) -> UOp:
+    return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
   def load(self) -> UOp: return UOp(Ops.LOAD, (self,))
-  def store(self, v: UOp | int | float) -> UOp: return UOp(Ops.STORE, (self, v if isinstance(v, UOp) else UOp.const(v, self.dtype)))
+  def store(self, v: UOp | int | float) -> UOp:
+    return UOp(Ops.STORE, (self, v if isinstance(v, UOp) else UOp.const(v, self.dtype)))
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, (self, *deps)) if deps else self
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, (self, *ranges)) if ranges else self
   def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
@@ -422,7 +436,8 @@ class UOp:
     if len(pads) == len(self.shape) and all(p == (0, 0) for p in pads): return self
     return UOp(Ops.PAD, (self,), (pads, self.dtype.python(value)))
   def flip(self, axes: tuple[int, ...]) -> UOp:
-    if not all(isinstance(a, int) and 0 <= a < len(self.shape) for a in axes): return UOp(Ops.FLIP, (self,), tuple(axes))
+    if not all(isinstance(a, int) and 0 <= a < len(self.shape) for a in axes):
+      return UOp(Ops.FLIP, (self,), tuple(axes))
     axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
     return UOp(Ops.FLIP, (self,), axes) if axes else self
 
@@ -430,7 +445,9 @@ class UOp:
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
   def alu(self, op: Ops, *src) -> UOp: return UOp(op, (self, *(self._operand(s) for s in src)))
   def where(self, a, b) -> UOp:
-    a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape else UOp.const(a))
+    a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else
+                                      UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape
+                                      else UOp.const(a))
     return UOp(Ops.WHERE, (self, a, a._operand(b)))
   def __add__(self, x): return self.alu(Ops.ADD, x)
   def __radd__(self, x): return self._operand(x).alu(Ops.ADD, self)
