@@ -117,12 +117,14 @@ def test_defaults_are_the_primitives():
 
 
 # ---------------------------------------------------------------- concat and move_axis
-@pytest.mark.parametrize("shape,axis,k", [((3,), 0, 2), ((2, 3), 0, 3), ((2, 3), 1, 2), ((2, 3, 4), 2, 3), ((2, 1, 4), 1, 4)])
+@pytest.mark.parametrize("shape,axis,k", [((3,), 0, 2), ((2, 3), 0, 3), ((2, 3), 1, 2), ((2, 3, 4), 2, 3),
+                                          ((2, 1, 4), 1, 4)])
 def test_concat(shape, axis, k):
   xs = [data(shape, seed=s) for s in range(k)]
   us = [tensor(shape, slot=s) for s in range(k)]
   np.testing.assert_array_equal(run_shaped(concat(us, axis), [x.ravel() for x in xs]), np.concatenate(xs, axis))
-  if k == 2: np.testing.assert_array_equal(run_shaped(concat2(*us, axis), [x.ravel() for x in xs]), np.concatenate(xs, axis))
+  if k == 2:
+    np.testing.assert_array_equal(run_shaped(concat2(*us, axis), [x.ravel() for x in xs]), np.concatenate(xs, axis))
 
 
 @pytest.mark.parametrize("src,dst", [(0, 2), (2, 0), (1, 3), (3, 1), (0, 3), (2, 2)])
@@ -159,7 +161,8 @@ def test_pad_keeps_special_values():
   same_bits(run(tensor((3, 4)).pad(arg), x), np.pad(x, arg))
 
 
-@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.uint8, dtypes.bool, dtypes.float64, dtypes.int64], ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.uint8, dtypes.bool, dtypes.float64, dtypes.int64],
+                         ids=lambda d: d.name)
 def test_pad_dtypes(dtype):
   x = data((2, 3), dtype, 6)
   arg = ((1, 2), (3, 0))

@@ -48,7 +48,8 @@ def reduce_loop(a: UOp, scope: tuple, r: UOp, identity: UOp, combine, value: UOp
 def gemm_program(N: int) -> UOp:
   A, B, C = buf(0, N * N), buf(1, N * N), buf(2, N * N)
   i, j, k = range_(N, 0), range_(N, 1), range_(N, 2, AxisType.REDUCE)
-  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v, A.index(i * N + k).load() * B.index(k * N + j).load())
+  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v,
+                        A.index(i * N + k).load() * B.index(k * N + j).load())
   res = a0.after(upd.end(k)).index(0).load()
   return sink(C.index(i * N + j).store(res).end(i, j))
 
@@ -62,7 +63,8 @@ def test_gemm():
   np.testing.assert_allclose(c.reshape(N, N), a @ b, rtol=1e-5, atol=1e-5)
   nest = dict(loop_nest(src))
   assert nest["acc0 = 0.0f;"] == ("ridx0", "ridx1")                  # reset once per output element
-  assert [ln for ln, s in loop_nest(src) if ln.startswith("for")] == [f"for (int ridx{k} = 0; ridx{k} < {N}; ridx{k}++) {{" for k in range(3)]
+  assert [ln for ln, s in loop_nest(src) if ln.startswith("for")] == \
+    [f"for (int ridx{k} = 0; ridx{k} < {N}; ridx{k}++) {{" for k in range(3)]
   store = next(s for ln, s in loop_nest(src) if ln.startswith("data2["))
   assert store == ("ridx0", "ridx1")                                 # the store is after the k loop, not in it
 
@@ -74,7 +76,8 @@ def test_gemm_is_not_the_syllabus_gemm():
   a, b = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
   A, B, C = buf(0, N * N), buf(1, N * N), buf(2, N * N)
   i, j, k = range_(N, 0), range_(N, 1), range_(N, 2, AxisType.REDUCE)
-  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v, A.index(i * N + j).load() * B.index(i * N + k).load())
+  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v,
+                        A.index(i * N + j).load() * B.index(i * N + k).load())
   s = simplify(sink(C.index(i * N + j).store(a0.after(upd.end(k)).index(0).load()).end(i, j)))
   c = np.zeros(N * N, np.float32)
   src = run_kernel(s, {0: a.ravel(), 1: b.ravel(), 2: c}, "syllabus")
@@ -112,9 +115,11 @@ def test_sub_max_sibling_loops(R, C):
   assert max_loop == ("ridx0",) and col_loop == ("ridx0",), f"max loop and column loop must be siblings:\n{src}"
   assert all("ridx1" not in s for ln, s in nest if "ridx2" in s), "the max loop is nested inside the column loop"
   # loop-invariant work is hoisted: the negated row max is computed once per row, not per column
-  assert all(s == ("ridx0",) for ln, s in nest if "-1.0f" in ln), f"row-invariant arithmetic inside the column loop:\n{src}"
+  assert all(s == ("ridx0",) for ln, s in nest if "-1.0f" in ln), \
+    f"row-invariant arithmetic inside the column loop:\n{src}"
   lines = [ln for ln, _ in nest]
-  assert lines.index(next(ln for ln in lines if ln.startswith("for (int ridx2"))) < lines.index(next(ln for ln in lines if ln.startswith("for (int ridx1")))
+  assert lines.index(next(ln for ln in lines if ln.startswith("for (int ridx2"))) < \
+    lines.index(next(ln for ln in lines if ln.startswith("for (int ridx1")))
   # the same facts in the linearized program
   prog = linearize(s)
   opens = [k for k, st in enumerate(prog) if st.kind == "open"]
@@ -266,7 +271,8 @@ def test_gemm_with_any_range_numbering(order):
   A, B, C = buf(0, N * N), buf(1, N * N), buf(2, N * N)
   i, j = range_(N, order[0]), range_(N, order[1])
   k = range_(N, order[2], AxisType.REDUCE)
-  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v, A.index(i * N + k).load() * B.index(k * N + j).load())
+  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v,
+                        A.index(i * N + k).load() * B.index(k * N + j).load())
   s = simplify(sink(C.index(i * N + j).store(a0.after(upd.end(k)).index(0).load()).end(i, j)))
   rng = np.random.default_rng(8)
   a, b = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)

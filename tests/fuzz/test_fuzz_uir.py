@@ -25,7 +25,8 @@ SPECIAL = [math.nan, -math.nan, math.inf, -math.inf, -0.0, 0.0, 5e-324, 1e-05, 0
 
 def literal(draw, d):
   if d.is_bool: return UOp.const(draw(st.booleans()), d)
-  if d.is_float: return UOp.const(draw(st.one_of(st.sampled_from(SPECIAL), st.floats(width=min(64, 8 * d.itemsize)))), d)
+  if d.is_float:
+    return UOp.const(draw(st.one_of(st.sampled_from(SPECIAL), st.floats(width=min(64, 8 * d.itemsize)))), d)
   if d is dtypes.index: return UOp.const(draw(st.integers(-2**40, 2**40)))
   return UOp.const(draw(st.integers(d.min, d.max)), d)
 
