@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.symbolic import simplify
-from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, buf, memo_walk, prod, range_, sink
+from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
 
 
 def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:
@@ -403,15 +403,3 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   loops = ranges_in(*(b for b, _ in plist))
   body = stores[0] if len(stores) == 1 else UOp(Ops.SINK, tuple(stores))
   return simplify(merge_ends(sink(body.end(*loops))))
-
-
-def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) -> np.ndarray:
-  """Lower a shaped graph whose BUFFERs are slots 0..len(inputs)-1, run it, return the result."""
-  from minitensor.backend.runtime import run_c
-  n = prod(root.shape)
-  res = np.zeros(max(n, 1), root.dtype.np)
-  if n:
-    out = buf(len(inputs), n, root.dtype)
-    run_c(lower(root, out, Ctx(opts=opts or Opts())),
-          {**{i: np.ascontiguousarray(a) for i, a in enumerate(inputs)}, len(inputs): res})
-  return res[:n].reshape(root.shape)

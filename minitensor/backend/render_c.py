@@ -23,8 +23,7 @@ from __future__ import annotations
 import math
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import linearize, variables
-from minitensor.backend.symbolic import bounds
-from minitensor.backend.uop import AxisType, Ops, UOp
+from minitensor.backend.uop import AxisType, Ops, UOp, bounds
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>

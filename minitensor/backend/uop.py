@@ -31,6 +31,9 @@ Nodes are immutable and hash-consed: structurally equal nodes are the same objec
 equality and a dict keyed on UOps is a CSE table. The cons table holds nodes weakly. For that reason `==`
 keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`, `>=`, `.eq()` and `.ne()`.
 Every malformed node raises UOpError when it is built.
+
+`bounds(u)` (also `u.vmin`, `u.vmax`): the range of an integer or bool node's value from RANGE sizes, VAR limits
+and constants, cached on the node; symbolic.py simplifies with it.
 """
 from __future__ import annotations
 import math
@@ -386,13 +389,9 @@ class UOp:
     return self._key
 
   @property
-  def vmin(self):
-    from minitensor.backend.symbolic import bounds
-    return bounds(self)[0]
+  def vmin(self): return bounds(self)[0]
   @property
-  def vmax(self):
-    from minitensor.backend.symbolic import bounds
-    return bounds(self)[1]
+  def vmax(self): return bounds(self)[1]
 
   # ---- builders
   @staticmethod
@@ -510,3 +509,60 @@ def sink(*srcs: UOp) -> UOp: return UOp(Ops.SINK, tuple(srcs))
 def buf(slot: int, size: int, dtype: DType = dtypes.float32) -> UOp:
   """A flat BUFFER of `size` elements, bound to argument `slot` of the kernel."""
   return UOp(Ops.BUFFER, (), ParamArg(slot, dtype, (size,)))
+
+
+# ---------------------------------------------------------------- bounds
+def bounds(u: UOp) -> tuple:
+  """(vmin, vmax) of u's value; the dtype's range where nothing better is known."""
+  if u._bounds is None:
+    for x in u.toposort():
+      if x._bounds is None: x._bounds = _bounds(x)
+  return u._bounds
+
+
+def _bounds(u: UOp) -> tuple:
+  d, op = u.dtype, u.op
+  full = (d.min, d.max) if d is not dtypes.void else (0, 0)
+  if op is Ops.CONST: return (u.arg, u.arg)
+  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
+  if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
+  if op in COMPARE:
+    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+    if u.src[0].dtype.kind in "fc": return (False, True)
+    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
+    if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
+    disjoint = a1 < b0 or b1 < a0
+    same = a0 == a1 == b0 == b1
+    if op is Ops.CMPEQ: return (same, not disjoint)
+    return (disjoint, not same)
+  if op is Ops.WHERE:
+    c, a, b = (s._bounds for s in u.src)
+    if c[0]: return a
+    if not c[1]: return b
+    return (min(a[0], b[0]), max(a[1], b[1]))
+  if op is Ops.CAST:
+    s0, s1 = u.src[0]._bounds
+    if d.kind in "fc" or u.src[0].dtype.kind in "fc": return full
+    return (s0, s1) if d.min <= s0 and s1 <= d.max else full
+  if d.kind in "fc" or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
+    return full
+  (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+  if op is Ops.ADD: r = (a0 + b0, a1 + b1)
+  elif op is Ops.MUL:
+    ps = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+    r = (min(ps), max(ps))
+  elif op is Ops.MAX: r = (max(a0, b0), max(a1, b1))
+  elif op is Ops.MIN: r = (min(a0, b0), min(a1, b1))
+  elif op in (Ops.AND, Ops.OR):
+    if not d.is_bool:
+      return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
+    r = (a0 and b0, a1 and b1) if op is Ops.AND else (a0 or b0, a1 or b1)
+  elif b0 == b1 and b0 > 0:
+    c = b0
+    if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
+    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
+  elif op is Ops.FLOORDIV and b0 > 0:
+    r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
+  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
+  else: return full
+  return r if d is dtypes.index or (d.min <= r[0] and r[1] <= d.max) else full

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from minitensor.backend import composite
 from minitensor.backend.composite import anti_eye, concat, concat2, flip_axis, flip_stack, move_axis, pad, pad_axis
+from minitensor.backend.debug import run_shaped
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import Ctx, lower, run_shaped
+from minitensor.backend.rangeify import Ctx, lower
 from minitensor.backend.render_c import render_function
 from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod
 

@@ -3,10 +3,10 @@ linearized program and the generated C, compiled with -Wall -Werror, and run aga
 import re
 import numpy as np
 import pytest
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.linearize import LinearizeError, linearize
 from minitensor.backend.render_c import render_c, render_function
-from minitensor.backend.runtime import run_c
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, buf, range_, sink
 from strict_c import compile_strict

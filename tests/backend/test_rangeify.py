@@ -11,8 +11,9 @@ import scipy.signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from minitensor.backend import composite
+from minitensor.backend.debug import run_shaped
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import Ctx, Opts, lower, run_shaped
+from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import render_function
 from minitensor.backend.uir import parse
 from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod

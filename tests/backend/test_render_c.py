@@ -7,9 +7,9 @@ import subprocess
 import sys
 import numpy as np
 import pytest
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.render_c import PRELUDE, index_type, render_c, render_function
-from minitensor.backend.runtime import run_c
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import Ops, UOp, buf, range_, sink
 from strict_c import CC, compile_strict

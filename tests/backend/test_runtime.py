@@ -5,8 +5,9 @@ import uuid
 import numpy as np
 import pytest
 from minitensor.backend import runtime
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.runtime import CompileError, compile_c, run_c, stats
+from minitensor.backend.runtime import CompileError, compile_c, stats
 from minitensor.backend.uop import buf, range_, sink
 
 

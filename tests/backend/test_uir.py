@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
+from minitensor.backend.debug import run_c, run_shaped
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import run_shaped
 from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import compiler, run_c
+from minitensor.backend.runtime import compiler
 from minitensor.backend.uir import UirParseError, parse, print_uir
 from minitensor.backend.uop import REDUCE_OPS, AxisType, Ops, UOp, buf, prod, range_, sink
 

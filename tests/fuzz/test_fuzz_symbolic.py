@@ -17,8 +17,8 @@ import random
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.runtime import run_c
 from minitensor.backend.symbolic import bounds, simplify
 from minitensor.backend.uop import Ops, UOp, buf, range_, sink
 
