@@ -36,9 +36,8 @@ from minitensor import creation as C
 from minitensor import functions as F
 from minitensor import manipulation as M
 from minitensor import tensor as T
-from minitensor import ufuncs as U
 from minitensor.backend.uop import Ops, UOp
-from minitensor.tensor import Tensor, where
+from minitensor.tensor import Tensor, apply_ufunc, where
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -375,7 +374,7 @@ _BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^
 def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
   """The operands in the dtype NumPy's loop for ufunc computes in (float16 loops computed in float32), and the
   loop's output dtype; Python scalars stay weak."""
-  dts = U.resolve(ufunc, xs)
+  dts = T.resolve_ufunc(ufunc, xs)
   calc = [np.dtype(np.float32) if d == np.float16 else d for d in dts[:-1]]
   return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
 
@@ -552,7 +551,7 @@ def conj(x, /) -> Tensor:
   -------
   Tensor
   """
-  return U.apply(np.conjugate, x)
+  return apply_ufunc(np.conjugate, x)
 
 
 conjugate = conj

@@ -15,11 +15,10 @@
 from __future__ import annotations
 import operator
 import numpy as np
-from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.manipulation import _axis, concatenate
-from minitensor.tensor import Tensor, _acc_dtype, _dtype, asarray, broadcast_shapes, full, tensordot, where
+from minitensor.tensor import Tensor, _acc_dtype, _dtype, apply_ufunc, asarray, broadcast_shapes, full, tensordot, where
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diagonal", "trace", "diag", "take",
            "take_along_axis", "meshgrid", "outer", "inner", "vecdot", "isclose", "allclose"]
@@ -130,7 +129,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
   if any(e is not None for e in ends): t = concatenate([e for e in (ends[0], t, ends[1]) if e is not None], axis=ax)
   for _ in range(min(n, t.shape[ax])):
     hi, lo = (t[(slice(None),) * ax + (s,)] for s in (slice(1, None), slice(None, -1)))
-    t = U.apply(np.not_equal if t.uop.dtype.is_bool else np.subtract, hi, lo)
+    t = apply_ufunc(np.not_equal if t.uop.dtype.is_bool else np.subtract, hi, lo)
   return t
 
 
@@ -373,7 +372,7 @@ def outer(a, b) -> Tensor:
       Shape (a.size, b.size), NumPy's multiply dtype (bool: AND).
   """
   x, y = asarray(a), asarray(b)
-  return U.apply(np.multiply, x.reshape(-1, 1), y.reshape(1, -1))
+  return apply_ufunc(np.multiply, x.reshape(-1, 1), y.reshape(1, -1))
 
 
 def inner(a, b) -> Tensor:
@@ -390,7 +389,7 @@ def inner(a, b) -> Tensor:
       Shape a.shape[:-1] + b.shape[:-1].
   """
   x, y = asarray(a), asarray(b)
-  if x.ndim == 0 or y.ndim == 0: return U.apply(np.multiply, x, y)
+  if x.ndim == 0 or y.ndim == 0: return apply_ufunc(np.multiply, x, y)
   if x.shape[-1] != y.shape[-1]:
     raise ValueError(f"inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
                      f"{y.shape[-1]} (dim {y.ndim - 1})")
@@ -417,7 +416,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   ax = _axis(axis, nd, "vecdot") - nd
   if -ax > min(a.ndim, b.ndim) or a.shape[ax] != b.shape[ax]:
     raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} differ along axis {axis}")
-  p = U.apply(np.multiply, U.apply(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
+  p = apply_ufunc(np.multiply, apply_ufunc(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
   return p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)
 
 
@@ -443,10 +442,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
   y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else float(y) if isinstance(x, Tensor) \
     else asarray(float(y))
   rtol, atol = (v if isinstance(v, _PY_SCALARS) else asarray(v) for v in (rtol, atol))
-  ay = abs(y) if isinstance(y, float) else U.apply(np.absolute, y)
-  r = U.apply(np.less_equal, U.apply(np.absolute, x - y), atol + rtol * ay) & U.apply(np.isfinite, y) \
-    | U.apply(np.equal, x, y)
-  return r | (U.apply(np.isnan, x) & U.apply(np.isnan, y)) if equal_nan else r
+  ay = abs(y) if isinstance(y, float) else apply_ufunc(np.absolute, y)
+  r = apply_ufunc(np.less_equal, apply_ufunc(np.absolute, x - y), atol + rtol * ay) & apply_ufunc(np.isfinite, y) \
+    | apply_ufunc(np.equal, x, y)
+  return r | (apply_ufunc(np.isnan, x) & apply_ufunc(np.isnan, y)) if equal_nan else r
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> bool:

@@ -39,10 +39,11 @@ import functools
 import operator
 from typing import Any, NamedTuple
 import numpy as np
+from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import DType
 from minitensor.backend.uop import UOp, prod
-from minitensor.tensor import Tensor, _scalar_uop, asarray
+from minitensor.tensor import Tensor, asarray
 
 _BAD = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
         "valid indices")
@@ -364,7 +365,7 @@ def _value(value, d: DType) -> UOp:
     raise TypeError(f"setitem: cannot assign the Python complex {value!r} into a {d.name} Tensor")
   if isinstance(value, (bool, int, float)):
     if isinstance(value, float) and d.is_int: value = int(value)
-    return _scalar_uop(value, d, "setitem")
+    return U.scalar_uop(value, d, "setitem")
   v = asarray(value)
   return (v.astype(d) if v.uop.dtype.is_complex and not d.is_complex else v).uop.cast(d)
 

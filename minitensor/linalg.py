@@ -23,8 +23,7 @@ from numpy.linalg import LinAlgError
 from minitensor import extra as E
 from minitensor import manipulation as M
 from minitensor import tensor as T
-from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray
+from minitensor.tensor import Tensor, apply_ufunc, asarray
 
 __all__ = ["LinAlgError", "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "trace", "diagonal", "cross",
            "matrix_power", "norm", "vector_norm", "matrix_norm", "det", "slogdet", "inv", "solve", "cholesky", "qr",
@@ -205,8 +204,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
   if ord == -math.inf: return a.min(axis, keepdims)
   if ord == 0: return (a != 0).sum(axis, dtype=a.dtype, keepdims=keepdims)
   if ord == 1: return a.sum(axis, keepdims=keepdims)
-  if ord == 2: return U.apply(np.sqrt, (a * a).sum(axis, keepdims=keepdims))
-  return U.apply(np.power, U.apply(np.power, a, float(ord)).sum(axis, keepdims=keepdims), 1.0 / ord)
+  if ord == 2: return apply_ufunc(np.sqrt, (a * a).sum(axis, keepdims=keepdims))
+  return apply_ufunc(np.power, apply_ufunc(np.power, a, float(ord)).sum(axis, keepdims=keepdims), 1.0 / ord)
 
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
@@ -229,7 +228,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
   t = _floating(asarray(x))
   if t.ndim < 2: raise ValueError(f"matrix_norm: input must be at least 2-dimensional, got shape {t.shape}")
   a = abs(t)
-  if ord is None or ord == "fro": r = U.apply(np.sqrt, (a * a).sum((-2, -1)))
+  if ord is None or ord == "fro": r = apply_ufunc(np.sqrt, (a * a).sum((-2, -1)))
   elif ord in (1, -1): r = (a.sum(-2).max(-1, initial=0) if ord == 1 else a.sum(-2).min(-1))
   elif ord in (math.inf, -math.inf): r = (a.sum(-1).max(-1, initial=0) if ord > 0 else a.sum(-1).min(-1))
   elif ord in (2, -2, "nuc"):

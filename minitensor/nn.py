@@ -9,9 +9,8 @@ window axes.
 from __future__ import annotations
 import math
 import numpy as np
-from minitensor import ufuncs as U
 from minitensor.backend.uop import Ops, UOp, prod
-from minitensor.tensor import Tensor, asarray, normalize_axes, where
+from minitensor.tensor import Tensor, apply_ufunc, asarray, normalize_axes, where
 
 
 def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)
@@ -20,7 +19,7 @@ def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)
 def softmax(x, axis: int = -1) -> Tensor:
   """exp(x - max) / sum(exp(x - max)) along axis; one fused kernel along the last axis."""
   x = _t(x)
-  e = U.apply(np.exp, x - x.max(axis=axis, keepdims=True))
+  e = apply_ufunc(np.exp, x - x.max(axis=axis, keepdims=True))
   return e / e.sum(axis=axis, keepdims=True)
 
 
@@ -33,29 +32,29 @@ def logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
   """log(sum(exp(x))) computed stably: rows of -inf give -inf, +inf gives +inf, no overflow near float max."""
   x = _t(x)
   m = x.max(axis=axis, keepdims=True)
-  m = where(U.apply(np.isfinite, m), m, 0)
-  s = U.apply(np.log, U.apply(np.exp, x - m).sum(axis=axis, keepdims=True)) + m
+  m = where(apply_ufunc(np.isfinite, m), m, 0)
+  s = apply_ufunc(np.log, apply_ufunc(np.exp, x - m).sum(axis=axis, keepdims=True)) + m
   return s if keepdims else s.squeeze(axis=normalize_axes(axis, x.ndim, "logsumexp"))
 
 
-def relu(x) -> Tensor: return U.apply(np.maximum, _t(x), 0)
+def relu(x) -> Tensor: return apply_ufunc(np.maximum, _t(x), 0)
 def sigmoid(x) -> Tensor:
   x = _t(x)
-  return 1 / (1 + U.apply(np.exp, -x))
+  return 1 / (1 + apply_ufunc(np.exp, -x))
 def silu(x) -> Tensor:
   x = _t(x)
   return x * sigmoid(x)
 def softplus(x) -> Tensor:
   """log(1 + exp(x)), stable for large |x|."""
   x = _t(x)
-  return U.apply(np.maximum, x, 0) + U.apply(np.log1p, U.apply(np.exp, -U.apply(np.absolute, x)))
+  return apply_ufunc(np.maximum, x, 0) + apply_ufunc(np.log1p, apply_ufunc(np.exp, -apply_ufunc(np.absolute, x)))
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
   """x * Phi(x); approximate="tanh" uses the tanh form."""
   x = _t(x)
   if approximate == "tanh":
-    return 0.5 * x * (1 + U.apply(np.tanh, math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1 + apply_ufunc(np.tanh, math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
   if approximate != "none": raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
   return 0.5 * x * (1 + Tensor(UOp(Ops.ERF, ((x * (1 / math.sqrt(2))).uop,))))
 
@@ -69,7 +68,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
   axes = tuple(range(x.ndim - len(ns), x.ndim))
   m = x.mean(axis=axes, keepdims=True)
   d = x - m
-  y = d / U.apply(np.sqrt, (d * d).mean(axis=axes, keepdims=True) + eps)
+  y = d / apply_ufunc(np.sqrt, (d * d).mean(axis=axes, keepdims=True) + eps)
   if weight is not None: y = y * _t(weight)
   if bias is not None: y = y + _t(bias)
   return y

@@ -31,13 +31,6 @@ def _dtype(d) -> DType:
   return dtypes.from_numpy(nd)
 
 
-def _scalar_uop(v, d: DType, op: str = "operation") -> UOp:
-  """A weak Python scalar as a CONST of d; OverflowError for an integer that d cannot hold (as NumPy 2)."""
-  if d.is_int and not isinstance(v, float) and not (d.min <= int(v) <= d.max):
-    raise OverflowError(f"{op}: Python integer {v} out of bounds for {d.name}")
-  return UOp.const(v, d)
-
-
 def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
   """NumPy's broadcast of shapes; ValueError naming the op and the shapes when they don't broadcast."""
   if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple: return shapes[0]   # the common case
@@ -207,58 +200,59 @@ class Tensor(NdarrayMethods):
   def __reduce__(self): return (asarray, (self.numpy(),))
 
   # ------------------------------------------------------------------ elementwise
-  def __add__(self, x): return U.apply(np.add, self, x)
-  def __radd__(self, x): return U.apply(np.add, x, self)
-  def __sub__(self, x): return U.apply(np.subtract, self, x)
-  def __rsub__(self, x): return U.apply(np.subtract, x, self)
-  def __mul__(self, x): return U.apply(np.multiply, self, x)
-  def __rmul__(self, x): return U.apply(np.multiply, x, self)
-  def __truediv__(self, x): return U.apply(np.true_divide, self, x)
-  def __rtruediv__(self, x): return U.apply(np.true_divide, x, self)
-  def __floordiv__(self, x): return U.apply(np.floor_divide, self, x)
-  def __rfloordiv__(self, x): return U.apply(np.floor_divide, x, self)
-  def __mod__(self, x): return U.apply(np.remainder, self, x)
-  def __rmod__(self, x): return U.apply(np.remainder, x, self)
+  def __add__(self, x): return apply_ufunc(np.add, self, x)
+  def __radd__(self, x): return apply_ufunc(np.add, x, self)
+  def __sub__(self, x): return apply_ufunc(np.subtract, self, x)
+  def __rsub__(self, x): return apply_ufunc(np.subtract, x, self)
+  def __mul__(self, x): return apply_ufunc(np.multiply, self, x)
+  def __rmul__(self, x): return apply_ufunc(np.multiply, x, self)
+  def __truediv__(self, x): return apply_ufunc(np.true_divide, self, x)
+  def __rtruediv__(self, x): return apply_ufunc(np.true_divide, x, self)
+  def __floordiv__(self, x): return apply_ufunc(np.floor_divide, self, x)
+  def __rfloordiv__(self, x): return apply_ufunc(np.floor_divide, x, self)
+  def __mod__(self, x): return apply_ufunc(np.remainder, self, x)
+  def __rmod__(self, x): return apply_ufunc(np.remainder, x, self)
   def __divmod__(self, x): return self // x, self % x
   def __rdivmod__(self, x): return x // self, x % self
   def __pow__(self, x):
     f = self._fast_power(x)
-    return U.apply(f, self) if f is not None else U.apply(np.power, self, x)
+    return apply_ufunc(f, self) if f is not None else apply_ufunc(np.power, self, x)
   def _fast_power(self, x):
     """NumPy's `**` shortcut for float and complex arrays: the exponent exactly the Python int 2 or -1, or the
     Python float 0.5, computes square, reciprocal or sqrt (whose special values differ from power's)."""
     if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
     return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
-  def __rpow__(self, x): return U.apply(np.power, x, self)
+  def __rpow__(self, x): return apply_ufunc(np.power, x, self)
   def __matmul__(self, x): return matmul(self, x)
   def __rmatmul__(self, x): return matmul(x, self)
-  def __and__(self, x): return U.apply(np.bitwise_and, self, x)
-  def __rand__(self, x): return U.apply(np.bitwise_and, x, self)
-  def __or__(self, x): return U.apply(np.bitwise_or, self, x)
-  def __ror__(self, x): return U.apply(np.bitwise_or, x, self)
-  def __xor__(self, x): return U.apply(np.bitwise_xor, self, x)
-  def __rxor__(self, x): return U.apply(np.bitwise_xor, x, self)
-  def __lshift__(self, x): return U.apply(np.left_shift, self, x)
-  def __rlshift__(self, x): return U.apply(np.left_shift, x, self)
-  def __rshift__(self, x): return U.apply(np.right_shift, self, x)
-  def __rrshift__(self, x): return U.apply(np.right_shift, x, self)
-  def __neg__(self): return U.apply(np.negative, self)
-  def __pos__(self): return U.apply(np.positive, self)
-  def __abs__(self): return U.apply(np.absolute, self)
-  def __invert__(self): return U.apply(np.invert, self)
-  def __lt__(self, x): return U.apply(np.less, self, x)
-  def __le__(self, x): return U.apply(np.less_equal, self, x)
-  def __gt__(self, x): return U.apply(np.greater, self, x)
-  def __ge__(self, x): return U.apply(np.greater_equal, self, x)
+  def __and__(self, x): return apply_ufunc(np.bitwise_and, self, x)
+  def __rand__(self, x): return apply_ufunc(np.bitwise_and, x, self)
+  def __or__(self, x): return apply_ufunc(np.bitwise_or, self, x)
+  def __ror__(self, x): return apply_ufunc(np.bitwise_or, x, self)
+  def __xor__(self, x): return apply_ufunc(np.bitwise_xor, self, x)
+  def __rxor__(self, x): return apply_ufunc(np.bitwise_xor, x, self)
+  def __lshift__(self, x): return apply_ufunc(np.left_shift, self, x)
+  def __rlshift__(self, x): return apply_ufunc(np.left_shift, x, self)
+  def __rshift__(self, x): return apply_ufunc(np.right_shift, self, x)
+  def __rrshift__(self, x): return apply_ufunc(np.right_shift, x, self)
+  def __neg__(self): return apply_ufunc(np.negative, self)
+  def __pos__(self): return apply_ufunc(np.positive, self)
+  def __abs__(self): return apply_ufunc(np.absolute, self)
+  def __invert__(self): return apply_ufunc(np.invert, self)
+  def __lt__(self, x): return apply_ufunc(np.less, self, x)
+  def __le__(self, x): return apply_ufunc(np.less_equal, self, x)
+  def __gt__(self, x): return apply_ufunc(np.greater, self, x)
+  def __ge__(self, x): return apply_ufunc(np.greater_equal, self, x)
   # t == None is all False, as NumPy's (the overrides of object's __eq__/__ne__ return Tensors)
-  def __eq__(self, x): return full(self.shape, False, bool) if x is None else U.apply(np.equal, self, x)
-  def __ne__(self, x): return full(self.shape, True, bool) if x is None else U.apply(np.not_equal, self, x)
+  def __eq__(self, x): return full(self.shape, False, bool) if x is None else apply_ufunc(np.equal, self, x)
+  def __ne__(self, x): return full(self.shape, True, bool) if x is None else apply_ufunc(np.not_equal, self, x)
 
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
   def _inplace(self, ufunc, x) -> Tensor:
     fast = self._fast_power(x) if ufunc is np.power else None
-    r = matmul(self, x) if ufunc is np.matmul else U.apply(fast, self) if fast is not None else U.apply(ufunc, self, x)
+    r = matmul(self, x) if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
+      apply_ufunc(ufunc, self, x)
     if not np.can_cast(r.dtype, self.dtype, "same_kind"):
       raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} "
                       "with casting rule 'same_kind'")
@@ -291,7 +285,7 @@ class Tensor(NdarrayMethods):
     return Tensor(self.uop.cast(d))
 
   def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
-  def conj(self) -> Tensor: return U.apply(np.conjugate, self)
+  def conj(self) -> Tensor: return apply_ufunc(np.conjugate, self)
   conjugate = conj
   @property
   def real(self) -> Tensor:
@@ -485,7 +479,7 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   (ax,) = normalize_axes(axis, t.ndim, name)
   if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
   m = t._reduce(op, ax, True, name)
-  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
+  hit = (t == m) | apply_ufunc(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
   n = t.shape[ax]
   iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
   return where(hit, iota, n).min(axis=ax, keepdims=keepdims)
@@ -556,7 +550,7 @@ def full(shape, fill_value, dtype=None) -> Tensor:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                     stacklevel=2)
     fill_value = bool(fill_value) if d.is_bool else fill_value.real
-  c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else \
+  c = U.scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else \
     UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
@@ -576,6 +570,46 @@ def _check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
 def zeros(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
 def ones(shape, dtype=None) -> Tensor: return full(shape, 1, float if dtype is None else dtype)
 def empty(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
+
+
+# ---------------------------------------------------------------------- ufuncs on Tensors
+_PY = U.PY_SCALARS
+
+
+def _operand_type(x):
+  """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
+  if isinstance(x, Tensor): return x.dtype
+  if type(x) is bool: return np.dtype(bool)   # resolve_dtypes takes no weak bool; bool is the lowest kind anyway
+  if type(x) in _PY: return type(x)
+  return np.asarray(x).dtype
+
+
+def _resolved(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None) -> tuple:
+  types = U.weak_types(operands)     # only Python scalars: NumPy gives them their default dtypes first
+  return U.resolved(ufunc, types if types is not None else tuple(_operand_type(x) for x in operands), dtype)
+
+
+def resolve_ufunc(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = None) -> tuple[np.dtype, ...]:
+  """NumPy's loop dtypes (inputs..., output) for these operands, with `dtype=` as NumPy's keyword (the loop
+  whose output is dtype, inputs cast 'same_kind'); TypeError as NumPy raises it."""
+  return _resolved(ufunc, operands, dtype)[0]
+
+
+def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
+  """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting; the
+  UOps come from ufuncs.TABLE."""
+  if (build := U.TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
+  if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
+  _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
+  tensors = [x if type(x) in _PY or isinstance(x, Tensor) else asarray(x) for x in operands]
+  shape = broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY], op=ufunc.__name__)
+  if ufunc in U.COMPARISONS and (c := U.out_of_range(ufunc, tensors, ins)) is not None:
+    return Tensor(U._broadcast(c, shape))
+  uops = [U._broadcast(t.uop.cast(d), shape) if type(t) not in _PY else U.scalar(t, d, shape, ufunc.__name__)
+          for t, d in zip(tensors, ins)]
+  if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
+    raise ValueError("Integers to negative integer powers are not allowed.")
+  return Tensor(build(*uops).cast(out))
 
 
 # ---------------------------------------------------------------------- functions with NumPy names
@@ -616,8 +650,8 @@ def clip(a, a_min=None, a_max=None) -> Tensor:
   d = a.uop.dtype
   if d.is_int and type(a_min) is int and a_min < d.min: a_min = None
   if d.is_int and type(a_max) is int and a_max > d.max: a_max = None
-  if a_min is not None: a = U.apply(np.maximum, a, a_min)
-  if a_max is not None: a = U.apply(np.minimum, a, a_max)
+  if a_min is not None: a = apply_ufunc(np.maximum, a, a_min)
+  if a_max is not None: a = apply_ufunc(np.minimum, a, a_max)
   return a
 
 
@@ -627,12 +661,12 @@ def round(a, decimals: int = 0) -> Tensor:
   rounds to float16 for d = 0 and raises TypeError otherwise."""
   a = asarray(a)
   d = a.uop.dtype
-  if decimals == 0: return a if d.is_int else U.apply(np.rint, a)
+  if decimals == 0: return a if d.is_int else apply_ufunc(np.rint, a)
   if d.is_bool: raise TypeError(f"round: cannot cast the float64 result back to bool (decimals={decimals})")
   if d.is_int and decimals > 0: return a
-  if decimals > 0: return U.apply(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
+  if decimals > 0: return apply_ufunc(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
   f = 10 ** -decimals if d.is_int else 10.0 ** -decimals
-  return (U.apply(np.rint, a / f) * f).astype(d)
+  return (apply_ufunc(np.rint, a / f) * f).astype(d)
 
 
 def expand_dims(a, axis) -> Tensor:
