@@ -94,8 +94,7 @@ def tensordot(x1, x2, /, *, axes=2) -> Tensor:
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   """sum(conj(x1) * x2) along axis, the other axes broadcast; lazy."""
-  import minitensor
-  return E.vecdot(minitensor.conj(asarray(x1)), x2, axis=axis)
+  return E.vecdot(asarray(x1).conj(), x2, axis=axis)
 
 
 def outer(x1, x2, /) -> Tensor:
