@@ -11,7 +11,11 @@ iterations of the forward alone (realizing the loss) and of the whole step (loss
 minitensor.explain, and the compiler calls of the timed steps.
 """
 from __future__ import annotations
-import os, statistics, sys, time
+import os
+import statistics
+import sys
+import time
+
 os.environ.setdefault("MINITENSOR_TIER", "1")
 import numpy as np
 import minitensor as mt
@@ -68,7 +72,8 @@ def mt_step(state):
 def jax_case(params, x, y):
   """A step function and its state for jax.jit, or None without jax."""
   try:
-    import jax, jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
   except ImportError: return None
 
   def loss_fn(p, x, y):

@@ -7,7 +7,12 @@ Cold means a new C source each run (a constant varies) in a fresh cache director
 compiler call plus cffi's dlopen. Medians of 10 (of 5 for the new processes).
 """
 from __future__ import annotations
-import os, statistics, subprocess, sys, tempfile, time
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
 import numpy as np
 
 _FIRST_SOFTMAX = """
@@ -29,11 +34,11 @@ def first_softmax(cache: str) -> tuple[float, float, int]:
 
 def main() -> None:
   os.environ["MINITENSOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="mt-bench-")
-  from minitensor.backend.uop import buf, range_
   from minitensor.backend.rangeify import lower
   from minitensor.backend.render_c import render_c
   from minitensor.backend.runtime import compile_c
   from minitensor.backend.symbolic import simplify
+  from minitensor.backend.uop import buf, range_
   ts = []
   for k in range(10):
     src = render_c(lower(buf(0, 1024).reshape((32, 32)).permute((1, 0)) * float(k + 1), buf(1, 1024)), "k")
@@ -54,9 +59,11 @@ def main() -> None:
   warm_dir = tempfile.mkdtemp(prefix="mt-bench-")
   first_softmax(warm_dir)
   warm = [first_softmax(warm_dir) for _ in range(5)]
-  print(f"first softmax (4096, 1024) in a new process, empty cache: {statistics.median(t for t, _, _ in cold) * 1e3:.0f} ms "
+  print(f"first softmax (4096, 1024) in a new process, empty cache: "
+        f"{statistics.median(t for t, _, _ in cold) * 1e3:.0f} ms "
         f"(compiling {statistics.median(c for _, c, _ in cold) * 1e3:.0f} ms, {cold[0][2]} compiler call)")
-  print(f"first softmax (4096, 1024) in a new process, warm disk cache: {statistics.median(t for t, _, _ in warm) * 1e3:.0f} ms "
+  print(f"first softmax (4096, 1024) in a new process, warm disk cache: "
+        f"{statistics.median(t for t, _, _ in warm) * 1e3:.0f} ms "
         f"({max(n for _, _, n in warm)} compiler calls)")
 
 

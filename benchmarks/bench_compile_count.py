@@ -11,10 +11,16 @@ what a new process with a warm disk cache pays for its first calls. Each part ru
     softmax of (4096, 1024) (median of 5 processes; the softmax with its kernel's run time subtracted)
 """
 from __future__ import annotations
-import os, subprocess, sys, tempfile, time
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
 os.environ["MINITENSOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="mt-count-")
 import numpy as np
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor import nn
 from minitensor.backend import realize as realize_mod
@@ -111,7 +117,8 @@ print(t2 - t1, (t3 - t2) - (t4 - t3), stats.compiles, getattr(stats, "plan_hits"
 def warm_process() -> tuple[float, float, int, int]:
   env = dict(os.environ)
   subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True, capture_output=True)     # fills the cache
-  runs = [subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True, capture_output=True, text=True).stdout.split()
+  runs = [subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True, capture_output=True,
+                         text=True).stdout.split()
           for _ in range(5)]
   conv, soft = sorted(float(r[0]) for r in runs)[2], sorted(float(r[1]) for r in runs)[2]
   return conv, soft, int(runs[-1][2]), int(runs[-1][3])

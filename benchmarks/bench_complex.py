@@ -7,7 +7,9 @@ Prints the best of 15 runs of each (after warm-up calls that compile and, at tie
 ratio NumPy time / minitensor time.
 """
 from __future__ import annotations
-import os, sys, time
+import os
+import sys
+import time
 import numpy as np
 
 

@@ -3,13 +3,14 @@
     python benchmarks/bench_composite.py [--quick]
 """
 from __future__ import annotations
-import sys, time
+import sys
+import time
 import numpy as np
-from minitensor.backend.uop import buf, prod
+from minitensor.backend import composite as C
 from minitensor.backend.rangeify import lower
 from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import compile_c, call
-from minitensor.backend import composite as C
+from minitensor.backend.runtime import call, compile_c
+from minitensor.backend.uop import buf, prod
 
 
 def measure(build, shape: tuple[int, ...], reps: int = 5) -> tuple[float, float]:

@@ -7,7 +7,12 @@ lowering, with tcc (tier 0, when installed), with the C compiler at -O1 (tier 0 
 Prints the median over `runs` new processes (default 5) of each first call, and of it the compiler's part.
 """
 from __future__ import annotations
-import os, shutil, statistics, subprocess, sys, tempfile
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 
 _CHILD = """
 import time, numpy as np, minitensor as mt
@@ -15,7 +20,8 @@ from minitensor import nn
 from minitensor.backend.runtime import stats
 a, b = mt.asarray(np.random.rand(1000)), mt.asarray(np.random.rand(1000))
 x = mt.asarray(np.random.rand(100, 100).astype(np.float32))
-img, w = mt.asarray(np.random.rand(2, 3, 32, 32).astype(np.float32)), mt.asarray(np.random.rand(8, 3, 3, 3).astype(np.float32))
+img, w = (mt.asarray(np.random.rand(2, 3, 32, 32).astype(np.float32)),
+          mt.asarray(np.random.rand(8, 3, 3, 3).astype(np.float32)))
 for f in (lambda: a + b, lambda: nn.softmax(x, axis=-1), lambda: nn.conv2d(img, w)):
   c = stats.compile_seconds
   t = time.perf_counter(); np.asarray(f()); t = time.perf_counter() - t
@@ -39,7 +45,8 @@ def main() -> None:
   print(f"{'':26s}" + "".join(f"{c:>30s}" for c in CASES))
   for name, env in setups.items():
     res = [first_calls(env) for _ in range(runs)]
-    cells = [f"{statistics.median(r[k][0] for r in res) * 1e3:8.1f} ms ({statistics.median(r[k][1] for r in res) * 1e3:6.1f} cc)"
+    cells = [f"{statistics.median(r[k][0] for r in res) * 1e3:8.1f} ms "
+             f"({statistics.median(r[k][1] for r in res) * 1e3:6.1f} cc)"
              for k in range(len(CASES))]
     print(f"{name:26s}" + "".join(f"{c:>30s}" for c in cells))
 

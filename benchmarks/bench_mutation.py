@@ -1,6 +1,7 @@
 """Loops that mutate in place, next to NumPy in the same process: the explicit heat-equation stencil
 
-    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2] - 4 up[1:-1, 1:-1])
+    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2]
+                                            - 4 * up[1:-1, 1:-1])
     up[:] = u[:]
 
 on (64, 64), realized once after n steps and realized after every step, and `acc += x.sum()` in a loop.
@@ -11,7 +12,9 @@ Prints the median of 5 runs of each (after a warm-up that compiles), the ratios,
 timed runs.
 """
 from __future__ import annotations
-import statistics, sys, time
+import statistics
+import sys
+import time
 import numpy as np
 import minitensor as mt
 from minitensor.backend.runtime import stats
@@ -19,7 +22,8 @@ from minitensor.backend.runtime import stats
 
 def heat(u, up, n: int, each: bool = False):
   for _ in range(n):
-    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2] - 4 * up[1:-1, 1:-1])
+    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2]
+                                            - 4 * up[1:-1, 1:-1])
     up[:] = u[:]
     if each: np.asarray(up)
   return np.asarray(up)

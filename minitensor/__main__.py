@@ -9,7 +9,11 @@
 Errors in arguments or in a .uir file print one line and exit with status 2.
 """
 from __future__ import annotations
-import argparse, os, shutil, sys, time
+import argparse
+import os
+import shutil
+import sys
+import time
 import numpy as np
 
 
@@ -35,12 +39,15 @@ def _demo(args) -> int:
   print(plan.kernels[0].source)
   reps = 20
   t0 = time.perf_counter()
-  for _ in range(reps): np.asarray(mt.exp(t - t.max(axis=1, keepdims=True)) / mt.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+  for _ in range(reps):
+    np.asarray(mt.exp(t - t.max(axis=1, keepdims=True))
+               / mt.exp(t - t.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
   tm = (time.perf_counter() - t0) / reps
   t0 = time.perf_counter()
   for _ in range(reps): ex = np.exp(x - x.max(1, keepdims=True)); ex / ex.sum(1, keepdims=True)
   tn = (time.perf_counter() - t0) / reps
-  print(f"softmax: minitensor {tm * 1e3:.2f} ms (first call {first * 1e3:.0f} ms incl. compile), NumPy {tn * 1e3:.2f} ms")
+  print(f"softmax: minitensor {tm * 1e3:.2f} ms (first call {first * 1e3:.0f} ms incl. compile), "
+        f"NumPy {tn * 1e3:.2f} ms")
   return 0
 
 
@@ -64,11 +71,11 @@ def _parse_opts(text: str):
 
 
 def _compile(args) -> int:
+  from minitensor.backend.linearize import linearize
+  from minitensor.backend.rangeify import Ctx, lower
+  from minitensor.backend.render_c import render_c
   from minitensor.backend.uir import parse, print_uir
   from minitensor.backend.uop import Ops, buf, prod
-  from minitensor.backend.rangeify import lower, Ctx
-  from minitensor.backend.linearize import linearize
-  from minitensor.backend.render_c import render_c
   with open(args.file) as f: g = parse(f.read())
   if g.op is not Ops.SINK:                   # a shaped graph: store it into a fresh output buffer
     slot = max((u.arg.slot for u in g.toposort() if u.op is Ops.BUFFER), default=-1) + 1
@@ -78,7 +85,8 @@ def _compile(args) -> int:
     depth = 0
     for s in linearize(g):
       if s.kind == "close": depth -= 1
-      print("  " * depth + (f"{s.kind} range {s.u.arg.idx} ({s.u.arg.size})" if s.kind != "node" else f"{s.u.op.name} {s.u.dtype.name}"))
+      print("  " * depth + (f"{s.kind} range {s.u.arg.idx} ({s.u.arg.size})" if s.kind != "node"
+                            else f"{s.u.op.name} {s.u.dtype.name}"))
       if s.kind == "open": depth += 1
   else: print(render_c(g, os.path.splitext(os.path.basename(args.file))[0].replace("-", "_") or "kernel"))
   return 0
@@ -111,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
   c = sub.add_parser("compile", help="compile a .uir program and print it as uir, loops or C")
   c.add_argument("file")
   c.add_argument("--emit", choices=("uir", "loops", "c"), default="c")
-  c.add_argument("--opt", default="", help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
+  c.add_argument("--opt", default="",
+                 help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
   k = sub.add_parser("cache", help="show or clear the on-disk kernel cache")
   k.add_argument("action", choices=("info", "clear"))
   argv = sys.argv[1:] if argv is None else argv

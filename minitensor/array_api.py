@@ -25,12 +25,19 @@
                               ordinary parameters in the same places, so NumPy-style calls keep working
 """
 from __future__ import annotations
-import builtins, functools, inspect, math, types
+import builtins
+import functools
+import inspect
+import math
+import types
 from typing import Callable, NamedTuple
 import numpy as np
-from minitensor import ufuncs as U, functions as F, creation as C, manipulation as M, tensor as T
-from minitensor.tensor import Tensor, where
-from minitensor.backend.uop import UOp, Ops
+from minitensor import creation as C
+from minitensor import functions as F
+from minitensor import manipulation as M
+from minitensor import tensor as T
+from minitensor.backend.uop import Ops, UOp
+from minitensor.tensor import Tensor, apply_ufunc, where
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -79,7 +86,8 @@ def isdtype(dtype, kind) -> builtins.bool:
   d = np.dtype(dtype)
   if isinstance(kind, tuple): return any(isdtype(d, k) for k in kind)
   if isinstance(kind, str):
-    if kind not in _KINDS: raise ValueError(f"isdtype: unknown kind {kind!r} (expected one of {', '.join(map(repr, _KINDS))})")
+    if kind not in _KINDS:
+      raise ValueError(f"isdtype: unknown kind {kind!r} (expected one of {', '.join(map(repr, _KINDS))})")
     return d.kind in _KINDS[kind]
   return d == np.dtype(kind)
 
@@ -227,7 +235,8 @@ def _on_cpu(f: Callable) -> Callable:
     if "dtype" in kwargs and kwargs["dtype"] is None: del kwargs["dtype"]
     return f(*args, **kwargs)
   sig = inspect.signature(f)
-  g.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
+  g.__signature__ = sig.replace(parameters=[*sig.parameters.values(),
+                                            inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
   g.__doc__ = " ".join((f.__doc__ or f"{f.__name__} as NumPy's.").split("\n\n")[0].split()) + f"""
 
   Parameters
@@ -246,7 +255,8 @@ def _on_cpu(f: Callable) -> Callable:
 
 arange, asarray, eye, linspace = (_on_cpu(f) for f in (C.arange, T.asarray, C.eye, C.linspace))
 empty, full, ones, zeros = (_on_cpu(f) for f in (T.empty, T.full, T.ones, T.zeros))
-empty_like, full_like, ones_like, zeros_like = (_on_cpu(f) for f in (C.empty_like, C.full_like, C.ones_like, C.zeros_like))
+empty_like, full_like, ones_like, zeros_like = (_on_cpu(f)
+                                                for f in (C.empty_like, C.full_like, C.ones_like, C.zeros_like))
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
@@ -289,7 +299,8 @@ def namespace(api_version: str | None = None) -> types.ModuleType:
 @functools.cache
 def _older(version: str) -> types.ModuleType:
   import minitensor
-  import minitensor.linalg, minitensor.fft  # noqa: F401  (loaded, so that the copy holds them)
+  import minitensor.fft
+  import minitensor.linalg  # noqa: F401  (loaded, so that the copy holds them)
   ns = types.ModuleType("minitensor", f"minitensor as the Array API {version} namespace")
   ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__")})
   ns.__array_api_version__ = version
@@ -363,7 +374,7 @@ _BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^
 def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
   """The operands in the dtype NumPy's loop for ufunc computes in (float16 loops computed in float32), and the
   loop's output dtype; Python scalars stay weak."""
-  dts = U.resolve(ufunc, xs)
+  dts = T.resolve_ufunc(ufunc, xs)
   calc = [np.dtype(np.float32) if d == np.float16 else d for d in dts[:-1]]
   return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
 
@@ -540,7 +551,7 @@ def conj(x, /) -> Tensor:
   -------
   Tensor
   """
-  return U.apply(np.conjugate, x)
+  return apply_ufunc(np.conjugate, x)
 
 
 conjugate = conj
@@ -584,7 +595,8 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
   t = T.asarray(x)
   if axis is None:
     if t.ndim > 1:
-      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, got shape {t.shape}")
+      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, "
+                       f"got shape {t.shape}")
     t, axis = t.reshape(-1), 0
   r = cumprod(t, axis, dtype)
   if not include_initial: return r

@@ -22,10 +22,10 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Sequence
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg
-from minitensor.backend.realize import buffer_of
-from minitensor.tensor import Tensor, asarray
 from minitensor import gradrules as R
+from minitensor.backend.realize import buffer_of
+from minitensor.backend.uop import Ops, ParamArg, UOp
+from minitensor.tensor import Tensor, asarray
 
 __all__ = ["grad", "value_and_grad", "vjp", "stop_gradient"]
 

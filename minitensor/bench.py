@@ -3,12 +3,17 @@
     python benchmarks/run.py [--quick] [--only W2,W7] [--chart out.png]     (or: python -m minitensor bench)
 
 Each workload is timed as the median of at least 5 runs after a warm-up; the warm-up's first call (which
-compiles) is reported apart, and the warm-up lasts until a hot schedule has moved to compiler tier 1. A minitensor run builds the graph, finds the compiled schedule in the cache,
-runs it and returns the ndarray. The ratio is NumPy time / minitensor time (above 1: minitensor is faster).
+compiles) is reported apart, and the warm-up lasts until a hot schedule has moved to compiler tier 1. A minitensor
+run builds the graph, finds the compiled schedule in the cache, runs it and returns the ndarray. The ratio is
+NumPy time / minitensor time (above 1: minitensor is faster).
 numexpr and numba columns appear for the workloads they can express when those packages are installed.
 """
 from __future__ import annotations
-import argparse, importlib.util, statistics, sys, time
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
@@ -104,21 +109,26 @@ def workloads(quick: bool) -> list[Workload]:
   a, b = f32(1 << 22), f32(1 << 22); ta, tb = mt.asarray(a), mt.asarray(b)
   peers = _peers(a, b, x)
   out.append(Workload("W2 softmax (4096,1024)", lambda: _softmax_np(x), lambda: np.asarray(nn.softmax(tx, axis=-1))))
-  out.append(Workload("W3 a*2+b*3-a*b 4M", lambda: a * 2 + b * 3 - a * b, lambda: np.asarray(ta * 2 + tb * 3 - ta * tb), peers=peers["W3"]))
+  out.append(Workload("W3 a*2+b*3-a*b 4M", lambda: a * 2 + b * 3 - a * b, lambda: np.asarray(ta * 2 + tb * 3 - ta * tb),
+                      peers=peers["W3"]))
   out.append(Workload("W4 sum axis 0", lambda: x.sum(0), lambda: np.asarray(tx.sum(0)), peers=peers["W4a"]))
   out.append(Workload("W4 sum axis 1", lambda: x.sum(1), lambda: np.asarray(tx.sum(1)), peers=peers["W4b"]))
-  out.append(Workload("W5 transpose copy", lambda: np.ascontiguousarray(x.T), lambda: np.asarray(tx.T), peers=peers["W5"]))
+  out.append(Workload("W5 transpose copy", lambda: np.ascontiguousarray(x.T), lambda: np.asarray(tx.T),
+                      peers=peers["W5"]))
   if not quick:
     xi, w = f32(8, 64, 56, 56), f32(64, 64, 3, 3)
     txi, tw = mt.asarray(xi), mt.asarray(w)
-    out.append(Workload("W6 conv2d (8,64,56,56)", lambda: _conv2d_np(xi, w), lambda: np.asarray(nn.conv2d(txi, tw, padding=1)),
+    out.append(Workload("W6 conv2d (8,64,56,56)", lambda: _conv2d_np(xi, w),
+                        lambda: np.asarray(nn.conv2d(txi, tw, padding=1)),
                         2 * 8 * 64 * 56 * 56 * 64 * 9))
-  out.append(Workload("W7 layernorm (4096,1024)", lambda: _layernorm_np(x), lambda: np.asarray(nn.layer_norm(tx, (1024,), eps=1e-5))))
+  out.append(Workload("W7 layernorm (4096,1024)", lambda: _layernorm_np(x),
+                      lambda: np.asarray(nn.layer_norm(tx, (1024,), eps=1e-5))))
   for L in ((512,) if quick else (512, 2048)):
     q, k, v = f32(L, 64), f32(L, 64), f32(L, 64)
     tq, tk, tv = mt.asarray(q), mt.asarray(k), mt.asarray(v)
     out.append(Workload(f"W8 attention L={L}", lambda q=q, k=k, v=v: _softmax_np(q @ k.T / 8) @ v,
-                        lambda tq=tq, tk=tk, tv=tv: np.asarray(nn.softmax(tq @ tk.T / 8, axis=-1) @ tv), 4 * L * L * 64))
+                        lambda tq=tq, tk=tk, tv=tv: np.asarray(nn.softmax(tq @ tk.T / 8, axis=-1) @ tv),
+                        4 * L * L * 64))
   a16, b16 = f32(16), f32(16); t16, u16 = mt.asarray(a16), mt.asarray(b16)
   out.append(Workload("W9 add of 16 (dispatch)", lambda: a16 + b16, lambda: np.asarray(t16 + u16)))
   return out

@@ -8,7 +8,7 @@
 from __future__ import annotations
 import operator
 import numpy as np
-from minitensor.tensor import Tensor, asarray, full, _dtype
+from minitensor.tensor import Tensor, _dtype, asarray, full
 
 __all__ = ["zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "identity"]
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import string
 from collections import Counter
 import numpy as np
-from minitensor.backend.uop import UOp, Ops
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.tensor import Tensor, asarray, _dtype
+from minitensor.backend.uop import Ops, UOp
 from minitensor.extra import diagonal
+from minitensor.tensor import Tensor, _dtype, asarray
 
 __all__ = ["einsum"]
 
@@ -63,28 +63,34 @@ def _parse(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[list[st
   """(labels of every operand axis, output labels); "..." expanded to right-aligned ".k" labels."""
   s = subscripts.replace(" ", "")
   lhs, arrow, rhs = s.partition("->")
-  if "->" in rhs or (not arrow and ("-" in s or ">" in s)): _fail(f"subscripts string {subscripts!r} has a stray or repeated '->'")
+  if "->" in rhs or (not arrow and ("-" in s or ">" in s)):
+    _fail(f"subscripts string {subscripts!r} has a stray or repeated '->'")
   terms = lhs.split(",")
-  if len(terms) < len(shapes): _fail("more operands provided to einstein sum function than specified in the subscripts string")
-  if len(terms) > len(shapes): _fail("fewer operands provided to einstein sum function than specified in the subscripts string")
+  if len(terms) < len(shapes):
+    _fail("more operands provided to einstein sum function than specified in the subscripts string")
+  if len(terms) > len(shapes):
+    _fail("fewer operands provided to einstein sum function than specified in the subscripts string")
   toks = [_tokens(t, f"operand {i}") for i, t in enumerate(terms)]
   ell = []
   for i, (tk, shape) in enumerate(zip(toks, shapes)):
     n = len(tk) - (_ELL in tk)
-    if n > len(shape): _fail(f"subscripts string contains too many subscripts for operand {i} ({terms[i]!r} for shape {shape})")
+    if n > len(shape):
+      _fail(f"subscripts string contains too many subscripts for operand {i} ({terms[i]!r} for shape {shape})")
     if _ELL not in tk and n < len(shape):
       _fail(f"operand {i} has more dimensions than subscripts given ({terms[i]!r} for shape {shape}), but no '...' "
             "ellipsis provided to broadcast the extra dimensions.")
     ell.append(len(shape) - n)
   E = max(ell, default=0)
-  labels = [[x for t in tk for x in ([f".{k}" for k in range(E - e, E)] if t == _ELL else [t])] for tk, e in zip(toks, ell)]
+  labels = [[x for t in tk for x in ([f".{k}" for k in range(E - e, E)] if t == _ELL else [t])]
+            for tk, e in zip(toks, ell)]
   if not arrow:
     once = sorted(c for c, m in Counter(c for tk in toks for c in tk if c != _ELL).items() if m == 1)
     return labels, [f".{k}" for k in range(E)] + once
   out = _tokens(rhs, "the output")
   for c in out:
     if c != _ELL and out.count(c) > 1: _fail(f"subscripts string includes output subscript {c!r} multiple times")
-    if c != _ELL and not any(c in tk for tk in toks): _fail(f"subscripts string included output subscript {c!r} which never appeared in an input")
+    if c != _ELL and not any(c in tk for tk in toks):
+      _fail(f"subscripts string included output subscript {c!r} which never appeared in an input")
   if E and _ELL not in out:
     _fail("output has more dimensions than subscripts given in einstein sum, but no '...' ellipsis provided to "
           "broadcast the extra dimensions.")
@@ -101,7 +107,8 @@ def _distinct(t: Tensor, labels: list[str], i: int) -> tuple[Tensor, list[str]]:
   return t, labels
 
 
-def _combine(items: list[tuple[UOp, list[str]]], keep: set[str], sizes: dict[str, int], d: DType) -> tuple[UOp, list[str]]:
+def _combine(items: list[tuple[UOp, list[str]]], keep: set[str], sizes: dict[str, int],
+             d: DType) -> tuple[UOp, list[str]]:
   """The product of the items over the union of their labels, summed over the labels not in keep."""
   union = list(dict.fromkeys(c for _, ls in items for c in ls))
   kept, summed = [c for c in union if c in keep], [c for c in union if c not in keep]
@@ -142,13 +149,15 @@ def einsum(subscripts, /, *operands, dtype=None) -> Tensor:
   labels, out = _parse(subscripts, [t.shape for t in ts])
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.result_type(*(t.dtype for t in ts)))
   for t in ts:
-    if not np.can_cast(t.dtype, d.np, "safe"): raise TypeError(f"einsum: cannot cast operand of dtype {t.dtype} to {d.name} safely")
+    if not np.can_cast(t.dtype, d.np, "safe"):
+      raise TypeError(f"einsum: cannot cast operand of dtype {t.dtype} to {d.name} safely")
   ops = [_distinct(t, ls, i) for i, (t, ls) in enumerate(zip(ts, labels))]
   sizes: dict[str, int] = {}
   for t, ls in ops:
     for c, n in zip(ls, t.shape):
       if (prev := sizes.get(c, 1)) not in (1, n) and n != 1:
-        _fail(f"operands could not be broadcast together: label {c!r} has sizes {prev} and {n} (shapes {' '.join(str(t.shape) for t in ts)})")
+        _fail(f"operands could not be broadcast together: label {c!r} has sizes {prev} and {n} "
+              f"(shapes {' '.join(str(t.shape) for t in ts)})")
       sizes[c] = n if prev == 1 else prev
   acc: tuple[UOp, list[str]] | None = None
   for i, (t, ls) in enumerate(ops):

@@ -15,12 +15,10 @@
 from __future__ import annotations
 import operator
 import numpy as np
-from minitensor import ufuncs as U
-from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.backend.composite import move_axis
-from minitensor.manipulation import _axis, concatenate
 from minitensor import views as V
-from minitensor.tensor import Tensor, asarray, full, where, tensordot, broadcast_shapes, _dtype, _acc_dtype
+from minitensor.backend.uop import Ops, UOp, prod
+from minitensor.manipulation import _axis, concatenate
+from minitensor.tensor import Tensor, _acc_dtype, _dtype, apply_ufunc, asarray, broadcast_shapes, full, tensordot, where
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diagonal", "trace", "diag", "take",
            "take_along_axis", "meshgrid", "outer", "inner", "vecdot", "isclose", "allclose"]
@@ -34,7 +32,8 @@ def _accumulate(a, axis, dtype, kind: str) -> Tensor:
   if axis is None: t, axis = t.reshape(-1), 0
   ax = _axis(axis, t.ndim, f"cum{kind}")
   d = _dtype(dtype) if dtype is not None else _acc_dtype(kind, t.uop.dtype)
-  op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX, ("prod", True): Ops.MIN}[kind, d.is_bool]
+  op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX,
+        ("prod", True): Ops.MIN}[kind, d.is_bool]
   return Tensor(t.uop.cast(d).scan(op, ax))
 
 
@@ -91,7 +90,8 @@ def cumulative_sum(x, /, *, axis: int | None = None, dtype=None, include_initial
   """
   t = asarray(x)
   if axis is None:
-    if t.ndim > 1: raise ValueError(f"cumulative_sum: axis is required for arrays with more than one dimension, got shape {t.shape}")
+    if t.ndim > 1:
+      raise ValueError(f"cumulative_sum: axis is required for arrays with more than one dimension, got shape {t.shape}")
     t, axis = t.reshape(-1), 0
   r = cumsum(t, axis, dtype)
   if not include_initial: return r
@@ -129,7 +129,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
   if any(e is not None for e in ends): t = concatenate([e for e in (ends[0], t, ends[1]) if e is not None], axis=ax)
   for _ in range(min(n, t.shape[ax])):
     hi, lo = (t[(slice(None),) * ax + (s,)] for s in (slice(1, None), slice(None, -1)))
-    t = U.apply(np.not_equal if t.uop.dtype.is_bool else np.subtract, hi, lo)
+    t = apply_ufunc(np.not_equal if t.uop.dtype.is_bool else np.subtract, hi, lo)
   return t
 
 
@@ -213,7 +213,8 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
   if m == 0: return full(tuple(lead) + (0,), 0, t.dtype)
   st = V.strides_of(t)
   # a read-only view, as NumPy's: it follows writes into t
-  return V.readonly_view(t, lambda u: _main_diagonal(u.permute(perm).shrink(tuple((0, x) for x in lead) + ((r0, r0 + m), (c0, c0 + m)))),
+  return V.readonly_view(t, lambda u: _main_diagonal(u.permute(perm).shrink(tuple((0, x) for x in lead)
+                                                                            + ((r0, r0 + m), (c0, c0 + m)))),
                          tuple(st[x] for x in perm[:-2]) + (st[a1] + st[a2],))
 
 
@@ -290,7 +291,8 @@ def take(a, indices, axis: int | None = None, mode: str = "raise") -> Tensor:
   if axis is None: t, axis = t.reshape(-1), 0
   ax = _axis(axis, t.ndim, "take")
   n = t.shape[ax]
-  if mode not in ("raise", "wrap", "clip"): raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+  if mode not in ("raise", "wrap", "clip"):
+    raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
   shape = t.shape[:ax] + idx.shape + t.shape[ax + 1:]
   if n == 0 and prod(shape): raise IndexError("take: cannot do a non-empty take from an empty axes.")
   bad = (idx < -n) | (idx >= n)
@@ -318,10 +320,12 @@ def take_along_axis(arr, indices, axis: int | None = -1) -> Tensor:
   Tensor
   """
   t, idx = asarray(arr), np.asarray(indices)
-  if idx.dtype.kind not in "iu": raise IndexError(f"take_along_axis: `indices` must be an integer array, got dtype {idx.dtype}")
+  if idx.dtype.kind not in "iu":
+    raise IndexError(f"take_along_axis: `indices` must be an integer array, got dtype {idx.dtype}")
   if axis is None: t, axis = t.reshape(-1), 0
   if idx.ndim != t.ndim:
-    raise ValueError(f"take_along_axis: `indices` and `arr` must have the same number of dimensions, got shapes {idx.shape} and {t.shape}")
+    raise ValueError(f"take_along_axis: `indices` and `arr` must have the same number of dimensions, got shapes "
+                     f"{idx.shape} and {t.shape}")
   ax = _axis(axis, t.ndim, "take_along_axis")
   iotas = (np.arange(n).reshape((1,) * k + (n,) + (1,) * (t.ndim - k - 1)) for k, n in enumerate(t.shape))
   return t[tuple(idx if k == ax else i for k, i in enumerate(iotas))]
@@ -344,7 +348,8 @@ def meshgrid(*xi, sparse: bool = False, indexing: str = "xy") -> tuple[Tensor, .
   -------
   tuple of Tensor
   """
-  if indexing not in ("xy", "ij"): raise ValueError(f"meshgrid: valid values for `indexing` are 'xy' and 'ij', got {indexing!r}")
+  if indexing not in ("xy", "ij"):
+    raise ValueError(f"meshgrid: valid values for `indexing` are 'xy' and 'ij', got {indexing!r}")
   ts = [asarray(x).reshape(-1) for x in xi]
   nd = len(ts)
   out = [t.reshape((1,) * k + (-1,) + (1,) * (nd - k - 1)) for k, t in enumerate(ts)]
@@ -367,7 +372,7 @@ def outer(a, b) -> Tensor:
       Shape (a.size, b.size), NumPy's multiply dtype (bool: AND).
   """
   x, y = asarray(a), asarray(b)
-  return U.apply(np.multiply, x.reshape(-1, 1), y.reshape(1, -1))
+  return apply_ufunc(np.multiply, x.reshape(-1, 1), y.reshape(1, -1))
 
 
 def inner(a, b) -> Tensor:
@@ -384,9 +389,10 @@ def inner(a, b) -> Tensor:
       Shape a.shape[:-1] + b.shape[:-1].
   """
   x, y = asarray(a), asarray(b)
-  if x.ndim == 0 or y.ndim == 0: return U.apply(np.multiply, x, y)
+  if x.ndim == 0 or y.ndim == 0: return apply_ufunc(np.multiply, x, y)
   if x.shape[-1] != y.shape[-1]:
-    raise ValueError(f"inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})")
+    raise ValueError(f"inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
+                     f"{y.shape[-1]} (dim {y.ndim - 1})")
   return tensordot(x, y, ([x.ndim - 1], [y.ndim - 1]))
 
 
@@ -410,7 +416,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   ax = _axis(axis, nd, "vecdot") - nd
   if -ax > min(a.ndim, b.ndim) or a.shape[ax] != b.shape[ax]:
     raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} differ along axis {axis}")
-  p = U.apply(np.multiply, U.apply(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
+  p = apply_ufunc(np.multiply, apply_ufunc(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
   return p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)
 
 
@@ -433,11 +439,13 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
   """
   x = a if isinstance(a, _PY_SCALARS) else asarray(a)
   y = b if isinstance(b, _PY_SCALARS) else asarray(b)
-  y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else float(y) if isinstance(x, Tensor) else asarray(float(y))
+  y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else float(y) if isinstance(x, Tensor) \
+    else asarray(float(y))
   rtol, atol = (v if isinstance(v, _PY_SCALARS) else asarray(v) for v in (rtol, atol))
-  ay = abs(y) if isinstance(y, float) else U.apply(np.absolute, y)
-  r = U.apply(np.less_equal, U.apply(np.absolute, x - y), atol + rtol * ay) & U.apply(np.isfinite, y) | U.apply(np.equal, x, y)
-  return r | (U.apply(np.isnan, x) & U.apply(np.isnan, y)) if equal_nan else r
+  ay = abs(y) if isinstance(y, float) else apply_ufunc(np.absolute, y)
+  r = apply_ufunc(np.less_equal, apply_ufunc(np.absolute, x - y), atol + rtol * ay) & apply_ufunc(np.isfinite, y) \
+    | apply_ufunc(np.equal, x, y)
+  return r | (apply_ufunc(np.isnan, x) & apply_ufunc(np.isnan, y)) if equal_nan else r
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> bool:

@@ -13,10 +13,10 @@
 from __future__ import annotations
 import operator
 import numpy as np
-from minitensor.tensor import Tensor, asarray, where, normalize_axes
 from minitensor.creation import arange
-from minitensor.manipulation import roll
 from minitensor.linalg import from_numpy
+from minitensor.manipulation import roll
+from minitensor.tensor import Tensor, asarray, normalize_axes, where
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq",
            "fftshift", "ifftshift"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 import functools
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray
-from minitensor.interop import ufunc_at, copyto  # noqa: F401  (copyto: numpy.copyto on Tensors)
+from minitensor.interop import copyto, ufunc_at  # noqa: F401  (copyto: numpy.copyto on Tensors)
+from minitensor.tensor import Tensor, apply_ufunc
 
 
 def _at(f: np.ufunc, a, indices, b=None) -> None:
@@ -17,9 +17,9 @@ def _at(f: np.ufunc, a, indices, b=None) -> None:
 def _ufunc(f: np.ufunc):
   # explicit positional-only parameters (the Array API's `add(x1, x2, /)`), so inspect.signature shows them
   if f.nin == 1:
-    def fn(x, /): return U.apply(f, x)
+    def fn(x, /): return apply_ufunc(f, x)
   else:
-    def fn(x1, x2, /): return U.apply(f, x1, x2)
+    def fn(x1, x2, /): return apply_ufunc(f, x1, x2)
   fn.__name__ = fn.__qualname__ = f.__name__
   fn.at = functools.partial(_at, f)
   fn.__doc__ = f"""Elementwise ``numpy.{f.__name__}`` as a lazy Tensor (NumPy's dtypes and broadcasting).

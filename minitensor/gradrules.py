@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, prod, MOVEMENT as MOVES
+from minitensor.backend.uop import MOVEMENT as MOVES
+from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.tensor import asarray
 
 Rule = Callable[..., tuple]

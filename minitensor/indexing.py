@@ -35,15 +35,18 @@ Only WHERE combines old and new values, so every value, -0.0 and NaN included, i
 assignment adds a WHERE on top of t's graph: realize t now and then in a long loop of small assignments.
 """
 from __future__ import annotations
-import functools, operator
+import functools
+import operator
 from typing import Any, NamedTuple
 import numpy as np
-from minitensor.backend.uop import UOp, prod
-from minitensor.backend.dtype import DType
-from minitensor.tensor import Tensor, asarray, _scalar_uop
+from minitensor import ufuncs as U
 from minitensor import views as V
+from minitensor.backend.dtype import DType
+from minitensor.backend.uop import UOp, prod
+from minitensor.tensor import Tensor, asarray
 
-_BAD = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices"
+_BAD = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
+        "valid indices")
 _ADVANCED = ("int", "arr", "bool0")
 
 
@@ -113,7 +116,8 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
   """idx as one entry per axis of the view of `shape`; NumPy's IndexError for any bad index."""
   items = [_item(x) for x in (idx if isinstance(idx, tuple) else (idx,))]
   if sum(x is Ellipsis for x in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
-  used = sum(0 if x is None or x is Ellipsis or type(x) is bool else x.ndim if isinstance(x, np.ndarray) and x.dtype == bool
+  used = sum(0 if x is None or x is Ellipsis or type(x) is bool
+             else x.ndim if isinstance(x, np.ndarray) and x.dtype == bool
              else 1 for x in items)
   if used > len(shape):
     raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
@@ -124,7 +128,8 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
     if x is None: out.append(_Entry("new", None, pos))
     elif type(x) is bool: out.append(_Entry("bool0", x, pos))
     elif x is Ellipsis:
-      out += [_Entry("slice", slice(None), pos, _Plan(0, 0, shape[a], 1, False)) for a in range(ax, ax + len(shape) - used)]
+      out += [_Entry("slice", slice(None), pos, _Plan(0, 0, shape[a], 1, False))
+              for a in range(ax, ax + len(shape) - used)]
       ax += len(shape) - used
     elif isinstance(x, slice): out.append(_Entry("slice", x, pos, _plan(x, shape[ax]))); ax += 1
     elif isinstance(x, int):
@@ -296,7 +301,8 @@ def _basic(shape: tuple[int, ...], idx) -> _Basic | None:
   for x in items:
     if type(x) is slice:
       a, b, c = x.start, x.stop, x.step
-      if (a is None or type(a) is int) and (b is None or type(b) is int) and (c is None or type(c) is int): key.append((a, b, c))
+      if (a is None or type(a) is int) and (b is None or type(b) is int) and (c is None or type(c) is int):
+        key.append((a, b, c))
       else: break
     elif type(x) is int or x is None or x is Ellipsis: key.append(x)
     else: break
@@ -318,7 +324,8 @@ def _make_basic(shape: tuple[int, ...], entries: list[_Entry], element: bool) ->
   window = None if any(p.s > 1 or p.rev for p in plans) else \
     tuple((e.plan.b, e.plan.b + e.plan.c) if e.plan is not None else (0, m) for e, m in zip(entries, view))
   out = tuple(m for m, e in zip(taken, entries) if e.kind != "int")
-  return _Basic(tuple(entries), view, taken, out, window, all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)),
+  return _Basic(tuple(entries), view, taken, out, window,
+                all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)),
                 element)
 
 
@@ -358,7 +365,7 @@ def _value(value, d: DType) -> UOp:
     raise TypeError(f"setitem: cannot assign the Python complex {value!r} into a {d.name} Tensor")
   if isinstance(value, (bool, int, float)):
     if isinstance(value, float) and d.is_int: value = int(value)
-    return _scalar_uop(value, d, "setitem")
+    return U.scalar_uop(value, d, "setitem")
   v = asarray(value)
   return (v.astype(d) if v.uop.dtype.is_complex and not d.is_complex else v).uop.cast(d)
 
@@ -370,7 +377,8 @@ def _fit(v: UOp, shape: tuple[int, ...], advanced: bool, nested: bool) -> UOp:
   while len(vs) > len(shape) and vs[0] == 1 and (advanced or not nested): vs = vs[1:]
   if len(vs) > len(shape) or any(a not in (1, b) for a, b in zip(vs[::-1], shape[::-1])):
     have, want = (str(tuple(s)).replace(" ", "") for s in (v.shape, shape))
-    raise ValueError(f"shape mismatch: value array of shape {have} could not be broadcast to indexing result of shape {want}"
+    raise ValueError(f"shape mismatch: value array of shape {have} could not be broadcast to indexing result of "
+                     f"shape {want}"
                      if advanced else f"could not broadcast input array from shape {have} into shape {want}")
   return v.reshape((1,) * (len(shape) - len(vs)) + vs).expand(shape)
 
@@ -379,12 +387,15 @@ def _numpy_path(idx, ndim: int) -> str:
   """Which assignment path NumPy takes: "element" (an integer for every axis: the value must be a scalar),
   "mask" (one boolean array over every axis: the value has at most one dimension) or "general"."""
   items = idx if isinstance(idx, tuple) else (idx,)
-  arrays = [x if isinstance(x, (np.ndarray, Tensor)) else np.asarray(x) if isinstance(x, (list, bool, np.bool_)) else None
+  arrays = [x if isinstance(x, (np.ndarray, Tensor)) else np.asarray(x) if isinstance(x, (list, bool, np.bool_))
+            else None
             for x in items]
   if len(items) == ndim and all((isinstance(x, (int, np.integer)) and not isinstance(x, bool)) or
-                                (a is not None and a.ndim == 0 and a.dtype.kind in "iu") for x, a in zip(items, arrays)):
+                                (a is not None and a.ndim == 0 and a.dtype.kind in "iu")
+                                for x, a in zip(items, arrays)):
     return "element"
-  return "mask" if len(items) == 1 and arrays[0] is not None and arrays[0].dtype == bool and arrays[0].ndim == ndim else "general"
+  return "mask" if len(items) == 1 and arrays[0] is not None and arrays[0].dtype == bool and arrays[0].ndim == ndim \
+    else "general"
 
 
 def setitem(t: Tensor, idx, value) -> Tensor:
@@ -407,7 +418,8 @@ def setitem(t: Tensor, idx, value) -> Tensor:
   b = _basic(t.shape, idx)
   v = _value(value, t.uop.dtype)
   path = _numpy_path(idx, t.ndim) if v.shape else "general"
-  if path == "element": raise ValueError(f"setting an array element with a sequence: a value of shape {v.shape} into one element")
+  if path == "element":
+    raise ValueError(f"setting an array element with a sequence: a value of shape {v.shape} into one element")
   if path == "mask" and len(v.shape) > 1:
     raise TypeError(f"boolean array indexing assignment requires a 0 or 1-dimensional input, input has {len(v.shape)} "
                     "dimensions")

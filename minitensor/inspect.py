@@ -9,10 +9,10 @@ C source of each compiled translation unit. Silence it with logging.getLogger("m
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from minitensor.backend.uop import UOp, Ops, prod
 from minitensor.backend.linearize import iterations
 from minitensor.backend.realize import scheduled
 from minitensor.backend.render_c import render_function
+from minitensor.backend.uop import Ops, UOp
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class Explanation:
     n_in = len(self.inputs)
     lines = [f"{len(self.kernels)} kernel(s), {self.total_iterations:,} loop iterations"]
     lines += [f"  input  buf{i}: {s} {d}" for i, (s, d) in enumerate(self.inputs)]
-    lines += [f"  {'output' if n_in + i in self.outputs else 'temp  '} buf{n_in + i}: {n} x {d}" for i, (n, d) in enumerate(self.buffers)]
+    lines += [f"  {'output' if n_in + i in self.outputs else 'temp  '} buf{n_in + i}: {n} x {d}"
+              for i, (n, d) in enumerate(self.buffers)]
     for k in self.kernels:
       lines.append(f"\n{k.name}: {k.shape} {k.dtype}, reads {', '.join(f'buf{r}' for r in k.reads)} -> buf{k.writes}, "
                    f"{k.iterations:,} iterations")
@@ -65,9 +66,11 @@ def explain(*tensors) -> Explanation:
   tensors = tuple(t for t in tensors if t._realized() is None)
   if not tensors: return Explanation((), (), (), ())
   s, arrays = scheduled([t.uop for t in tensors])
-  ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, iterations(k.sink), tuple(x for x in k.slots if x != k.out), k.out,
+  ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, iterations(k.sink),
+                        tuple(x for x in k.slots if x != k.out), k.out,
                         render_function(k.sink, k.name, sized=bool(k.sizes))) for k in s.kernels)
-  return Explanation(ks, tuple((a.shape, a.dtype.name) for a in arrays), tuple((n, d.name) for n, d in s.buffers), s.outputs)
+  return Explanation(ks, tuple((a.shape, a.dtype.name) for a in arrays), tuple((n, d.name) for n, d in s.buffers),
+                     s.outputs)
 
 
 def to_dot(t) -> str:

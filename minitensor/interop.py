@@ -36,11 +36,14 @@ np.transpose: "transpose") in the `minitensor` namespace (numpy.linalg's in mt.l
 when that object is a function defined in minitensor.
 """
 from __future__ import annotations
-import functools, importlib, inspect
+import functools
+import importlib
+import inspect
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray, where as where_
+from minitensor.tensor import Tensor, apply_ufunc, asarray
+from minitensor.tensor import where as where_
 
 _REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
            np.logical_or: "any"}
@@ -130,7 +133,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
   if method == "__call__" and ufunc in U.TABLE:
     where, dtype = kw.pop("where", True), kw.pop("dtype", None)
     _reject(kw, name)
-    return _into(U.apply(ufunc, *inputs, dtype=dtype), out, where)
+    return _into(apply_ufunc(ufunc, *inputs, dtype=dtype), out, where)
   if method == "reduce" and ufunc in _REDUCE:
     axis, keepdims, dtype = kw.pop("axis", 0), kw.pop("keepdims", False), kw.pop("dtype", None)
     _reject(kw, name)

@@ -15,12 +15,15 @@ Errors are NumPy's: LinAlgError (numpy.linalg.LinAlgError, also mt.linalg.LinAlg
 non-square matrices, with the operation and the shape in the message; ValueError for bad orders and shapes.
 """
 from __future__ import annotations
-import math, operator
+import math
+import operator
 from typing import NamedTuple
 import numpy as np
 from numpy.linalg import LinAlgError
-from minitensor import tensor as T, extra as E, manipulation as M, ufuncs as U
-from minitensor.tensor import Tensor, asarray
+from minitensor import extra as E
+from minitensor import manipulation as M
+from minitensor import tensor as T
+from minitensor.tensor import Tensor, apply_ufunc, asarray
 
 __all__ = ["LinAlgError", "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "trace", "diagonal", "cross",
            "matrix_power", "norm", "vector_norm", "matrix_norm", "det", "slogdet", "inv", "solve", "cholesky", "qr",
@@ -91,8 +94,7 @@ def tensordot(x1, x2, /, *, axes=2) -> Tensor:
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   """sum(conj(x1) * x2) along axis, the other axes broadcast; lazy."""
-  import minitensor
-  return E.vecdot(minitensor.conj(asarray(x1)), x2, axis=axis)
+  return E.vecdot(asarray(x1).conj(), x2, axis=axis)
 
 
 def outer(x1, x2, /) -> Tensor:
@@ -201,8 +203,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
   if ord == -math.inf: return a.min(axis, keepdims)
   if ord == 0: return (a != 0).sum(axis, dtype=a.dtype, keepdims=keepdims)
   if ord == 1: return a.sum(axis, keepdims=keepdims)
-  if ord == 2: return U.apply(np.sqrt, (a * a).sum(axis, keepdims=keepdims))
-  return U.apply(np.power, U.apply(np.power, a, float(ord)).sum(axis, keepdims=keepdims), 1.0 / ord)
+  if ord == 2: return apply_ufunc(np.sqrt, (a * a).sum(axis, keepdims=keepdims))
+  return apply_ufunc(np.power, apply_ufunc(np.power, a, float(ord)).sum(axis, keepdims=keepdims), 1.0 / ord)
 
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
@@ -225,7 +227,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
   t = _floating(asarray(x))
   if t.ndim < 2: raise ValueError(f"matrix_norm: input must be at least 2-dimensional, got shape {t.shape}")
   a = abs(t)
-  if ord is None or ord == "fro": r = U.apply(np.sqrt, (a * a).sum((-2, -1)))
+  if ord is None or ord == "fro": r = apply_ufunc(np.sqrt, (a * a).sum((-2, -1)))
   elif ord in (1, -1): r = (a.sum(-2).max(-1, initial=0) if ord == 1 else a.sum(-2).min(-1))
   elif ord in (math.inf, -math.inf): r = (a.sum(-1).max(-1, initial=0) if ord > 0 else a.sum(-1).min(-1))
   elif ord in (2, -2, "nuc"):

@@ -18,15 +18,20 @@ numpy.exceptions.AxisError for axes, TypeError for dtypes and non-integer argume
 NumPy-style docstrings from `_doc` (one line per parameter: "name : type -- note").
 """
 from __future__ import annotations
-import operator, warnings
-from builtins import sum as _sum, max as _max, min as _min, any as _any
+import operator
+import warnings
+from builtins import any as _any
+from builtins import max as _max
+from builtins import min as _min
+from builtins import sum as _sum
 from typing import Callable, Sequence
 import numpy as np
 from numpy.exceptions import AxisError
-from minitensor.backend.uop import UOp, Ops, prod as _prod
-from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.composite import move_axis
-from minitensor.tensor import Tensor, asarray, full, broadcast_shapes, expand_dims, _dtype
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.uop import Ops, UOp
+from minitensor.backend.uop import prod as _prod
+from minitensor.tensor import Tensor, _dtype, asarray, broadcast_shapes, expand_dims, full
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
            "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",
@@ -43,7 +48,8 @@ def _doc(summary: str, *params: str, returns: str = "Tensor") -> Callable:
     return f"  {head}\n      {note}" if note else f"  {head}"
   ret = entry(returns)
   def deco(f):
-    f.__doc__ = f"{summary}\n\n  Parameters\n  ----------\n" + "\n".join(map(entry, params)) + f"\n\n  Returns\n  -------\n{ret}\n  "
+    f.__doc__ = f"{summary}\n\n  Parameters\n  ----------\n" + "\n".join(map(entry, params)) \
+      + f"\n\n  Returns\n  -------\n{ret}\n  "
     return f
   return deco
 
@@ -151,7 +157,8 @@ def _concatenate(ts: list[Tensor], axis: int, dtype, casting: str, op: str) -> T
   zero = False if d.is_bool else -0.0 if d.is_float else 0
   for t in ts:
     n = t.shape[ax]
-    if n: pieces.append(t.uop.cast(d).pad(tuple((off, total - off - n) if k == ax else (0, 0) for k in range(nd)), zero))
+    if n:
+      pieces.append(t.uop.cast(d).pad(tuple((off, total - off - n) if k == ax else (0, 0) for k in range(nd)), zero))
     off += n
   if not pieces: return full(shapes[0][:ax] + (0,) + shapes[0][ax + 1:], 0, d)
   while len(pieces) > 1:        # a balanced tree keeps the graph shallow for many pieces
@@ -256,7 +263,8 @@ def split(ary, indices_or_sections, axis: int = 0) -> list[Tensor]:
   except TypeError:
     n = a.shape[_axis(axis, a.ndim, "split")]
     try: uneven = n % indices_or_sections
-    except ZeroDivisionError: raise ZeroDivisionError(f"split: number of sections must not be 0 (shape {a.shape})") from None
+    except ZeroDivisionError:
+      raise ZeroDivisionError(f"split: number of sections must not be 0 (shape {a.shape})") from None
     if uneven:
       raise ValueError(f"split: array split does not result in an equal division "
                        f"({n} into {indices_or_sections} sections, shape {a.shape})") from None
@@ -265,7 +273,8 @@ def split(ary, indices_or_sections, axis: int = 0) -> list[Tensor]:
 
 def _split_nd(ary, indices_or_sections, min_ndim: int, axis: int, op: str) -> list[Tensor]:
   a = asarray(ary)
-  if a.ndim < min_ndim: raise ValueError(f"{op} only works on arrays of {min_ndim} or more dimensions, got shape {a.shape}")
+  if a.ndim < min_ndim:
+    raise ValueError(f"{op} only works on arrays of {min_ndim} or more dimensions, got shape {a.shape}")
   return split(a, indices_or_sections, axis if a.ndim > 1 else 0)
 
 
@@ -294,7 +303,8 @@ def unstack(x, /, *, axis: int = 0) -> tuple[Tensor, ...]:
 
 
 # ---------------------------------------------------------------------- padding and rearranging
-_OTHER_PAD_MODES = ("edge", "empty", "linear_ramp", "maximum", "mean", "median", "minimum", "reflect", "symmetric", "wrap")
+_OTHER_PAD_MODES = ("edge", "empty", "linear_ramp", "maximum", "mean", "median", "minimum", "reflect", "symmetric",
+                    "wrap")
 
 
 def _as_pairs(x, ndim: int, as_index: bool = False) -> list[tuple]:
@@ -306,7 +316,8 @@ def _as_pairs(x, ndim: int, as_index: bool = False) -> list[tuple]:
   if x.ndim < 3 and x.size == 1: return [(x.ravel()[0],) * 2] * ndim
   if x.ndim < 3 and x.size == 2 and x.shape != (2, 1): return [tuple(x.ravel())] * ndim
   try: return [tuple(p) for p in np.broadcast_to(x, (ndim, 2))]
-  except ValueError: raise ValueError(f"pad: could not broadcast {x.tolist()} (shape {x.shape}) to ({ndim}, 2) pairs") from None
+  except ValueError:
+    raise ValueError(f"pad: could not broadcast {x.tolist()} (shape {x.shape}) to ({ndim}, 2) pairs") from None
 
 
 def _fill(v, d: DType):
@@ -314,7 +325,8 @@ def _fill(v, d: DType):
   a = np.empty((1,), d.np)
   try:
     with np.errstate(over="ignore", invalid="ignore"): a[...] = v
-  except (OverflowError, ValueError, TypeError) as e: raise type(e)(f"pad: constant value {v!r} into {d.name}: {e}") from None
+  except (OverflowError, ValueError, TypeError) as e:
+    raise type(e)(f"pad: constant value {v!r} into {d.name}: {e}") from None
   return a.item(0)
 
 
@@ -358,7 +370,8 @@ def roll(a, shift, axis=None) -> Tensor:
   axes = _axes(axis, t.ndim, "roll", allow_dup=True)
   try: b = np.broadcast(_plain(shift), axes)
   except ValueError as e: raise ValueError(f"roll: shift {shift!r} and axis {axis!r} do not broadcast: {e}") from None
-  if b.ndim > 1: raise ValueError(f"roll: 'shift' and 'axis' should be scalars or 1D sequences, got {shift!r} and {axis!r}")
+  if b.ndim > 1:
+    raise ValueError(f"roll: 'shift' and 'axis' should be scalars or 1D sequences, got {shift!r} and {axis!r}")
   shifts = [0] * t.ndim
   for sh, ax in b: shifts[ax] += int(sh)
   u = t.uop
@@ -401,7 +414,8 @@ def tile(A, reps) -> Tensor:
   t, r = asarray(A), _plain(reps)
   try: reps = tuple(operator.index(x) for x in (r if np.ndim(r) else (r,)))
   except TypeError: raise TypeError(f"tile: reps must be integers, got {reps!r}") from None
-  if _any(x < 0 for x in reps): raise ValueError(f"tile: negative dimensions are not allowed (reps={reps}, shape {t.shape})")
+  if _any(x < 0 for x in reps):
+    raise ValueError(f"tile: negative dimensions are not allowed (reps={reps}, shape {t.shape})")
   nd = _max(len(reps), t.ndim)
   reps, shape = (1,) * (nd - len(reps)) + reps, (1,) * (nd - t.ndim) + t.shape
   u = t.uop.reshape(tuple(x for s in shape for x in (1, s))).expand(tuple(x for rs in zip(reps, shape) for x in rs))
@@ -455,7 +469,8 @@ def squeeze(a, axis=None) -> Tensor: return asarray(a).squeeze(axis)
 def broadcast_to(array, shape) -> Tensor:
   t, s = asarray(array), _plain(shape)
   s = tuple(operator.index(x) for x in (s if np.ndim(s) else (s,)))
-  if _any(x < 0 for x in s): raise ValueError(f"broadcast_to: all elements of broadcast shape must be non-negative, got {s}")
+  if _any(x < 0 for x in s):
+    raise ValueError(f"broadcast_to: all elements of broadcast shape must be non-negative, got {s}")
   return t.broadcast_to(s)
 
 
@@ -498,9 +513,11 @@ def matrix_transpose(x, /) -> Tensor: return asarray(x).mT
 
 
 # ---------------------------------------------------------------------- reductions as functions
-_A, _AX, _KD = "a : array_like", "axis : None, int or tuple of ints, optional -- None reduces all axes", "keepdims : bool, optional"
+_A, _AX, _KD = "a : array_like", "axis : None, int or tuple of ints, optional -- None reduces all axes", \
+  "keepdims : bool, optional"
 _DT = "dtype : data-type, optional -- accumulation and result dtype (default NumPy's)"
-_DDOF = ("ddof : float, optional -- the divisor is N - ddof", "correction : float, optional -- the Array API's name of ddof")
+_DDOF = ("ddof : float, optional -- the divisor is N - ddof",
+         "correction : float, optional -- the Array API's name of ddof")
 _ARGAX = "axis : int or None, optional -- None: the index into the flattened array"
 _WH = ("initial : scalar, optional -- joins the reduction (max/min with where= need it)",
        "where : array_like of bool, optional -- reduce only these elements (broadcast to a's shape)")
@@ -559,11 +576,13 @@ def argmin(a, axis=None, keepdims: bool = False) -> Tensor: return _arg(a, axis,
 
 
 @_doc("Whether any element over the given axes is true.", _A, _AX, _KD, _WH[1])
-def any(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor: return asarray(a).any(axis, keepdims, where=where)
+def any(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor:
+  return asarray(a).any(axis, keepdims, where=where)
 
 
 @_doc("Whether all elements over the given axes are true.", _A, _AX, _KD, _WH[1])
-def all(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor: return asarray(a).all(axis, keepdims, where=where)
+def all(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor:
+  return asarray(a).all(axis, keepdims, where=where)
 
 
 @_doc("The number of nonzero elements over the given axes, as int64.", _A, _AX, _KD)

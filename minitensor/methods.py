@@ -15,7 +15,8 @@ format() and round(), DLPack export, and the `where=`/`initial=` keywords of the
                           replaced by the reduction's identity (WHERE), so the result stays lazy
 """
 from __future__ import annotations
-import functools, inspect
+import functools
+import inspect
 import numpy as np
 
 _CPU = 1     # DLPack's kDLCPU
@@ -186,22 +187,20 @@ def _empty_result(t, axis, keepdims: bool, op: str) -> tuple[int, ...] | None:
 
 def _extreme(t, method, kind: str, op: str, m, initial, axis, keepdims: bool):
   """max/min with initial (and a mask): the masked-out elements read as initial, which joins the result."""
-  from minitensor.tensor import where, full, asarray
-  from minitensor import ufuncs as U
+  from minitensor.tensor import apply_ufunc, asarray, full, where
   if initial is None:
     raise ValueError(f"reduction operation '{op}' does not have an identity, so to use a where mask one has to "
                      "specify 'initial'")
   init = asarray(np.asarray(initial).astype(t.dtype))          # NumPy casts initial first (-2 is True for bool)
   if (shape := _empty_result(t, axis, keepdims, op)) is not None: return full(shape, init, t.dtype)
   x = t if m is None else where(m, t, init)
-  return U.apply(np.maximum if kind == "max" else np.minimum, method(x, axis, keepdims), init)
+  return apply_ufunc(np.maximum if kind == "max" else np.minimum, method(x, axis, keepdims), init)
 
 
 def _moment(t, kind: str, m, args: dict):
   """mean/var/std over the masked elements: sums in float64 divided by the mask's counts, rounded once to the
   result dtype."""
-  from minitensor.tensor import where
-  from minitensor import ufuncs as U
+  from minitensor.tensor import apply_ufunc, where
   axis, keepdims, dtype = args["axis"], args["keepdims"], args.get("dtype")
   out = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if t.dtype.kind in "biu" else t.dtype
   acc = np.promote_types(out, np.float64)
@@ -209,8 +208,8 @@ def _moment(t, kind: str, m, args: dict):
   if kind == "mean": return (x.sum(axis, keepdims=keepdims) / n).astype(out)
   ddof = args["correction"] if args["correction"] is not None else args["ddof"]
   d = where(m, x - x.sum(axis, keepdims=True) / m.sum(axis, keepdims=True), 0)
-  v = ((d * d).sum(axis, keepdims=keepdims) / U.apply(np.maximum, n - ddof, 0)).astype(out)
-  return v if kind == "var" else U.apply(np.sqrt, v)
+  v = ((d * d).sum(axis, keepdims=keepdims) / apply_ufunc(np.maximum, n - ddof, 0)).astype(out)
+  return v if kind == "var" else apply_ufunc(np.sqrt, v)
 
 
 def _masked(kind: str, method):
@@ -221,8 +220,8 @@ def _masked(kind: str, method):
   def reduce(self, *args, where=True, **kwargs):
     initial = kwargs.pop("initial", None) if has_initial else None
     if where is True and initial is None: return method(self, *args, **kwargs)
+    from minitensor.tensor import apply_ufunc
     from minitensor.tensor import where as where_
-    from minitensor import ufuncs as U
     b = inspect.signature(method).bind(self, *args, **kwargs)
     b.apply_defaults()
     m = None if where is True else _mask(self, where, op)
@@ -230,7 +229,7 @@ def _masked(kind: str, method):
       return _extreme(self, method, kind, op, m, initial, b.arguments["axis"], b.arguments["keepdims"])
     if kind in ("mean", "var", "std"): return _moment(self, kind, m, b.arguments)
     r = method(self if m is None else where_(m, self, _IDENTITY[kind]), *args, **kwargs)
-    return r if initial is None else U.apply(np.add if kind == "sum" else np.multiply, r, initial).astype(r.dtype)
+    return r if initial is None else apply_ufunc(np.add if kind == "sum" else np.multiply, r, initial).astype(r.dtype)
 
   sig = inspect.signature(method)
   extra = [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=d)

@@ -9,9 +9,8 @@ window axes.
 from __future__ import annotations
 import math
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.tensor import Tensor, asarray, normalize_axes, where
-from minitensor import ufuncs as U
+from minitensor.backend.uop import Ops, UOp, prod
+from minitensor.tensor import Tensor, apply_ufunc, asarray, normalize_axes, where
 
 
 def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)
@@ -20,7 +19,7 @@ def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)
 def softmax(x, axis: int = -1) -> Tensor:
   """exp(x - max) / sum(exp(x - max)) along axis; one fused kernel along the last axis."""
   x = _t(x)
-  e = U.apply(np.exp, x - x.max(axis=axis, keepdims=True))
+  e = apply_ufunc(np.exp, x - x.max(axis=axis, keepdims=True))
   return e / e.sum(axis=axis, keepdims=True)
 
 
@@ -33,29 +32,29 @@ def logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
   """log(sum(exp(x))) computed stably: rows of -inf give -inf, +inf gives +inf, no overflow near float max."""
   x = _t(x)
   m = x.max(axis=axis, keepdims=True)
-  m = where(U.apply(np.isfinite, m), m, 0)
-  s = U.apply(np.log, U.apply(np.exp, x - m).sum(axis=axis, keepdims=True)) + m
+  m = where(apply_ufunc(np.isfinite, m), m, 0)
+  s = apply_ufunc(np.log, apply_ufunc(np.exp, x - m).sum(axis=axis, keepdims=True)) + m
   return s if keepdims else s.squeeze(axis=normalize_axes(axis, x.ndim, "logsumexp"))
 
 
-def relu(x) -> Tensor: return U.apply(np.maximum, _t(x), 0)
+def relu(x) -> Tensor: return apply_ufunc(np.maximum, _t(x), 0)
 def sigmoid(x) -> Tensor:
   x = _t(x)
-  return 1 / (1 + U.apply(np.exp, -x))
+  return 1 / (1 + apply_ufunc(np.exp, -x))
 def silu(x) -> Tensor:
   x = _t(x)
   return x * sigmoid(x)
 def softplus(x) -> Tensor:
   """log(1 + exp(x)), stable for large |x|."""
   x = _t(x)
-  return U.apply(np.maximum, x, 0) + U.apply(np.log1p, U.apply(np.exp, -U.apply(np.absolute, x)))
+  return apply_ufunc(np.maximum, x, 0) + apply_ufunc(np.log1p, apply_ufunc(np.exp, -apply_ufunc(np.absolute, x)))
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
   """x * Phi(x); approximate="tanh" uses the tanh form."""
   x = _t(x)
   if approximate == "tanh":
-    return 0.5 * x * (1 + U.apply(np.tanh, math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1 + apply_ufunc(np.tanh, math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
   if approximate != "none": raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
   return 0.5 * x * (1 + Tensor(UOp(Ops.ERF, ((x * (1 / math.sqrt(2))).uop,))))
 
@@ -69,7 +68,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
   axes = tuple(range(x.ndim - len(ns), x.ndim))
   m = x.mean(axis=axes, keepdims=True)
   d = x - m
-  y = d / U.apply(np.sqrt, (d * d).mean(axis=axes, keepdims=True) + eps)
+  y = d / apply_ufunc(np.sqrt, (d * d).mean(axis=axes, keepdims=True) + eps)
   if weight is not None: y = y * _t(weight)
   if bias is not None: y = y + _t(bias)
   return y
@@ -100,13 +99,16 @@ def _windows(u: UOp, axis: int, k: int, stride: int, dilation: int) -> UOp:
 
 def _pair(v, n: int, name: str) -> tuple[int, ...]:
   t = (v,) * n if isinstance(v, int) else tuple(v)
-  if len(t) != n or any(not isinstance(a, (int, np.integer)) for a in t): raise ValueError(f"{name} must be an int or {n} ints, got {v!r}")
+  if len(t) != n or any(not isinstance(a, (int, np.integer)) for a in t):
+    raise ValueError(f"{name} must be an int or {n} ints, got {v!r}")
   return tuple(int(a) for a in t)
 
 
 def _conv(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups: int, nd: int, name: str) -> Tensor:
   x, w = _t(x), _t(w)
-  if x.ndim != nd + 2 or w.ndim != nd + 2: raise ValueError(f"{name}: expected input (N, C, *spatial) and weight (O, C/groups, *kernel) of rank {nd + 2}, got {x.shape} and {w.shape}")
+  if x.ndim != nd + 2 or w.ndim != nd + 2:
+    raise ValueError(f"{name}: expected input (N, C, *spatial) and weight (O, C/groups, *kernel) of rank {nd + 2}, "
+                     f"got {x.shape} and {w.shape}")
   n, c, o, cg = x.shape[0], x.shape[1], w.shape[0], w.shape[1]
   if groups < 1 or c % groups or o % groups or cg != c // groups:
     raise ValueError(f"{name}: input channels {c}, weight {w.shape} and groups={groups} do not match")
@@ -117,7 +119,8 @@ def _conv(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups: int, nd
     pads = tuple((t // 2, t - t // 2) for t in tot)
   else: pads = tuple((p, p) for p in _pair(padding, nd, "padding"))
   sp = tuple(s + a + b for s, (a, b) in zip(x.shape[2:], pads))
-  if any(s < d * (k - 1) + 1 for s, d, k in zip(sp, dl, ks)): raise ValueError(f"{name}: kernel {ks} larger than padded input {sp}")
+  if any(s < d * (k - 1) + 1 for s, d, k in zip(sp, dl, ks)):
+    raise ValueError(f"{name}: kernel {ks} larger than padded input {sp}")
   dt = np.result_type(x.dtype, w.dtype)
   u = x.astype(dt).uop
   # padded input materialized once (STAGE): the convolution's inner loops then load without bounds guards
@@ -154,7 +157,8 @@ def _pool(x, kernel_size, stride, padding, op: Ops, name: str, pad_value) -> Ten
   ks = _pair(kernel_size, 2, "kernel_size")
   st = ks if stride is None else _pair(stride, 2, "stride")
   pd = _pair(padding, 2, "padding")
-  if any(p > k // 2 for p, k in zip(pd, ks)): raise ValueError(f"{name}: padding {pd} must be at most half the kernel {ks}")
+  if any(p > k // 2 for p, k in zip(pd, ks)):
+    raise ValueError(f"{name}: padding {pd} must be at most half the kernel {ks}")
   lead = x.ndim - 2
   u = x.uop.pad(((0, 0),) * lead + tuple((p, p) for p in pd), pad_value)
   u = _windows(u, lead, ks[0], st[0], 1)
@@ -216,20 +220,30 @@ def cross_entropy(logits, target, axis: int = -1, reduction: str = "mean") -> Te
 # ---------------------------------------------------------------------- NumPy-style parameter docs
 def _params(fn, params: str, returns: str = "Tensor") -> None:
   lines = [p.strip() for p in params.split(";") if p.strip()]
-  fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\nParameters\n----------\n" + "\n".join(lines) + f"\n\nReturns\n-------\n{returns}"
+  fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\nParameters\n----------\n" + "\n".join(lines) \
+    + f"\n\nReturns\n-------\n{returns}"
 
 
 _X = "x : Tensor or array_like"
 for _fn, _p in [(softmax, f"{_X}; axis : int, default -1"), (log_softmax, f"{_X}; axis : int, default -1"),
                 (logsumexp, f"{_X}; axis : None, int or tuple of ints; keepdims : bool, default False"),
                 (relu, _X), (sigmoid, _X), (silu, _X), (softplus, _X), (gelu, f"{_X}; approximate : 'none' or 'tanh'"),
-                (layer_norm, f"{_X}; normalized_shape : int or tuple of ints (the trailing axes); weight, bias : array_like, optional; eps : float, default 1e-5"),
-                (conv2d, "x : (N, C, H, W); weight : (O, C/groups, KH, KW); bias : (O,), optional; stride, dilation : int or pair; "
+                (layer_norm, f"{_X}; normalized_shape : int or tuple of ints (the trailing axes); "
+                             "weight, bias : array_like, optional; eps : float, default 1e-5"),
+                (conv2d, "x : (N, C, H, W); weight : (O, C/groups, KH, KW); bias : (O,), optional; "
+                         "stride, dilation : int or pair; "
                          "padding : int, pair, 'same' or 'valid'; groups : int"),
-                (conv1d, "x : (N, C, L); weight : (O, C/groups, K); bias : (O,), optional; stride, dilation : int; padding : int, 'same' or 'valid'; groups : int"),
-                (max_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; padding : int or pair"),
-                (avg_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; padding : int or pair"),
-                (scaled_dot_product_attention, "q, k, v : (..., L, d), (..., S, d), (..., S, dv); mask : bool or additive, optional; is_causal : bool; scale : float, optional"),
-                (one_hot, "indices : integer Tensor or array_like; num_classes : int; dtype : dtype-like, default float32"),
-                (cross_entropy, "logits : (..., C); target : integer class indices or probabilities; axis : int; reduction : 'mean', 'sum' or 'none'")]:
+                (conv1d, "x : (N, C, L); weight : (O, C/groups, K); bias : (O,), optional; stride, dilation : int; "
+                         "padding : int, 'same' or 'valid'; groups : int"),
+                (max_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; "
+                             "padding : int or pair"),
+                (avg_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; "
+                             "padding : int or pair"),
+                (scaled_dot_product_attention, "q, k, v : (..., L, d), (..., S, d), (..., S, dv); "
+                                               "mask : bool or additive, optional; is_causal : bool; "
+                                               "scale : float, optional"),
+                (one_hot,
+                 "indices : integer Tensor or array_like; num_classes : int; dtype : dtype-like, default float32"),
+                (cross_entropy, "logits : (..., C); target : integer class indices or probabilities; axis : int; "
+                                "reduction : 'mean', 'sum' or 'none'")]:
   _params(_fn, _p)

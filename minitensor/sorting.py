@@ -11,9 +11,8 @@
 from __future__ import annotations
 from typing import NamedTuple
 import numpy as np
-from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray, full, where
 from minitensor.extra import take
+from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
 
 __all__ = ["nonzero", "argsort", "sort", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "searchsorted", "isin"]
@@ -200,7 +199,7 @@ def _precedes(p: Tensor, v: Tensor) -> Tensor:
   """p < v in NumPy's sort order (NaN after every number)."""
   lt = p < v
   if not (p.uop.dtype.is_float or v.uop.dtype.is_float): return lt
-  return lt | (U.apply(np.isnan, v) & ~U.apply(np.isnan, p))
+  return lt | (apply_ufunc(np.isnan, v) & ~apply_ufunc(np.isnan, p))
 
 
 def searchsorted(a, v, side: str = "left", sorter=None) -> Tensor:
@@ -230,7 +229,7 @@ def searchsorted(a, v, side: str = "left", sorter=None) -> Tensor:
   pos, step = full(x.shape, 0, np.int64), 1 << max(n.bit_length() - 1, 0)
   while n and step:
     c = pos + step
-    probe = Tensor(s.uop.index((U.apply(np.minimum, c, n) - 1).uop))
+    probe = Tensor(s.uop.index((apply_ufunc(np.minimum, c, n) - 1).uop))
     ok = _precedes(probe, x) if side == "left" else ~_precedes(x, probe)
     pos, step = where((c <= n) & ok, c, pos), step >> 1
   return pos
@@ -256,5 +255,5 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
   """
   e, t = asarray(element), asarray(np.unique(np.asarray(asarray(test_elements))))
   if t.shape[0] == 0: return full(e.shape, invert, bool)
-  probe = Tensor(t.uop.index(U.apply(np.minimum, searchsorted(t, e), t.shape[0] - 1).uop))
+  probe = Tensor(t.uop.index(apply_ufunc(np.minimum, searchsorted(t, e), t.shape[0] - 1).uop))
   return probe != e if invert else probe == e

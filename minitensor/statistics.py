@@ -14,10 +14,9 @@ the scale inf, as in NumPy: zeros become NaN, other entries +-inf.
 from __future__ import annotations
 import warnings
 import numpy as np
-from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, asarray, full, matmul, clip, _dtype
-from minitensor.manipulation import _concatenate
 from minitensor.extra import diagonal
+from minitensor.manipulation import _concatenate
+from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray, clip, full, matmul
 
 __all__ = ["tri", "cov", "corrcoef"]
 
@@ -161,6 +160,6 @@ def corrcoef(x, y=None, rowvar: bool = True, *, dtype=None) -> Tensor:
   """
   c = cov(x, y, rowvar, dtype=dtype)
   if c.ndim == 0: return c / c
-  s = U.apply(np.sqrt, diagonal(c))
+  s = apply_ufunc(np.sqrt, diagonal(c))
   c = c / s.reshape(-1, 1) / s.reshape(1, -1)
   return clip(c, -1, 1)

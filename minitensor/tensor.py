@@ -9,15 +9,17 @@ Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad a
 is always C-contiguous.
 """
 from __future__ import annotations
-import operator, warnings
-from typing import Any, Iterable, Sequence
+import operator
+import warnings
+from typing import Any
 import numpy as np
 from numpy.exceptions import AxisError
-from minitensor.backend.uop import UOp, Ops, prod
-from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.realize import buffer_of, array_of, borrow, is_borrowed, realize_base, realize as _realize
 from minitensor import ufuncs as U
 from minitensor import views as V
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.realize import array_of, borrow, buffer_of, is_borrowed, realize_base
+from minitensor.backend.realize import realize as _realize
+from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.methods import NdarrayMethods, add_where
 
 
@@ -29,13 +31,6 @@ def _dtype(d) -> DType:
   return dtypes.from_numpy(nd)
 
 
-def _scalar_uop(v, d: DType, op: str = "operation") -> UOp:
-  """A weak Python scalar as a CONST of d; OverflowError for an integer that d cannot hold (as NumPy 2)."""
-  if d.is_int and not isinstance(v, float) and not (d.min <= int(v) <= d.max):
-    raise OverflowError(f"{op}: Python integer {v} out of bounds for {d.name}")
-  return UOp.const(v, d)
-
-
 def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
   """NumPy's broadcast of shapes; ValueError naming the op and the shapes when they don't broadcast."""
   if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple: return shapes[0]   # the common case
@@ -44,7 +39,8 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> 
   for k in range(n):
     sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
     if len(sizes) > 1:
-      raise ValueError(f"{op}: operands could not be broadcast together with shapes {' '.join(str(tuple(s)) for s in shapes)}")
+      raise ValueError(f"{op}: operands could not be broadcast together with shapes "
+                       f"{' '.join(str(tuple(s)) for s in shapes)}")
     out.append(sizes.pop() if sizes else 1)
   return tuple(out)
 
@@ -155,7 +151,8 @@ class Tensor(NdarrayMethods):
     back); np.array(t) or copy=True: a writable copy."""
     a = self._value()
     if dtype is not None and np.dtype(dtype) != a.dtype:
-      if copy is False: raise ValueError(f"Unable to avoid copy while creating an array as requested: {a.dtype} -> {np.dtype(dtype)}")
+      if copy is False:
+        raise ValueError(f"Unable to avoid copy while creating an array as requested: {a.dtype} -> {np.dtype(dtype)}")
       return a.astype(dtype)
     if copy: return np.array(a, copy=True)
     v = a.view()
@@ -164,13 +161,16 @@ class Tensor(NdarrayMethods):
 
   def tolist(self): return self._value(element=True).tolist()
   def item(self, *args):
-    if not args and self.size != 1: raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
+    if not args and self.size != 1:
+      raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
     return self._value(element=True).item(*args)
   def __float__(self) -> float: return float(self._scalar("float"))
   def __int__(self) -> int: return int(self._scalar("int"))
   def __complex__(self) -> complex: return complex(self._scalar("complex"))
   def __bool__(self) -> bool:
-    if self.size != 1: raise ValueError(f"The truth value of a Tensor with more than one element is ambiguous (shape {self.shape}); use .any() or .all()")
+    if self.size != 1:
+      raise ValueError(f"The truth value of a Tensor with more than one element is ambiguous (shape {self.shape}); "
+                       "use .any() or .all()")
     return bool(self._value(element=True).reshape(()))
   def __index__(self) -> int:
     if not (self.uop.dtype.is_int or self.uop.dtype.is_bool) or self.ndim != 0:
@@ -200,62 +200,65 @@ class Tensor(NdarrayMethods):
   def __reduce__(self): return (asarray, (self.numpy(),))
 
   # ------------------------------------------------------------------ elementwise
-  def __add__(self, x): return U.apply(np.add, self, x)
-  def __radd__(self, x): return U.apply(np.add, x, self)
-  def __sub__(self, x): return U.apply(np.subtract, self, x)
-  def __rsub__(self, x): return U.apply(np.subtract, x, self)
-  def __mul__(self, x): return U.apply(np.multiply, self, x)
-  def __rmul__(self, x): return U.apply(np.multiply, x, self)
-  def __truediv__(self, x): return U.apply(np.true_divide, self, x)
-  def __rtruediv__(self, x): return U.apply(np.true_divide, x, self)
-  def __floordiv__(self, x): return U.apply(np.floor_divide, self, x)
-  def __rfloordiv__(self, x): return U.apply(np.floor_divide, x, self)
-  def __mod__(self, x): return U.apply(np.remainder, self, x)
-  def __rmod__(self, x): return U.apply(np.remainder, x, self)
+  def __add__(self, x): return apply_ufunc(np.add, self, x)
+  def __radd__(self, x): return apply_ufunc(np.add, x, self)
+  def __sub__(self, x): return apply_ufunc(np.subtract, self, x)
+  def __rsub__(self, x): return apply_ufunc(np.subtract, x, self)
+  def __mul__(self, x): return apply_ufunc(np.multiply, self, x)
+  def __rmul__(self, x): return apply_ufunc(np.multiply, x, self)
+  def __truediv__(self, x): return apply_ufunc(np.true_divide, self, x)
+  def __rtruediv__(self, x): return apply_ufunc(np.true_divide, x, self)
+  def __floordiv__(self, x): return apply_ufunc(np.floor_divide, self, x)
+  def __rfloordiv__(self, x): return apply_ufunc(np.floor_divide, x, self)
+  def __mod__(self, x): return apply_ufunc(np.remainder, self, x)
+  def __rmod__(self, x): return apply_ufunc(np.remainder, x, self)
   def __divmod__(self, x): return self // x, self % x
   def __rdivmod__(self, x): return x // self, x % self
   def __pow__(self, x):
     f = self._fast_power(x)
-    return U.apply(f, self) if f is not None else U.apply(np.power, self, x)
+    return apply_ufunc(f, self) if f is not None else apply_ufunc(np.power, self, x)
   def _fast_power(self, x):
     """NumPy's `**` shortcut for float and complex arrays: the exponent exactly the Python int 2 or -1, or the
     Python float 0.5, computes square, reciprocal or sqrt (whose special values differ from power's)."""
     if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
     return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
-  def __rpow__(self, x): return U.apply(np.power, x, self)
+  def __rpow__(self, x): return apply_ufunc(np.power, x, self)
   def __matmul__(self, x): return matmul(self, x)
   def __rmatmul__(self, x): return matmul(x, self)
-  def __and__(self, x): return U.apply(np.bitwise_and, self, x)
-  def __rand__(self, x): return U.apply(np.bitwise_and, x, self)
-  def __or__(self, x): return U.apply(np.bitwise_or, self, x)
-  def __ror__(self, x): return U.apply(np.bitwise_or, x, self)
-  def __xor__(self, x): return U.apply(np.bitwise_xor, self, x)
-  def __rxor__(self, x): return U.apply(np.bitwise_xor, x, self)
-  def __lshift__(self, x): return U.apply(np.left_shift, self, x)
-  def __rlshift__(self, x): return U.apply(np.left_shift, x, self)
-  def __rshift__(self, x): return U.apply(np.right_shift, self, x)
-  def __rrshift__(self, x): return U.apply(np.right_shift, x, self)
-  def __neg__(self): return U.apply(np.negative, self)
-  def __pos__(self): return U.apply(np.positive, self)
-  def __abs__(self): return U.apply(np.absolute, self)
-  def __invert__(self): return U.apply(np.invert, self)
-  def __lt__(self, x): return U.apply(np.less, self, x)
-  def __le__(self, x): return U.apply(np.less_equal, self, x)
-  def __gt__(self, x): return U.apply(np.greater, self, x)
-  def __ge__(self, x): return U.apply(np.greater_equal, self, x)
+  def __and__(self, x): return apply_ufunc(np.bitwise_and, self, x)
+  def __rand__(self, x): return apply_ufunc(np.bitwise_and, x, self)
+  def __or__(self, x): return apply_ufunc(np.bitwise_or, self, x)
+  def __ror__(self, x): return apply_ufunc(np.bitwise_or, x, self)
+  def __xor__(self, x): return apply_ufunc(np.bitwise_xor, self, x)
+  def __rxor__(self, x): return apply_ufunc(np.bitwise_xor, x, self)
+  def __lshift__(self, x): return apply_ufunc(np.left_shift, self, x)
+  def __rlshift__(self, x): return apply_ufunc(np.left_shift, x, self)
+  def __rshift__(self, x): return apply_ufunc(np.right_shift, self, x)
+  def __rrshift__(self, x): return apply_ufunc(np.right_shift, x, self)
+  def __neg__(self): return apply_ufunc(np.negative, self)
+  def __pos__(self): return apply_ufunc(np.positive, self)
+  def __abs__(self): return apply_ufunc(np.absolute, self)
+  def __invert__(self): return apply_ufunc(np.invert, self)
+  def __lt__(self, x): return apply_ufunc(np.less, self, x)
+  def __le__(self, x): return apply_ufunc(np.less_equal, self, x)
+  def __gt__(self, x): return apply_ufunc(np.greater, self, x)
+  def __ge__(self, x): return apply_ufunc(np.greater_equal, self, x)
   # t == None is all False, as NumPy's (the overrides of object's __eq__/__ne__ return Tensors)
-  def __eq__(self, x): return full(self.shape, False, bool) if x is None else U.apply(np.equal, self, x)
-  def __ne__(self, x): return full(self.shape, True, bool) if x is None else U.apply(np.not_equal, self, x)
+  def __eq__(self, x): return full(self.shape, False, bool) if x is None else apply_ufunc(np.equal, self, x)
+  def __ne__(self, x): return full(self.shape, True, bool) if x is None else apply_ufunc(np.not_equal, self, x)
 
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
   def _inplace(self, ufunc, x) -> Tensor:
     fast = self._fast_power(x) if ufunc is np.power else None
-    r = matmul(self, x) if ufunc is np.matmul else U.apply(fast, self) if fast is not None else U.apply(ufunc, self, x)
+    r = matmul(self, x) if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
+      apply_ufunc(ufunc, self, x)
     if not np.can_cast(r.dtype, self.dtype, "same_kind"):
-      raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} with casting rule 'same_kind'")
+      raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} "
+                      "with casting rule 'same_kind'")
     if r.shape != self.shape:
-      raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast shape {r.shape}")
+      raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
+                       f"shape {r.shape}")
     V.write(self, r.uop.cast(self.uop.dtype))
     return self
   def __iadd__(self, x): return self._inplace(np.add, x)
@@ -282,7 +285,7 @@ class Tensor(NdarrayMethods):
     return Tensor(self.uop.cast(d))
 
   def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
-  def conj(self) -> Tensor: return U.apply(np.conjugate, self)
+  def conj(self) -> Tensor: return apply_ufunc(np.conjugate, self)
   conjugate = conj
   @property
   def real(self) -> Tensor:
@@ -305,7 +308,8 @@ class Tensor(NdarrayMethods):
     axes = normalize_axes(axis, self.ndim, name)
     u = self.uop.cast(acc) if acc is not None else self.uop
     if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
-      raise ValueError(f"zero-size array to reduction operation {name} which has no identity (shape {self.shape}, axis {axis})")
+      raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
+                       f"(shape {self.shape}, axis {axis})")
     if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
     keep = [k for k in range(self.ndim) if k not in axes]
     r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
@@ -358,8 +362,12 @@ class Tensor(NdarrayMethods):
     if v.ndim: raise TypeError(f"std: the square root of {v.dtype} cannot be cast back to {v.dtype}; use a float dtype")
     return Tensor(UOp(Ops.SQRT, (v.uop.cast(dtypes.float64),)).cast(v.uop.dtype))
 
-  def any(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else _full_bool(self, axis, keepdims, False)
-  def all(self, axis=None, keepdims: bool = False) -> Tensor: return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else _full_bool(self, axis, keepdims, True)
+  def any(self, axis=None, keepdims: bool = False) -> Tensor:
+    return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else \
+      _full_bool(self, axis, keepdims, False)
+  def all(self, axis=None, keepdims: bool = False) -> Tensor:
+    return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else \
+      _full_bool(self, axis, keepdims, True)
 
   def argmax(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MAX)
   def argmin(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MIN)
@@ -375,7 +383,8 @@ class Tensor(NdarrayMethods):
     if any(s < -1 for s in shape): raise ValueError(f"reshape: negative dimensions not allowed: {shape}")
     if -1 in shape:
       known = prod(s for s in shape if s != -1)
-      if known == 0 or self.size % known: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+      if known == 0 or self.size % known:
+        raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
       shape = tuple(self.size // known if s == -1 else s for s in shape)
     _check_shape(shape, "reshape", self.itemsize)
     if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
@@ -384,7 +393,8 @@ class Tensor(NdarrayMethods):
   def transpose(self, *axes) -> Tensor:
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or (len(axes) == 1 and axes[0] is None): axes = axes[0]
     if not axes: axes = tuple(range(self.ndim))[::-1]
-    if len(axes) != self.ndim: raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
+    if len(axes) != self.ndim:
+      raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
     ax = [operator.index(a) for a in axes]
     for a in ax:
       if not -self.ndim <= a < self.ndim: raise AxisError(a, self.ndim, "transpose")
@@ -402,15 +412,19 @@ class Tensor(NdarrayMethods):
   def ravel(self) -> Tensor: return self.reshape(-1)
 
   def squeeze(self, axis=None) -> Tensor:
-    axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim, "squeeze")
+    axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else \
+      normalize_axes(axis, self.ndim, "squeeze")
     for a in axes:
-      if self.shape[a] != 1: raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one (axis {a} of shape {self.shape})")
+      if self.shape[a] != 1:
+        raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one "
+                         f"(axis {a} of shape {self.shape})")
     return V.reshaped(self, tuple(s for k, s in enumerate(self.shape) if k not in axes))
 
   def expand_dims(self, axis) -> Tensor: return expand_dims(self, axis)
 
   def broadcast_to(self, shape) -> Tensor:
-    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
+      tuple(operator.index(s) for s in shape)
     _check_shape(shape, "broadcast_to", self.itemsize)
     if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
       raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
@@ -449,7 +463,8 @@ class Tensor(NdarrayMethods):
 # ---------------------------------------------------------------------- helpers of the methods above
 def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
   axes = normalize_axes(axis, t.ndim, "any/all")
-  shape = tuple(1 if k in axes else s for k, s in enumerate(t.shape)) if keepdims else tuple(s for k, s in enumerate(t.shape) if k not in axes)
+  shape = tuple(1 if k in axes else s for k, s in enumerate(t.shape)) if keepdims else \
+    tuple(s for k, s in enumerate(t.shape) if k not in axes)
   return full(shape, v, dtype=bool)
 
 
@@ -464,7 +479,7 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   (ax,) = normalize_axes(axis, t.ndim, name)
   if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
   m = t._reduce(op, ax, True, name)
-  hit = (t == m) | U.apply(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
+  hit = (t == m) | apply_ufunc(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
   n = t.shape[ax]
   iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
   return where(hit, iota, n).min(axis=ax, keepdims=keepdims)
@@ -493,7 +508,8 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
   """
   if isinstance(obj, Tensor):
     if dtype is not None and _dtype(dtype).np != obj.dtype:
-      if copy is False: raise ValueError(f"asarray: unable to avoid a copy converting {obj.dtype} to {np.dtype(dtype)} (copy=False)")
+      if copy is False:
+        raise ValueError(f"asarray: unable to avoid a copy converting {obj.dtype} to {np.dtype(dtype)} (copy=False)")
       return obj.astype(dtype)
     return obj.copy() if copy else obj
   if type(obj) is int and not -2 ** 63 <= obj < 2 ** 64:
@@ -508,7 +524,8 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
     except ValueError as e: raise ValueError(f"asarray: {e} (ragged nested sequences are not supported)") from None
   if a.dtype.kind in "OUSVMm":
     raise TypeError(f"asarray: unsupported dtype {a.dtype} (supported: {', '.join(d.name for d in dtypes.all)})")
-  want = _dtype(dtype) if dtype is not None else dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
+  want = _dtype(dtype) if dtype is not None else \
+    dtypes.from_numpy(a.dtype.newbyteorder("=") if not a.dtype.isnative else a.dtype)
   if copy is False:
     if a.dtype != want.np or not a.flags.c_contiguous:
       why = "it is not C-contiguous" if not a.flags.c_contiguous else f"it is not {want.name}"
@@ -524,7 +541,8 @@ array = asarray
 def full(shape, fill_value, dtype=None) -> Tensor:
   shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
   if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
-  if isinstance(fill_value, Tensor): return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
+  if isinstance(fill_value, Tensor):
+    return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
   _check_shape(shape, "full", d.itemsize)
   if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
@@ -532,7 +550,8 @@ def full(shape, fill_value, dtype=None) -> Tensor:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                     stacklevel=2)
     fill_value = bool(fill_value) if d.is_bool else fill_value.real
-  c = _scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else UOp.const(fill_value, d)
+  c = U.scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else \
+    UOp.const(fill_value, d)
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
 
@@ -542,7 +561,8 @@ MAX_DIMS = 64
 def _check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
   """NumPy's limits, at the call: at most 64 dimensions, and a byte size (of the non-zero axes, as NumPy
   counts) that fits in a signed 64-bit integer."""
-  if len(shape) > MAX_DIMS: raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
+  if len(shape) > MAX_DIMS:
+    raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
   if prod(s for s in shape if s) * itemsize >= 2 ** 63:
     raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")
 
@@ -550,6 +570,46 @@ def _check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
 def zeros(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
 def ones(shape, dtype=None) -> Tensor: return full(shape, 1, float if dtype is None else dtype)
 def empty(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
+
+
+# ---------------------------------------------------------------------- ufuncs on Tensors
+_PY = U.PY_SCALARS
+
+
+def _operand_type(x):
+  """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
+  if isinstance(x, Tensor): return x.dtype
+  if type(x) is bool: return np.dtype(bool)   # resolve_dtypes takes no weak bool; bool is the lowest kind anyway
+  if type(x) in _PY: return type(x)
+  return np.asarray(x).dtype
+
+
+def _resolved(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None) -> tuple:
+  types = U.weak_types(operands)     # only Python scalars: NumPy gives them their default dtypes first
+  return U.resolved(ufunc, types if types is not None else tuple(_operand_type(x) for x in operands), dtype)
+
+
+def resolve_ufunc(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = None) -> tuple[np.dtype, ...]:
+  """NumPy's loop dtypes (inputs..., output) for these operands, with `dtype=` as NumPy's keyword (the loop
+  whose output is dtype, inputs cast 'same_kind'); TypeError as NumPy raises it."""
+  return _resolved(ufunc, operands, dtype)[0]
+
+
+def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
+  """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting; the
+  UOps come from ufuncs.TABLE."""
+  if (build := U.TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
+  if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
+  _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
+  tensors = [x if type(x) in _PY or isinstance(x, Tensor) else asarray(x) for x in operands]
+  shape = broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY], op=ufunc.__name__)
+  if ufunc in U.COMPARISONS and (c := U.out_of_range(ufunc, tensors, ins)) is not None:
+    return Tensor(U._broadcast(c, shape))
+  uops = [U._broadcast(t.uop.cast(d), shape) if type(t) not in _PY else U.scalar(t, d, shape, ufunc.__name__)
+          for t, d in zip(tensors, ins)]
+  if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
+    raise ValueError("Integers to negative integer powers are not allowed.")
+  return Tensor(build(*uops).cast(out))
 
 
 # ---------------------------------------------------------------------- functions with NumPy names
@@ -575,7 +635,8 @@ def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
   xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]
   for v in xs:
-    if type(v) is int and not -2**63 <= v < 2**64: raise OverflowError(f"where: Python int {v} too large to convert to int64")
+    if type(v) is int and not -2**63 <= v < 2**64:
+      raise OverflowError(f"where: Python int {v} too large to convert to int64")
   d = dtypes.from_numpy(np.result_type(*(v.dtype if isinstance(v, Tensor) else v for v in xs)))
   shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
   a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else UOp.const(d.python(v), d), shape) for v in xs)
@@ -589,8 +650,8 @@ def clip(a, a_min=None, a_max=None) -> Tensor:
   d = a.uop.dtype
   if d.is_int and type(a_min) is int and a_min < d.min: a_min = None
   if d.is_int and type(a_max) is int and a_max > d.max: a_max = None
-  if a_min is not None: a = U.apply(np.maximum, a, a_min)
-  if a_max is not None: a = U.apply(np.minimum, a, a_max)
+  if a_min is not None: a = apply_ufunc(np.maximum, a, a_min)
+  if a_max is not None: a = apply_ufunc(np.minimum, a, a_max)
   return a
 
 
@@ -600,12 +661,12 @@ def round(a, decimals: int = 0) -> Tensor:
   rounds to float16 for d = 0 and raises TypeError otherwise."""
   a = asarray(a)
   d = a.uop.dtype
-  if decimals == 0: return a if d.is_int else U.apply(np.rint, a)
+  if decimals == 0: return a if d.is_int else apply_ufunc(np.rint, a)
   if d.is_bool: raise TypeError(f"round: cannot cast the float64 result back to bool (decimals={decimals})")
   if d.is_int and decimals > 0: return a
-  if decimals > 0: return U.apply(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
+  if decimals > 0: return apply_ufunc(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
   f = 10 ** -decimals if d.is_int else 10.0 ** -decimals
-  return (U.apply(np.rint, a / f) * f).astype(d)
+  return (apply_ufunc(np.rint, a / f) * f).astype(d)
 
 
 def expand_dims(a, axis) -> Tensor:
@@ -620,7 +681,8 @@ def expand_dims(a, axis) -> Tensor:
 def matmul(a, b) -> Tensor:
   """a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast."""
   a, b = asarray(a), asarray(b)
-  if a.ndim == 0 or b.ndim == 0: raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
+  if a.ndim == 0 or b.ndim == 0:
+    raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
   a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
   b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
   (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
@@ -633,7 +695,8 @@ def matmul(a, b) -> Tensor:
   bu = U._broadcast(b2.uop.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
   prodt = au & bu if acc.is_bool else au * bu
-  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
+  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
+             UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
   shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
   return r.reshape(shape)
 
@@ -684,45 +747,71 @@ _AXIS = "axis : None, int or tuple of ints, optional (negative counts from the e
 _DOCS = {
   "realize": ("Compute the value now (unless computed already) and keep it.", "", "Tensor\n    self"),
   "numpy": ("The value as a fresh, writable ndarray.", "", "numpy.ndarray"),
-  "tolist": ("The value as nested Python lists of Python scalars (no compile for a realized Tensor).", "", "list or scalar"),
-  "item": ("One element as a Python scalar.", "*args : int or tuple of ints, optional (a flat or multi-dimensional index; none for size 1)", "int, float or bool"),
-  "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.", "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
+  "tolist": ("The value as nested Python lists of Python scalars (no compile for a realized Tensor).", "",
+             "list or scalar"),
+  "item": ("One element as a Python scalar.",
+           "*args : int or tuple of ints, optional (a flat or multi-dimensional index; none for size 1)",
+           "int, float or bool"),
+  "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.",
+             "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
   "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
   "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
   "conj": ("The complex conjugate (the Tensor itself for real dtypes).", ""),
-  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "prod": ("Product over `axis`, with NumPy's accumulation dtype.", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
-  "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).", f"{_AXIS}; keepdims : bool, default False"),
-  "mean": ("Mean over `axis` (float64 for integer input).", f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "var": ("Variance over `axis`: mean squared deviation, divided by N - ddof.", f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; correction : float, optional (Array API name of ddof)"),
-  "std": ("Standard deviation over `axis` (the square root of var).", f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; correction : float, optional"),
+  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.",
+          f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "prod": ("Product over `axis`, with NumPy's accumulation dtype.",
+           f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).",
+          f"{_AXIS}; keepdims : bool, default False"),
+  "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).",
+          f"{_AXIS}; keepdims : bool, default False"),
+  "mean": ("Mean over `axis` (float64 for integer input).",
+           f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
+  "var": ("Variance over `axis`: mean squared deviation, divided by N - ddof.",
+          f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; "
+          "correction : float, optional (Array API name of ddof)"),
+  "std": ("Standard deviation over `axis` (the square root of var).",
+          f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; "
+          "correction : float, optional"),
   "any": ("Whether any element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
   "all": ("Whether every element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
-  "argmax": ("Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).", "axis : int or None; keepdims : bool, default False"),
-  "argmin": ("Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).", "axis : int or None; keepdims : bool, default False"),
-  "reshape": ("The same elements in row-major order with another shape (no copy; one -1 is inferred).", "*shape : ints or a tuple of ints; order : 'C'"),
+  "argmax": ("Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).",
+             "axis : int or None; keepdims : bool, default False"),
+  "argmin": ("Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).",
+             "axis : int or None; keepdims : bool, default False"),
+  "reshape": ("The same elements in row-major order with another shape (no copy; one -1 is inferred).",
+              "*shape : ints or a tuple of ints; order : 'C'"),
   "transpose": ("The axes permuted (reversed by default); no copy.", "*axes : ints, a tuple of ints, or none"),
   "permute_dims": ("The axes permuted (Array API name of transpose).", "axes : tuple of ints"),
   "swapaxes": ("Axes a and b exchanged.", "a, b : int"),
   "flatten": ("The elements as a 1-D Tensor in row-major order (no copy: Tensors are immutable).", ""),
   "ravel": ("The elements as a 1-D Tensor in row-major order.", ""),
-  "squeeze": ("Size-1 axes removed (all of them, or those in `axis`; ValueError for an axis of another size).", f"{_AXIS}"),
+  "squeeze": ("Size-1 axes removed (all of them, or those in `axis`; ValueError for an axis of another size).",
+              f"{_AXIS}"),
   "expand_dims": ("Size-1 axes inserted at the positions `axis` (of the result).", "axis : int or tuple of ints"),
   "broadcast_to": ("The Tensor broadcast to `shape` (NumPy's rules; no copy).", "shape : int or tuple of ints"),
   "flip": ("The order of elements reversed along `axis` (all axes for None); no copy.", f"{_AXIS}"),
   "dot": ("numpy.dot with another operand.", "other : Tensor or array_like"),
-  "explain": ("The schedule realizing this Tensor runs: kernels, their C, buffers, loop-iteration counts.", "", "minitensor.inspect.Explanation"),
+  "explain": ("The schedule realizing this Tensor runs: kernels, their C, buffers, loop-iteration counts.", "",
+              "minitensor.inspect.Explanation"),
 }
 for _name, _d in _DOCS.items(): getattr(Tensor, _name).__doc__ = _doc(*_d)
 
-broadcast_shapes.__doc__ = _doc("NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do not broadcast.",
+broadcast_shapes.__doc__ = _doc("NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do "
+                                "not broadcast.",
                                 "*shapes : tuples of ints; op : str (the operation named in errors)", "tuple of ints")
-where.__doc__ = _doc("x where cond is true, else y (broadcast together; x and y promoted as NumPy does).", "cond : array_like of bool; x, y : array_like or scalar")
-clip.__doc__ = _doc("Values of a limited to [a_min, a_max] (NumPy's clip).", "a : array_like; a_min, a_max : scalar, array_like or None")
-round.__doc__ = _doc("Values rounded half to even to `decimals` places (NumPy's round).", "a : array_like; decimals : int, default 0")
-matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast.", "a, b : array_like (at least 1-D)")
-dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's second-to-last axis otherwise.", "a, b : array_like")
-tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).", "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
-realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.", "*tensors : Tensor", "list of numpy.ndarray")
+where.__doc__ = _doc("x where cond is true, else y (broadcast together; x and y promoted as NumPy does).",
+                     "cond : array_like of bool; x, y : array_like or scalar")
+clip.__doc__ = _doc("Values of a limited to [a_min, a_max] (NumPy's clip).",
+                    "a : array_like; a_min, a_max : scalar, array_like or None")
+round.__doc__ = _doc("Values rounded half to even to `decimals` places (NumPy's round).",
+                     "a : array_like; decimals : int, default 0")
+matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches "
+                      "broadcast.", "a, b : array_like (at least 1-D)")
+dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's "
+                   "second-to-last axis otherwise.", "a, b : array_like")
+tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).",
+                         "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
+realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.",
+                       "*tensors : Tensor", "list of numpy.ndarray")
 add_where(Tensor)     # after the docs above: the wrappers extend them

@@ -28,7 +28,10 @@ A fuzz test of your own code is a few lines:
 This module needs hypothesis (`pip install hypothesis`); importing minitensor itself does not.
 """
 from __future__ import annotations
-import inspect, math, types, warnings
+import inspect
+import math
+import types
+import warnings
 from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
@@ -38,7 +41,8 @@ import minitensor as mt
 __all__ = ["DTYPES", "shapes", "dtypes", "arrays", "elements", "broadcastable_shapes", "axes", "movement_chains",
            "MovementChain", "Step", "assert_matches_numpy", "default_tolerance", "check_grads"]
 
-DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(d) for d in ("bool", "int8", "uint8", "int32", "int64", "float32", "float64"))
+DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(d)
+                                     for d in ("bool", "int8", "uint8", "int32", "int64", "float32", "float64"))
 _TOL = {np.dtype("float16"): 1e-3, np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-10, np.dtype("complex64"): 1e-5,
         np.dtype("complex128"): 1e-10}
 MAX_CHAIN_SIZE = 1024     # movement_chains keeps every intermediate at most this many elements
@@ -46,7 +50,8 @@ MAX_CHAIN_NDIM = 6
 
 
 # ---------------------------------------------------------------------- shapes, dtypes, values
-def shapes(min_dims: int = 0, max_dims: int = 4, min_side: int = 0, max_side: int = 5) -> st.SearchStrategy[tuple[int, ...]]:
+def shapes(min_dims: int = 0, max_dims: int = 4, min_side: int = 0,
+           max_side: int = 5) -> st.SearchStrategy[tuple[int, ...]]:
   """Array shapes.
 
   Parameters
@@ -96,11 +101,13 @@ def elements(dtype) -> st.SearchStrategy:
   if d.kind == "b": return st.booleans()
   if d.kind in "iu":
     info = np.iinfo(d)
-    edges = sorted({int(info.min), int(info.max), 0, 1, int(info.min) + 1, int(info.max) - 1} | ({-1} if d.kind == "i" else set()))
+    edges = sorted({int(info.min), int(info.max), 0, 1, int(info.min) + 1, int(info.max) - 1}
+                   | ({-1} if d.kind == "i" else set()))
     return st.one_of(st.sampled_from(edges), st.integers(int(info.min), int(info.max)))
   if d.kind == "f":
     fi = np.finfo(d)
-    edges = [math.nan, math.inf, -math.inf, -0.0, 0.0, float(fi.smallest_subnormal), float(fi.max), -float(fi.max), 1.0, -1.0]
+    edges = [math.nan, math.inf, -math.inf, -0.0, 0.0, float(fi.smallest_subnormal), float(fi.max), -float(fi.max),
+             1.0, -1.0]
     return st.one_of(st.sampled_from(edges), st.floats(width=8 * d.itemsize))
   if d.kind == "c":
     part = elements(np.dtype(f"f{d.itemsize // 2}"))
@@ -148,7 +155,8 @@ def broadcastable_shapes(shape: tuple[int, ...], min_dims: int = 0, max_dims: in
   SearchStrategy of tuple of int
   """
   if max_dims is None: max_dims = max(len(shape), min_dims) + 2
-  return hnp.broadcastable_shapes(tuple(shape), min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+  return hnp.broadcastable_shapes(tuple(shape), min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                                  max_side=max_side)
 
 
 def axes(ndim: int, min_size: int = 0, max_size: int | None = None, allow_none: bool = True, allow_int: bool = True,
@@ -232,7 +240,8 @@ class _Join(Step):
     o = self._other(x)
     return getattr(_ns(x), self.name)([x, o] if self.first else [o, x], axis=self.axis)
   def __repr__(self) -> str:
-    o = "x" if self.other is None else f"flip(x, {self.other[0]})" if self.name == "stack" else f"x{_fmt_index(self.other)}"
+    o = "x" if self.other is None else f"flip(x, {self.other[0]})" if self.name == "stack" \
+      else f"x{_fmt_index(self.other)}"
     return f"{self.name}([{'x, ' + o if self.first else o + ', x'}], axis={self.axis!r})"
 
 
@@ -312,7 +321,8 @@ def _draw_step(draw, x: np.ndarray) -> list[Step]:
   if k == "index":
     one = lambda m: _slice(draw, m) if draw(st.integers(0, 4)) or not m else draw(st.integers(-m, m - 1))
     lead = draw(st.integers(0, nd))
-    trail = draw(st.integers(0, nd - lead)) if draw(st.integers(0, 3)) == 0 else None   # an Ellipsis, then trailing axes
+    # an Ellipsis, then trailing axes
+    trail = draw(st.integers(0, nd - lead)) if draw(st.integers(0, 3)) == 0 else None
     items: list = [one(m) for m in s[:lead]]
     if trail is not None: items += [Ellipsis] + [one(m) for m in s[nd - trail:]]
     if draw(st.integers(0, 3)) == 0: items.insert(draw(st.integers(0, len(items))), None)
@@ -474,7 +484,8 @@ def _name(fn) -> str:
   return fn.__qualname__
 
 
-def assert_matches_numpy(fn: Callable, *arrays, rtol: float | dict | None = None, atol: float | dict | None = None) -> None:
+def assert_matches_numpy(fn: Callable, *arrays, rtol: float | dict | None = None,
+                         atol: float | dict | None = None) -> None:
   """Assert that fn computes with minitensor what it computes with NumPy.
 
   fn is called twice: with the ndarrays, and with `minitensor.asarray` of each. The results (a Tensor or

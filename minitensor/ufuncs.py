@@ -1,9 +1,11 @@
 """Elementwise functions with NumPy's names, types and broadcasting, as UOp builders.
 
-Every elementwise function is keyed by the NumPy ufunc it mirrors. `apply(ufunc, *operands)` asks NumPy
-itself which loop it would pick (`ufunc.resolve_dtypes`, with Python scalars passed as weak types, so
-int8 + 1 stays int8 and float32 * 2.0 stays float32, as NEP 50 says), broadcasts the operands, casts them to
-the loop's input dtypes, builds the UOps with the table below and casts to the loop's output dtype.
+This module knows no Tensor (tensor.py imports it, never the reverse): it holds the table of UOp builders, NumPy's
+loop resolution (`resolved`) and the weak-scalar constants. Every elementwise function is keyed by the NumPy ufunc
+it mirrors. `tensor.apply_ufunc(ufunc, *operands)` asks NumPy itself which loop it would pick
+(`ufunc.resolve_dtypes`, with Python scalars passed as weak types, so int8 + 1 stays int8 and float32 * 2.0 stays
+float32, as NEP 50 says), broadcasts the operands, casts them to the loop's input dtypes, builds the UOps with the
+table below and casts to the loop's output dtype.
 The same table serves Tensor methods and operators, `minitensor.exp(...)`, and `np.exp(tensor)` through
 `__array_ufunc__`. Complex operands: +, ==, != and the functions of <complex.h> are UOps of complex dtype (the
 renderer gives them NumPy's values); what NumPy computes part by part (negative, subtract, conjugate, isnan, sign,
@@ -17,10 +19,10 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from minitensor.backend.uop import UOp, Ops
-from minitensor.backend.dtype import dtypes
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.uop import Ops, UOp
 
-_PY_SCALARS = (bool, int, float, complex)
+PY_SCALARS = (bool, int, float, complex)
 
 
 def _lit(x: UOp, v) -> UOp: return x.const_like(v)
@@ -128,7 +130,8 @@ TABLE: dict[np.ufunc, Callable[..., UOp]] = {
   np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
   np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
   np.less: _compare(lambda a, b: a < b, np.less), np.less_equal: _compare(lambda a, b: a <= b, np.less_equal),
-  np.greater: _compare(lambda a, b: a > b, np.greater), np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
+  np.greater: _compare(lambda a, b: a > b, np.greater),
+  np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
   np.equal: _compare(lambda a, b: a.eq(b), np.equal), np.not_equal: _compare(lambda a, b: a.ne(b), np.not_equal),
   np.logical_and: lambda a, b: _bool(a) & _bool(b), np.logical_or: lambda a, b: _bool(a) | _bool(b),
   np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
@@ -146,32 +149,13 @@ TABLE: dict[np.ufunc, Callable[..., UOp]] = {
 }
 
 
-_COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
+COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
 
 
 def is_weak(x) -> bool:
   """A Python bool, int, float or complex (not a NumPy scalar, though np.float64 subclasses float): typed by the
   other operands."""
-  return type(x) in _PY_SCALARS
-
-
-_T = None     # minitensor.tensor, bound on first use: it imports this module, and a per-call import is slow
-
-
-def _tensor():
-  global _T
-  if _T is None:
-    from minitensor import tensor
-    _T = tensor
-  return _T
-
-
-def _np_dtype_of(x):
-  """What NumPy's type resolution should see for an operand: a dtype, or the weak Python type."""
-  if isinstance(x, (_T or _tensor()).Tensor): return x.dtype
-  if type(x) is bool: return np.dtype(bool)   # resolve_dtypes takes no weak bool; bool is the lowest kind anyway
-  if is_weak(x): return type(x)
-  return np.asarray(x).dtype
+  return type(x) in PY_SCALARS
 
 
 _DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
@@ -179,44 +163,28 @@ _DEFAULT = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.fl
 _RESOLVED: dict = {}      # (ufunc, dtype, operand types) -> (NumPy's loop dtypes, input DTypes, output DType)
 
 
-def _resolved(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None) -> tuple:
-  # only Python scalars: NumPy gives them their default dtypes (int64, float64, bool) first
-  weak = all(type(x) in _PY_SCALARS for x in operands)
-  key = (ufunc, dtype, *(_DEFAULT[type(x)] if weak else _np_dtype_of(x) for x in operands))
+def resolved(ufunc: np.ufunc, types: tuple, dtype: np.dtype | None) -> tuple:
+  """NumPy's loop for operands of these types (each a dtype, or a weak Python type), with `dtype=` as NumPy's
+  keyword: (NumPy's loop dtypes, the input DTypes, the output DType); TypeError as NumPy raises it."""
+  key = (ufunc, dtype, *types)
   if (r := _RESOLVED.get(key)) is not None: return r
   kw = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype,) * ufunc.nout}
   try: dts = ufunc.resolve_dtypes(key[2:] + (None,) * ufunc.nout, casting="same_kind", **kw)
   except TypeError as e:
     names = ", ".join(getattr(d, "__name__", str(d)) for d in key[2:])
-    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} ({e})") from e
+    raise TypeError(f"{ufunc.__name__}: not supported for {names}{'' if dtype is None else f' with dtype={dtype}'} "
+                    f"({e})") from e
   r = _RESOLVED[key] = (dts, tuple(dtypes.from_numpy(d) for d in dts[:ufunc.nin]), dtypes.from_numpy(dts[-1]))
   return r
 
 
-def resolve(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = None) -> tuple[np.dtype, ...]:
-  """NumPy's loop dtypes (inputs..., output) for these operands, with `dtype=` as NumPy's keyword (the loop
-  whose output is dtype, inputs cast 'same_kind'); TypeError as NumPy raises it."""
-  return _resolved(ufunc, operands, dtype)[0]
+def weak_types(operands: tuple) -> tuple | None:
+  """The types NumPy resolves a call of only Python scalars with (their default dtypes: int64, float64, complex128,
+  bool); None when some operand is not a Python scalar."""
+  return tuple(_DEFAULT[type(x)] for x in operands) if all(type(x) in PY_SCALARS for x in operands) else None
 
 
-def apply(ufunc: np.ufunc, *operands, dtype=None):
-  """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting."""
-  T = _T or _tensor()
-  Tensor = T.Tensor
-  if (build := TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
-  if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
-  _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
-  tensors = [x if type(x) in _PY_SCALARS or isinstance(x, Tensor) else T.asarray(x) for x in operands]
-  shape = T.broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY_SCALARS], op=ufunc.__name__)
-  if ufunc in _COMPARISONS and (c := _out_of_range(ufunc, tensors, ins)) is not None: return Tensor(_broadcast(c, shape))
-  uops = [_broadcast(t.uop.cast(d), shape) if type(t) not in _PY_SCALARS else _scalar(t, d, shape, ufunc.__name__)
-          for t, d in zip(tensors, ins)]
-  if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
-    raise ValueError("Integers to negative integer powers are not allowed.")
-  return Tensor(build(*uops).cast(out))
-
-
-def _out_of_range(ufunc: np.ufunc, operands: list, ins: tuple) -> UOp | None:
+def out_of_range(ufunc: np.ufunc, operands: list, ins: tuple) -> UOp | None:
   """NumPy 2 compares an integer array with a Python int its dtype cannot hold as if the int were infinite."""
   for k, (x, d) in enumerate(zip(operands, ins)):
     if type(x) is int and d.is_int and not d.min <= x <= d.max:
@@ -224,19 +192,26 @@ def _out_of_range(ufunc: np.ufunc, operands: list, ins: tuple) -> UOp | None:
   return None
 
 
+def scalar_uop(v, d: DType, op: str = "operation") -> UOp:
+  """A weak Python scalar as a CONST of d; OverflowError for an integer that d cannot hold (as NumPy 2)."""
+  if d.is_int and not isinstance(v, float) and not (d.min <= int(v) <= d.max):
+    raise OverflowError(f"{op}: Python integer {v} out of bounds for {d.name}")
+  return UOp.const(v, d)
+
+
 _SCALARS: dict = {}     # (value, dtype, shape) -> its broadcast CONST, held so loops reuse the nodes
 _SCALARS_MAX = 4096
 
 
-def _scalar(v, d, shape: tuple[int, ...], op: str) -> UOp:
+def scalar(v, d, shape: tuple[int, ...], op: str) -> UOp:
   """A weak Python scalar as a CONST of d broadcast to shape. The last _SCALARS_MAX of them are kept: the cons
   table holds nodes weakly, and a loop that multiplies by the same 0.1 would otherwise build them every time."""
-  if v != v: return _broadcast((_T or _tensor())._scalar_uop(v, d, op), shape)     # NaN: no key equals it
+  if v != v: return _broadcast(scalar_uop(v, d, op), shape)     # NaN: no key equals it
   sign = math.copysign(1.0, v) if type(v) is float else repr(v) if type(v) is complex else 0   # -0.0 and 0.0 differ
   key = (type(v), v, sign, d, shape)
   if (u := _SCALARS.get(key)) is None:
     if len(_SCALARS) >= _SCALARS_MAX: _SCALARS.clear()
-    u = _SCALARS[key] = _broadcast((_T or _tensor())._scalar_uop(v, d, op), shape)
+    u = _SCALARS[key] = _broadcast(scalar_uop(v, d, op), shape)
   return u
 
 

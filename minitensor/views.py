@@ -23,9 +23,11 @@ A root realizes its value once WRITE_CHAIN writes are pending on it, so a loop t
 bounded amount of graph per iteration.
 """
 from __future__ import annotations
-from typing import Callable, NamedTuple, TYPE_CHECKING
-from minitensor.backend.uop import UOp, Ops
-if TYPE_CHECKING: from minitensor.tensor import Tensor
+from typing import TYPE_CHECKING, Callable, NamedTuple
+from minitensor.backend.uop import Ops, UOp
+
+if TYPE_CHECKING:
+  from minitensor.tensor import Tensor
 
 WRITE_CHAIN = 16      # writes pending on one root before it is realized
 

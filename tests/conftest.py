@@ -1,5 +1,5 @@
 import os
-from hypothesis import settings, HealthCheck
+from hypothesis import HealthCheck, settings
 
 # `ci`: derandomized and bounded, for the CI time budget; `dev`: ten times the examples, for local runs.
 settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None,

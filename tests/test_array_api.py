@@ -9,18 +9,18 @@ import inspect
 import math
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import minitensor as mt
 
 P = inspect.Parameter
 UNARY = ("abs acos acosh asin asinh atan atanh bitwise_invert ceil conj cos cosh exp expm1 floor imag isfinite isinf "
-         "isnan log log1p log2 log10 logical_not negative positive real reciprocal round sign signbit sin sinh square sqrt "
-         "tan "
-         "tanh trunc").split()
+         "isnan log log1p log2 log10 logical_not negative positive real reciprocal round sign signbit sin sinh square "
+         "sqrt tan tanh trunc").split()
 BINARY = ("add atan2 bitwise_and bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor copysign divide equal "
-          "floor_divide greater greater_equal hypot less less_equal logaddexp logical_and logical_or logical_xor maximum "
-          "minimum multiply nextafter not_equal pow remainder subtract").split()
+          "floor_divide greater greater_equal hypot less less_equal logaddexp logical_and logical_or logical_xor "
+          "maximum minimum multiply nextafter not_equal pow remainder subtract").split()
 SPEC = [f"{f}(x, /)" for f in UNARY] + [f"{f}(x1, x2, /)" for f in BINARY] + """
 clip(x, /, min=None, max=None)
 arange(start, /, stop=None, step=1, *, dtype=None, device=None)
@@ -115,7 +115,8 @@ linalg.tensordot(x1, x2, /, *, axes=2)
 linalg.trace(x, /, *, offset=0, dtype=None)
 linalg.vecdot(x1, x2, /, *, axis=-1)
 linalg.vector_norm(x, /, *, axis=None, keepdims=False, ord=2)
-""".strip().splitlines() + [f"fft.{f}(x, /, *, n=None, axis=-1, norm='backward')" for f in "fft ifft rfft irfft hfft ihfft".split()] + \
+""".strip().splitlines() + \
+  [f"fft.{f}(x, /, *, n=None, axis=-1, norm='backward')" for f in "fft ifft rfft irfft hfft ihfft".split()] + \
   [f"fft.{f}(x, /, *, s=None, axes=None, norm='backward')" for f in "fftn ifftn rfftn irfftn".split()] + \
   [f"fft.{f}(n, /, *, d=1.0, dtype=None, device=None)" for f in ("fftfreq", "rfftfreq")] + \
   [f"fft.{f}(x, /, *, axes=None)" for f in ("fftshift", "ifftshift")]
@@ -143,15 +144,19 @@ def incompatibilities(impl: inspect.Signature, std: inspect.Signature) -> list[s
       if not var_pos: bad.append(f"*{p.name} not accepted")
     elif p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
       if k >= len(ipos) and not var_pos: bad.append(f"positional {p.name} not accepted")
-      elif p.kind is P.POSITIONAL_OR_KEYWORD and not (k < len(ipos) and ipos[k].name == p.name and ipos[k].kind is P.POSITIONAL_OR_KEYWORD):
+      elif p.kind is P.POSITIONAL_OR_KEYWORD and \
+          not (k < len(ipos) and ipos[k].name == p.name and ipos[k].kind is P.POSITIONAL_OR_KEYWORD):
         bad.append(f"{p.name} must be positional-or-keyword at position {k}")
-      if p.default is not P.empty and k < len(ipos) and ipos[k].default is P.empty: bad.append(f"{p.name} must be optional")
+      if p.default is not P.empty and k < len(ipos) and ipos[k].default is P.empty:
+        bad.append(f"{p.name} must be optional")
       k += 1
     elif p.name not in named and not var_kw: bad.append(f"keyword {p.name} not accepted")
-    elif p.name in named and p.default is not P.empty and named[p.name].default is P.empty: bad.append(f"{p.name} must be optional")
+    elif p.name in named and p.default is not P.empty and named[p.name].default is P.empty:
+      bad.append(f"{p.name} must be optional")
   required = sum(p.default is P.empty for p in sp if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD))
   bad += [f"{p.name} is required" for p in ipos[required:] if p.default is P.empty]
-  bad += [f"{p.name} is required" for p in ip if p.kind is P.KEYWORD_ONLY and p.default is P.empty and p.name not in std.parameters]
+  bad += [f"{p.name} is required" for p in ip
+          if p.kind is P.KEYWORD_ONLY and p.default is P.empty and p.name not in std.parameters]
   return bad
 
 
@@ -244,7 +249,8 @@ def test_inspection_and_devices():
   x = mt.asarray([1, 2], device="cpu")
   assert x.device == "cpu" and mt.astype(x, mt.float32, device="cpu").dtype == mt.float32
   for make in (lambda d: mt.zeros(3, device=d), lambda d: mt.ones_like(x, device=d), lambda d: mt.arange(3, device=d),
-               lambda d: mt.eye(2, device=d), lambda d: mt.full(2, 1.5, device=d), lambda d: mt.linspace(0, 1, 3, device=d)):
+               lambda d: mt.eye(2, device=d), lambda d: mt.full(2, 1.5, device=d),
+               lambda d: mt.linspace(0, 1, 3, device=d)):
     assert make("cpu").device == "cpu"
     with pytest.raises(ValueError): make("gpu")
   assert mt.zeros(2, dtype=None).dtype == mt.float64 and mt.empty_like(x, dtype=None).dtype == mt.int64
@@ -258,7 +264,9 @@ def test_standard_spellings():
                     (mt.expand_dims(x, axis=(0, -1)), np.expand_dims(x, (0, -1))),
                     (mt.reshape(x, (3, 2), copy=False), x.reshape(3, 2)), (mt.reshape(x, shape=-1), x.ravel()),
                     (mt.permute_dims(x, (1, 0)), x.T), (mt.concat([x, x], axis=None), np.concatenate([x, x], None)),
-                    (mt.pow(x, 2), x ** 2), (mt.bitwise_left_shift(np.int8(3), np.arange(3, dtype=np.int8)), np.int8(3) << np.arange(3, dtype=np.int8)),
+                    (mt.pow(x, 2), x ** 2),
+                    (mt.bitwise_left_shift(np.int8(3), np.arange(3, dtype=np.int8)),
+                     np.int8(3) << np.arange(3, dtype=np.int8)),
                     (mt.bitwise_invert(np.arange(3)), ~np.arange(3)), (mt.real(x), x), (mt.imag(x), np.zeros_like(x)),
                     (mt.conj(x), x), (mt.acos(x / 5), np.arccos(x / 5)), (mt.atan2(x, 2.0), np.arctan2(x, 2.0)),
                     (mt.std(x, axis=1, correction=1), np.std(x, axis=1, ddof=1)), (mt.matrix_transpose(x), x.T)]:
@@ -267,7 +275,8 @@ def test_standard_spellings():
 
 
 # ---------------------------------------------------------------------- the composite elementwise functions
-SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1 - 1e-7, 2.0, 1e-300, 1e-30, 1e8, 3e8, 1e30, 1e300, np.inf, -np.inf, np.nan]
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1 - 1e-7, 2.0, 1e-300, 1e-30, 1e8, 3e8, 1e30, 1e300, np.inf, -np.inf,
+           np.nan]
 N = 24                                  # one shape: new values reuse the compiled kernel
 
 
@@ -288,7 +297,8 @@ def close(got, want, ulps: float) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name, ref, ulps", [("acosh", np.arccosh, 4), ("asinh", np.arcsinh, 4), ("atanh", np.arctanh, 6),
+@pytest.mark.parametrize("name, ref, ulps", [("acosh", np.arccosh, 4), ("asinh", np.arcsinh, 4),
+                                             ("atanh", np.arctanh, 6),
                                              ("signbit", np.signbit, 0)])
 @settings(max_examples=max(10, settings.default.max_examples // 3))
 @given(data=st.data())
@@ -300,7 +310,8 @@ def test_unary_composites(dtype, name, ref, ulps, data):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name, ref, ulps", [("hypot", np.hypot, 3), ("logaddexp", np.logaddexp, 4), ("copysign", np.copysign, 0)])
+@pytest.mark.parametrize("name, ref, ulps", [("hypot", np.hypot, 3), ("logaddexp", np.logaddexp, 4),
+                                             ("copysign", np.copysign, 0)])
 @settings(max_examples=max(10, settings.default.max_examples // 3))
 @given(data=st.data())
 def test_binary_composites(dtype, name, ref, ulps, data):
@@ -335,7 +346,8 @@ def standardized_softmax(x):
 @settings(max_examples=max(5, settings.default.max_examples // 6))
 @given(data=st.data())
 def test_array_agnostic(dtype, data):
-  x = data.draw(hnp.arrays(dtype, (4, 7), elements=st.floats(-50, 50, width=8 * np.dtype(dtype).itemsize)).filter(lambda a: (a.std(-1) > 1e-3).all()))
+  x = data.draw(hnp.arrays(dtype, (4, 7), elements=st.floats(-50, 50, width=8 * np.dtype(dtype).itemsize))
+                .filter(lambda a: (a.std(-1) > 1e-3).all()))
   want = standardized_softmax(x)
   got = standardized_softmax(mt.asarray(x))
   assert isinstance(got, mt.Tensor) and got.dtype == want.dtype

@@ -2,7 +2,8 @@
 functions against NumPy, and array-agnostic code written only against x.__array_namespace__()."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

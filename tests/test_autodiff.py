@@ -4,10 +4,11 @@ broadcasting; grad of grad; pytrees; zero gradients of non-differentiable ops; e
 import math
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
-from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.uop import Ops, UOp
 
 FEW = settings(max_examples=4)
 DOMAIN = {"any": (-1.0, 1.0), "pos": (0.5, 2.0), "unit": (-0.8, 0.8), "nonzero": (0.2, 1.0)}

@@ -1,9 +1,9 @@
 """Gradients of composites (built from the primitives' rules) against central finite differences in float64."""
 import numpy as np
 import pytest
+from test_autodiff import rand, weighted
 import minitensor as mt
 import minitensor.testing as mtt
-from test_autodiff import rand, weighted
 
 nn = mt.nn
 X = rand(11, (2, 5))

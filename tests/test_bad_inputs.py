@@ -140,7 +140,8 @@ def test_full_with_out_of_range_int_overflows(value, dtype):
   with pytest.raises(OverflowError): mt.full(3, value, dtype=dtype)
 
 
-@pytest.mark.parametrize("f", [lambda m: m.zeros((2**40, 2**40)), lambda m: m.ones((2**31, 2**31)), lambda m: m.full((2**62, 4), 1.0),
+@pytest.mark.parametrize("f", [lambda m: m.zeros((2**40, 2**40)), lambda m: m.ones((2**31, 2**31)),
+                               lambda m: m.full((2**62, 4), 1.0),
                                lambda m: m.asarray(np.ones(0)).reshape(2**40, 2**40, 0),
                                lambda m: m.broadcast_to(m.asarray(1.0), (2**40, 2**40))],
                          ids=["zeros", "ones", "full", "reshape_of_empty", "broadcast_to"])
@@ -173,12 +174,14 @@ RESULTS = [
   ("nan_to_bool", lambda x: (x.astype(bool), x.any(axis=1), x.all(axis=0)), (NAN,)),
   ("float_to_int_in_range", lambda x: (x * 1000).astype(np.int16), (np.array([0.0015, -2.9, 32.7, -0.0]),)),
   # empty arrays
-  ("reductions_of_empty", lambda x: (x.sum(axis=0), x.prod(axis=0), x.any(axis=0), x.all(axis=0), x.sum()), (np.zeros((0, 3)),)),
+  ("reductions_of_empty", lambda x: (x.sum(axis=0), x.prod(axis=0), x.any(axis=0), x.all(axis=0), x.sum()),
+   (np.zeros((0, 3)),)),
   ("reductions_to_empty", lambda x: (x.sum(axis=1), x.max(axis=0)), (np.zeros((0, 3)),)),
   ("mean_of_empty_is_nan", lambda x: x.mean(), (np.zeros(0),)),
   ("matmul_of_empty_inner", lambda a, b: a @ b, (np.ones((2, 0), np.float32), np.ones((0, 3), np.float32))),
   ("matmul_of_empty_outer", lambda a, b: a @ b, (np.ones((0, 3)), np.ones((3, 2)))),
-  ("concatenate_with_empty_piece", lambda a, b: ns(a).concatenate([a, b, a], axis=0), (np.ones((2, 3)), np.zeros((0, 3)))),
+  ("concatenate_with_empty_piece", lambda a, b: ns(a).concatenate([a, b, a], axis=0),
+   (np.ones((2, 3)), np.zeros((0, 3)))),
   ("index_empty", lambda x: (x[:, :0], x[[]], x[np.zeros(0, np.int64)]), (np.ones((2, 3)),)),
   ("reshape_empty", lambda x: x.reshape(3, 0, 5), (np.zeros((0, 3, 5)),)),
   # layouts and byte orders of the input arrays
@@ -254,7 +257,8 @@ def test_mixing_with_scalars_of_every_type(dtype):
   def f(a):
     out = []
     for s in SCALARS:
-      if a.dtype == np.uint8 and isinstance(s, int) and not isinstance(s, (bool, np.integer)) and s < 0: continue  # OverflowError
+      if a.dtype == np.uint8 and isinstance(s, int) and not isinstance(s, (bool, np.integer)) and s < 0:
+        continue  # OverflowError
       out += [a + s, s * a, ns(a).maximum(s, a)]
     return tuple(out)
   mtt.assert_matches_numpy(f, x)
@@ -269,7 +273,8 @@ def test_mixing_tensors_with_ndarrays():
   assert isinstance(mt.add(b, t), mt.Tensor) and mt.maximum(b, t).numpy().tolist() == [0, 1, 2]
 
 
-@pytest.mark.parametrize("f", [lambda t: np.arange(3.0) + t, lambda t: np.exp(t), lambda t: np.float64(2) * t, lambda t: np.add(t, 1)],
+@pytest.mark.parametrize("f", [lambda t: np.arange(3.0) + t, lambda t: np.exp(t), lambda t: np.float64(2) * t,
+                               lambda t: np.add(t, 1)],
                          ids=["ndarray_plus_tensor", "np_exp_tensor", "numpy_scalar_times_tensor", "np_add_tensor"])
 def test_numpy_operands_on_the_left_give_tensors(f):
   t = mt.asarray(np.arange(3.0))
@@ -279,7 +284,8 @@ def test_numpy_operands_on_the_left_give_tensors(f):
 
 
 # ---------------------------------------------------------------------- regressions and known bugs
-@pytest.mark.parametrize("f", [lambda x: x + 1, lambda x: ns(x).exp(x), lambda x: ns(x).broadcast_to(x[:, :1] * 2, (0, 5))],
+@pytest.mark.parametrize("f", [lambda x: x + 1, lambda x: ns(x).exp(x),
+                               lambda x: ns(x).broadcast_to(x[:, :1] * 2, (0, 5))],
                          ids=["add", "exp", "broadcast_of_computed"])
 def test_size0_result_of_computation_realizes(f):
   mtt.assert_matches_numpy(f, np.zeros((0, 3)))
@@ -289,7 +295,8 @@ def test_var_with_ddof_past_n_is_nan():
   mtt.assert_matches_numpy(lambda x: (x.var(ddof=3), x.std(ddof=4)), np.ones(2))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="an integer array to a negative integer power from an array: "
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="an integer array to a negative integer power from an array: "
                    "NumPy raises ValueError, minitensor silently computes 0 (the error depends on the data, so a lazy "
                    "library must check at realize or define a value)")
 def test_int_array_to_negative_array_power():

@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import minitensor as mt
 import minitensor.testing as mtt
-from minitensor.backend import realize as R, tiers
+from minitensor.backend import realize as R
+from minitensor.backend import tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import buf, range_, sink
 from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import compile_c, Kernel
+from minitensor.backend.runtime import Kernel, compile_c
+from minitensor.backend.uop import buf, range_, sink
 
 rng = np.random.default_rng(7)
 A = rng.standard_normal((5, 6)).astype(np.float32)
@@ -20,10 +21,12 @@ def ns(x): return mt if isinstance(x, mt.Tensor) else np
 
 GRAPHS = {
   "elementwise": (lambda a, b: ns(a).exp(a) * 2 - b, (A, B)),
-  "reductions": (lambda a, b: (a.sum(axis=0), b.max(axis=1, keepdims=True), a.mean(), (a * b).var(axis=(0, 1))), (A, B)),
+  "reductions": (lambda a, b: (a.sum(axis=0), b.max(axis=1, keepdims=True), a.mean(), (a * b).var(axis=(0, 1))),
+                 (A, B)),
   "gather": (lambda a, b: (a[[4, 0, -1, 2]], a[np.array([[0, 1], [4, 4]]), 2:], b[:, [5, 0, 3]] + 1), (A, B)),
   "pad_concat": (lambda a, b: ns(a).concatenate([ns(a).pad(a, ((1, 2), (0, 3)), constant_values=-1.5)[::-1, 1:],
-                                                  ns(a).pad(b[::-2].astype(np.float32), ((0, 0), (2, 0)))], axis=0) * 3, (A, B)),
+                                                  ns(a).pad(b[::-2].astype(np.float32), ((0, 0), (2, 0)))],
+                                                 axis=0) * 3, (A, B)),
   "matmul": (lambda a, b: a @ b.T.astype(np.float32), (A, B)),
 }
 

@@ -1,5 +1,7 @@
 """The command line and the inspection API, run as a user runs them (subprocesses)."""
-import logging, os, subprocess, sys
+import os
+import subprocess
+import sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -28,7 +30,8 @@ def test_compile_rowsum_prints_c_that_compiles(tmp_path):
   c = run("compile", str(f)).stdout
   assert "void rowsum(" in c and "acc0 = 0.0f;" in c
   (tmp_path / "k.c").write_text(c)
-  cc = subprocess.run(["cc", "-Wall", "-Werror", "-std=gnu99", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.c")],
+  cc = subprocess.run(["cc", "-Wall", "-Werror", "-std=gnu99", "-c", "-o", str(tmp_path / "k.o"),
+                       str(tmp_path / "k.c")],
                       capture_output=True, text=True)
   assert cc.returncode == 0, cc.stderr
   assert run("compile", str(f), "--emit", "uir").stdout.strip() == ROWSUM.strip()
@@ -71,7 +74,8 @@ def test_help_everywhere():
 
 def test_cache_info_and_clear(tmp_path):
   env = {"MINITENSOR_CACHE_DIR": str(tmp_path)}
-  subprocess.run([sys.executable, "-c", "import minitensor as mt; (mt.ones(7) * 3).realize()"], env={**os.environ, **env}, check=True)
+  subprocess.run([sys.executable, "-c", "import minitensor as mt; (mt.ones(7) * 3).realize()"],
+                 env={**os.environ, **env}, check=True)
   info = run("cache", "info", env=env).stdout
   assert str(tmp_path) in info and "kernels: 1" in info
   assert "removed 1 kernel" in run("cache", "clear", env=env).stdout
@@ -89,10 +93,12 @@ def test_debug_logs_one_line_per_kernel_and_can_be_silenced():
           "(x * 2).realize(); (x * 2).realize()\n"
           "logging.getLogger('minitensor').setLevel(logging.WARNING)\n"
           "(x * 3).realize()\n")
-  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MINITENSOR_DEBUG": "1"})
-  lines = [l for l in p.stderr.splitlines() if l.startswith("k0")]
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                     env={**os.environ, "MINITENSOR_DEBUG": "1"})
+  lines = [ln for ln in p.stderr.splitlines() if ln.startswith("k0")]
   assert len(lines) == 2 and "compiled in" in lines[0] and "cache hit" in lines[1] and "GB/s" in lines[0]
-  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MINITENSOR_DEBUG": "2"})
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                     env={**os.environ, "MINITENSOR_DEBUG": "2"})
   assert "void k0(" in p.stderr
 
 

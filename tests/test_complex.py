@@ -3,15 +3,18 @@ ones, tiny, huge, infinities and NaN), random values (hypothesis), promotion, ca
 
 Each test realizes many functions together: one compile per translation unit, and a fixed length so hypothesis
 examples reuse the kernels."""
-import itertools, math, warnings
+import itertools
+import math
+import warnings
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
-from minitensor.backend.uop import UOp, Ops
-from minitensor.backend.dtype import dtypes
 from minitensor.backend import tiers
-from minitensor.backend.render_c import PRELUDE, COMPLEX_PRELUDE
+from minitensor.backend.dtype import dtypes
+from minitensor.backend.render_c import COMPLEX_PRELUDE, PRELUDE
+from minitensor.backend.uop import Ops, UOp
 
 CDTYPES = (np.complex64, np.complex128)
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-30, 3e38, math.inf, -math.inf, math.nan]

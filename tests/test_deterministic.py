@@ -2,7 +2,9 @@
 computed by one thread, and every reduction combines its terms in an order fixed by the kernel's source.
 The kernels are compiled at tier 1 (OpenMP, vectorized; tier 0 runs on one thread, and its transcendental
 functions may differ from tier 1's in the last bits: backend/tiers.py)."""
-import os, subprocess, sys
+import os
+import subprocess
+import sys
 import pytest
 
 _WORK = r'''

@@ -7,7 +7,8 @@ problem is a C compile. Malformed subscripts must raise ValueError where NumPy d
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend.uop import Ops
 

@@ -1,6 +1,9 @@
 """The training examples run at their tiny size and their loss decreases; the CNN step's backward does no more
 work than the kernelizer's accounting allows (loop iterations, not times)."""
-import os, re, subprocess, sys
+import os
+import re
+import subprocess
+import sys
 import numpy as np
 import pytest
 import minitensor as mt
@@ -21,7 +24,8 @@ def test_example_trains_at_tiny_size(example):
 
 def test_cnn_backward_work_is_at_most_three_times_the_forward():
   sys.path.insert(0, os.path.join(ROOT, "examples"))
-  try: import cnn
+  try:
+    import cnn
   finally: sys.path.pop(0)
   x, y = cnn.make_data(8, 8, 0)
   loss, grads = mt.value_and_grad(cnn.loss_fn)(cnn.init_params(8, 4, 0), x, y)

@@ -1,12 +1,14 @@
 """minitensor.extra and minitensor.sorting against NumPy: results (dtype, shape, values), edge shapes, errors.
 
 Results are exact except where the summation order differs from NumPy's (sums of products): those are held to a
-bound relative to the sum of magnitudes. Scans are sequential like NumPy's: equal bit for bit, overflow included. Hypothesis draws shapes with size-0 and size-1 axes; the
-example counts are kept low because each distinct graph is one C compile.
+bound relative to the sum of magnitudes. Scans are sequential like NumPy's: equal bit for bit, overflow included.
+Hypothesis draws shapes with size-0 and size-1 axes; the example counts are kept low because each distinct graph
+is one C compile.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import minitensor as mt
 
@@ -216,7 +218,8 @@ def test_meshgrid(indexing, sparse, sizes):
   with pytest.raises(ValueError): mt.meshgrid(*xs, indexing="yx")
 
 
-@pytest.mark.parametrize("da, db", [(np.bool_, np.bool_), (np.int8, np.int8), (np.uint8, np.int32), (np.float32, np.int64)])
+@pytest.mark.parametrize("da, db", [(np.bool_, np.bool_), (np.int8, np.int8), (np.uint8, np.int32),
+                                    (np.float32, np.int64)])
 @pytest.mark.parametrize("sa, sb", [((3,), (4,)), ((2, 3), (3,)), ((2, 0), (4, 0)), ((), (3,)), ((2, 1, 3), (4, 3))])
 def test_outer_inner_vecdot(da, db, sa, sb):
   rng = np.random.default_rng(0)
@@ -254,7 +257,8 @@ def test_isclose(equal_nan, da, db):
 @FEW
 @given(data=st.data(), shape=shapes)
 def test_sort_argsort(dtype, data, shape):
-  a = data.draw(hnp.arrays(dtype, shape, elements=st.sampled_from([0, 1, 2, 3]).map(dtype) if dtype != np.bool_ else st.booleans()))
+  a = data.draw(hnp.arrays(dtype, shape,
+                           elements=st.sampled_from([0, 1, 2, 3]).map(dtype) if dtype != np.bool_ else st.booleans()))
   if dtype in (np.float32, np.float64) and a.size: a.flat[0] = np.nan
   axis = data.draw(st.sampled_from([None, *range(-len(shape), len(shape))]))
   same(lambda xp: xp.argsort(a, axis=axis, kind="stable"))
@@ -262,7 +266,8 @@ def test_sort_argsort(dtype, data, shape):
   if axis is not None:      # descending and stable: a stable sort by minus the rank (NaN ranks highest, so first)
     key = -np.unique(a, return_inverse=True)[1].reshape(a.shape)
     check(mt.argsort(a, axis=axis, descending=True), np.argsort(key, axis=axis, kind="stable"))
-    check(mt.sort(a, axis=axis, descending=True), np.take_along_axis(a, np.argsort(key, axis=axis, kind="stable"), axis))
+    check(mt.sort(a, axis=axis, descending=True),
+          np.take_along_axis(a, np.argsort(key, axis=axis, kind="stable"), axis))
 
 
 def test_nonzero():
@@ -278,7 +283,8 @@ def test_unique(x):
   same(lambda xp: xp.unique(x))
   same(lambda xp: xp.unique(x, equal_nan=False))
   v, i, inv, c = np.unique(x.ravel(), return_index=True, return_inverse=True, return_counts=True, equal_nan=False)
-  want = tuple(np.asarray(r) for r in (v, i.astype(np.int64), inv.reshape(x.shape).astype(np.int64), c.astype(np.int64)))
+  want = tuple(np.asarray(r)
+               for r in (v, i.astype(np.int64), inv.reshape(x.shape).astype(np.int64), c.astype(np.int64)))
   r = mt.unique_all(x)
   check(tuple(r), want)
   assert r._fields == ("values", "indices", "inverse_indices", "counts")
@@ -310,7 +316,8 @@ def test_searchsorted_errors():
 
 
 @pytest.mark.parametrize("invert", [False, True])
-@pytest.mark.parametrize("e, t", [(np.arange(-3, 6).reshape(3, 3), [1, 3, -2, 3]), (np.array([1.0, np.nan, 2.5]), [np.nan, 2.5]),
+@pytest.mark.parametrize("e, t", [(np.arange(-3, 6).reshape(3, 3), [1, 3, -2, 3]),
+                                  (np.array([1.0, np.nan, 2.5]), [np.nan, 2.5]),
                                   (np.array([1, 2]), [1.0, 2.5]), (np.arange(4), []), (np.array(3), np.arange(5)),
                                   (np.array([-0.0, 1]), [0.0])])
 def test_isin(e, t, invert):

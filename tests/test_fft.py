@@ -3,7 +3,8 @@ is a Tensor (once minitensor has complex dtypes) or NumPy's ndarray (before); re
 import inspect
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

@@ -1,12 +1,16 @@
 """`import minitensor` stays cheap: the heavy modules load where they are first needed (a new process each)."""
-import json, os, subprocess, sys, textwrap
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 import numpy as np
 import pytest
 
 ROOT = str(Path(__file__).resolve().parent.parent)
-HEAVY = ("cffi", "pycparser", "_cffi_backend", "hypothesis", "scipy", "matplotlib", "numpy.random", "minitensor.testing",
-         "minitensor.random", "minitensor.nn", "minitensor.__main__", "minitensor.bench")
+HEAVY = ("cffi", "pycparser", "_cffi_backend", "hypothesis", "scipy", "matplotlib", "numpy.random",
+         "minitensor.testing", "minitensor.random", "minitensor.nn", "minitensor.__main__", "minitensor.bench")
 
 _CHILD = textwrap.dedent("""
   import json, sys

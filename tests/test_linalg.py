@@ -4,7 +4,8 @@ import inspect
 import math
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

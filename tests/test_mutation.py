@@ -4,7 +4,8 @@ Every test runs the same program on NumPy arrays and on Tensors and compares all
 """
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend.runtime import stats
 
@@ -128,7 +129,8 @@ def test_ufunc_out_tensor_and_at():
 # ---------------------------------------------------------------------- loops
 def _heat(u, up, n):
   for _ in range(n):
-    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2] - 4 * up[1:-1, 1:-1])
+    u[1:-1, 1:-1] = up[1:-1, 1:-1] + 0.1 * (up[2:, 1:-1] + up[:-2, 1:-1] + up[1:-1, 2:] + up[1:-1, :-2]
+                                            - 4 * up[1:-1, 1:-1])
     up[:] = u[:]
   return up
 
@@ -169,7 +171,8 @@ def _index(draw, shape):
     elif kind == "none": idx += [None, slice(None)]
     else:
       step = draw(st.sampled_from([1, 1, 2, -1, -2, 3]))
-      idx.append(slice(draw(st.none() | st.integers(-n - 1, n + 1)), draw(st.none() | st.integers(-n - 1, n + 1)), step))
+      idx.append(slice(draw(st.none() | st.integers(-n - 1, n + 1)), draw(st.none() | st.integers(-n - 1, n + 1)),
+                       step))
   if draw(st.booleans()) and idx: idx[draw(st.integers(0, len(idx) - 1))] = Ellipsis
   return tuple(idx)
 
@@ -210,7 +213,8 @@ def _run(arrays, steps, xp):
     elif what == "write": x[arg[0]] = arg[1]
     else:
       v = x[arg[0]]
-      if isinstance(v, np.generic) or (isinstance(v, mt.Tensor) and v.ndim == 0 and not any(i is Ellipsis or i is None for i in arg[0])):
+      if isinstance(v, np.generic) or \
+          (isinstance(v, mt.Tensor) and v.ndim == 0 and not any(i is Ellipsis or i is None for i in arg[0])):
         x[arg[0]] = v + arg[1]            # an element: NumPy's scalar has no in-place form into x
       else: v += arg[1]
   return arrays

@@ -4,7 +4,8 @@ minitensor leaves to NumPy, and the README's own hypothesis example."""
 import warnings
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 

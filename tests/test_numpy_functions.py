@@ -10,7 +10,8 @@ import io
 import warnings
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import minitensor as mt
 from minitensor.backend.runtime import stats

@@ -6,7 +6,8 @@ the exception type NumPy raises, at the call.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import minitensor as mt
 
@@ -47,7 +48,8 @@ def test_like(dtype, shape, other, new_shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("fill", [0, 1, -1, 7, 2.7, -0.0, np.nan, np.inf, -np.inf, True, 300, -129, [1, 2, 3], [[0.5], [-0.0]]])
+@pytest.mark.parametrize("fill", [0, 1, -1, 7, 2.7, -0.0, np.nan, np.inf, -np.inf, True, 300, -129, [1, 2, 3],
+                                  [[0.5], [-0.0]]])
 def test_full_like(dtype, fill):
   a = np.zeros((2, 3), dtype)
   same(lambda m: m.full_like(a, fill))
@@ -55,7 +57,8 @@ def test_full_like(dtype, fill):
 
 
 def test_full_like_takes_a_lazy_fill():
-  check(mt.full_like(np.zeros((2, 2), np.int32), mt.asarray([1.0, 2.0]) * 3), np.full_like(np.zeros((2, 2), np.int32), [3.0, 6.0]))
+  check(mt.full_like(np.zeros((2, 2), np.int32), mt.asarray([1.0, 2.0]) * 3),
+        np.full_like(np.zeros((2, 2), np.int32), [3.0, 6.0]))
 
 
 def test_like_accepts_scalars_and_lists():
@@ -78,13 +81,15 @@ def test_arange(args, dtype):
 @FEW
 @given(start=st.one_of(st.integers(-50, 50), st.floats(-50, 50)),
        stop=st.one_of(st.none(), st.integers(-50, 50), st.floats(-50, 50)),
-       step=st.one_of(st.integers(-7, 7), st.floats(-7, 7)), dtype=st.sampled_from([None, np.int32, np.float32, np.float64]))
+       step=st.one_of(st.integers(-7, 7), st.floats(-7, 7)),
+       dtype=st.sampled_from([None, np.int32, np.float32, np.float64]))
 def test_arange_property(start, stop, step, dtype):
   same(lambda m: m.arange(start, stop, step, dtype=dtype))
 
 
 LINSPACE = [dict(start=0, stop=1), dict(start=0, stop=1, num=5, endpoint=False), dict(start=-1, stop=1, num=1),
-            dict(start=2, stop=3, num=0), dict(start=0, stop=10, num=7, dtype=np.int32), dict(start=np.float32(0), stop=1, num=4),
+            dict(start=2, stop=3, num=0), dict(start=0, stop=10, num=7, dtype=np.int32),
+            dict(start=np.float32(0), stop=1, num=4),
             dict(start=[0, 1], stop=5, num=3), dict(start=[0, 1], stop=[[5], [6]], num=3, axis=-1),
             dict(start=-0.0, stop=-0.0, num=3), dict(start=1, stop=0, num=4, dtype=np.float32)]
 
@@ -98,7 +103,8 @@ def test_linspace(kw):
 
 
 # ---------------------------------------------------------------- eye and identity
-EYE = [(0,), (1,), (3,), (3, 5), (5, 3), (4, 4, 1), (4, 4, -2), (3, 5, 4), (5, 3, -4), (2, 3, 5), (3, 2, -3), (3, 0), (1, 6, -1)]
+EYE = [(0,), (1,), (3,), (3, 5), (5, 3), (4, 4, 1), (4, 4, -2), (3, 5, 4), (5, 3, -4), (2, 3, 5), (3, 2, -3), (3, 0),
+       (1, 6, -1)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -124,7 +130,8 @@ def test_generator_matches_numpy(seed, size):
            ("standard_normal", (), {"dtype": np.float32}), ("uniform", (-2.0, 3.0), {}), ("normal", (1.0, 0.5), {}),
            ("integers", (10,), {}), ("integers", (-5, 5), {"dtype": np.int8}),
            ("integers", (0, 255), {"dtype": np.uint8, "endpoint": True}),
-           ("integers", (0, 2), {"dtype": np.bool_}), ("integers", (-10, 10), {"dtype": np.int32}), ("choice", (5,), {}),
+           ("integers", (0, 2), {"dtype": np.bool_}), ("integers", (-10, 10), {"dtype": np.int32}),
+           ("choice", (5,), {}),
            ("choice", (np.array([1.5, -0.0, 3.0]),), {"p": [0.2, 0.5, 0.3]})]
   for name, args, kw in calls:                                   # the same stream: every call must match in order
     check(getattr(g, name)(*args, size=size, **kw), getattr(r, name)(*args, size=size, **kw))
@@ -134,7 +141,8 @@ def test_generator_takes_tensor_arguments():
   g, r = mt.random.default_rng(7), np.random.default_rng(7)
   check(g.uniform(mt.asarray([0.0, 10.0]), 20.0), r.uniform(np.array([0.0, 10.0]), 20.0))
   check(g.normal(0.0, mt.asarray([1.0, 2.0]), size=(3, 2)), r.normal(0.0, np.array([1.0, 2.0]), size=(3, 2)))
-  check(g.choice(mt.asarray(np.arange(6).reshape(3, 2)), 2, replace=False), r.choice(np.arange(6).reshape(3, 2), 2, replace=False))
+  check(g.choice(mt.asarray(np.arange(6).reshape(3, 2)), 2, replace=False),
+        r.choice(np.arange(6).reshape(3, 2), 2, replace=False))
   assert "Generator" in repr(g)
 
 
@@ -152,14 +160,17 @@ def test_module_level_random_matches_numpy_legacy():
 # ---------------------------------------------------------------- bad inputs raise NumPy's exception at the call
 BAD = [lambda m: m.arange(0, 5, 0), lambda m: m.arange(np.nan), lambda m: m.arange(3, dtype=bool),
        lambda m: m.arange(3, dtype="foo"), lambda m: m.eye(-1), lambda m: m.eye(2.5), lambda m: m.eye(2, k=1.0),
-       lambda m: m.eye(2, -1), lambda m: m.identity(2.0), lambda m: m.eye(2, dtype="foo"), lambda m: m.linspace(0, 1, -1),
+       lambda m: m.eye(2, -1), lambda m: m.identity(2.0), lambda m: m.eye(2, dtype="foo"),
+       lambda m: m.linspace(0, 1, -1),
        lambda m: m.linspace(0, 1, 2.5), lambda m: m.zeros_like(np.zeros(3), shape=-1),
        lambda m: m.ones_like(np.zeros(3), shape=(2, -1)),
        lambda m: m.zeros_like(np.zeros(3), dtype="foo"), lambda m: m.full_like(np.zeros(3, np.int8), 300),
        lambda m: m.full_like(np.zeros(3, np.uint8), -1), lambda m: m.full_like(np.zeros(3), [1, 2]),
        lambda m: m.random.default_rng(-1), lambda m: m.random.default_rng(0).random(3, dtype=np.int32),
-       lambda m: m.random.default_rng(0).integers(5, 1), lambda m: m.random.default_rng(0).integers(0, 300, dtype=np.int8),
-       lambda m: m.random.default_rng(0).choice(3, 5, replace=False), lambda m: m.random.default_rng(0).uniform(size=-1)]
+       lambda m: m.random.default_rng(0).integers(5, 1),
+       lambda m: m.random.default_rng(0).integers(0, 300, dtype=np.int8),
+       lambda m: m.random.default_rng(0).choice(3, 5, replace=False),
+       lambda m: m.random.default_rng(0).uniform(size=-1)]
 
 
 @pytest.mark.parametrize("i", range(len(BAD)))

@@ -6,10 +6,12 @@ with NaN positions and the signs of zeros equal. Compiling dominates the run tim
 results together (one C translation unit) and the value tests reuse the grid's graphs (same shapes and dtypes,
 new data: a graph-cache hit).
 """
-import operator, warnings
+import operator
+import warnings
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 from minitensor import ufuncs as U
@@ -49,7 +51,8 @@ def numpy_or_error(f, *args):
 
 def assert_same(got, want, what: str = "") -> None:
   """got (a realized Tensor) equals NumPy's want: dtype, shape, values (floats: tolerance, NaNs, zero signs;
-  not the sign of fmax/fmin(0.0, -0.0), which NumPy's float32/float64 loops choose by array length, nor of clip ties)."""
+  not the sign of fmax/fmin(0.0, -0.0), which NumPy's float32/float64 loops choose by array length, nor of clip
+  ties)."""
   got = np.asarray(got)
   want = np.asarray(want)
   assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, NumPy {want.dtype}"
@@ -63,7 +66,8 @@ def assert_same(got, want, what: str = "") -> None:
     if not what.startswith(("fmax", "fmin", "clip")): bad |= (g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w))
   if bad.any():
     i = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-    raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} differ, first at {i}: got {got[i]!r}, NumPy {want[i]!r}")
+    raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} differ, first at {i}: got {got[i]!r}, "
+                         f"NumPy {want[i]!r}")
 
 
 def check_ufuncs(d: np.dtype, x: np.ndarray, y: np.ndarray) -> None:
@@ -134,7 +138,8 @@ WHERE_CLIP_ROUND = {
   "where(c, np.float32(2), x)": lambda ns, x, y: ns.where(C, np.float32(2), x),
   "where(c[:, None], x, y)": lambda ns, x, y: ns.where(C[:, None], x, y),
   "clip(x, 0, 5)": lambda ns, x, y: ns.clip(x, 0, 5), "clip(x, -1000, 1000)": lambda ns, x, y: ns.clip(x, -1000, 1000),
-  "clip(x, 1000, None)": lambda ns, x, y: ns.clip(x, 1000, None), "clip(x, y, None)": lambda ns, x, y: ns.clip(x, y, None),
+  "clip(x, 1000, None)": lambda ns, x, y: ns.clip(x, 1000, None),
+  "clip(x, y, None)": lambda ns, x, y: ns.clip(x, y, None),
   "clip(x, None, y)": lambda ns, x, y: ns.clip(x, None, y), "clip(x, 2.5, 7)": lambda ns, x, y: ns.clip(x, 2.5, 7),
   "clip(x, np.int8(-3), np.int8(3))": lambda ns, x, y: ns.clip(x, np.int8(-3), np.int8(3)),
   "clip(x, 5, 0)": lambda ns, x, y: ns.clip(x, 5, 0),
@@ -164,8 +169,9 @@ NP_SCALARS = [np.int8(-3), np.uint8(200), np.int64(5), np.uint64(5), np.float16(
               np.bool_(True)]
 
 
-@given(d=st.sampled_from(DTYPES), calls=st.lists(st.tuples(st.sampled_from(BINARY), st.sampled_from(PY_SCALARS + NP_SCALARS),
-                                                           st.booleans()), min_size=1, max_size=4))
+@given(d=st.sampled_from(DTYPES),
+       calls=st.lists(st.tuples(st.sampled_from(BINARY), st.sampled_from(PY_SCALARS + NP_SCALARS),
+                                st.booleans()), min_size=1, max_size=4))
 def test_scalar_operands(d, calls):
   """A Python scalar takes the Tensor's dtype (or raises OverflowError as NumPy 2); a NumPy scalar is typed."""
   x = special(d)

@@ -2,7 +2,8 @@
 mixing ints, slices (any start/stop/step), None, Ellipsis, integer arrays and boolean masks."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend.runtime import stats
 
@@ -95,7 +96,8 @@ def indices(draw, shape: tuple, advanced: bool = True):
   items = draw(consuming(list(shape[:p]), advanced, arr_shape))
   if q is not None: items += [Ellipsis] + draw(consuming(list(shape[nd - q:]), advanced, arr_shape))
   for _ in range(draw(st.integers(0, 2))):
-    items.insert(draw(st.integers(0, len(items))), draw(st.sampled_from([None, None, True, False] if advanced else [None])))
+    items.insert(draw(st.integers(0, len(items))),
+                 draw(st.sampled_from([None, None, True, False] if advanced else [None])))
   return items[0] if len(items) == 1 and draw(st.booleans()) else tuple(items)
 
 
@@ -146,10 +148,13 @@ def test_getitem_random(shape, d):
   for g, w in zip(realize_all(got), want): same(g, w)
 
 
-@pytest.mark.parametrize("idx", [([0, 2],), ([0, 2], [1, 3]), (slice(None), [0, 2], [1, 3]), ([0, 2], slice(None), [1, 3]),
+@pytest.mark.parametrize("idx", [([0, 2],), ([0, 2], [1, 3]), (slice(None), [0, 2], [1, 3]),
+                                 ([0, 2], slice(None), [1, 3]),
                                  (0, slice(None), [0, 1]), (slice(None), 0, [0, 1]), (None, [0, 1], None, [1, 0]),
-                                 (slice(None), True, [0, 1]), (np.array(0), slice(None), [0, 1]), (1, Ellipsis, [[0], [4]]),
-                                 ([],), (True,), (False, 0), (np.True_, np.array(1)), (Ellipsis, [-1, -5]), ([[0, 1], [2, 2]], 3),
+                                 (slice(None), True, [0, 1]), (np.array(0), slice(None), [0, 1]),
+                                 (1, Ellipsis, [[0], [4]]),
+                                 ([],), (True,), (False, 0), (np.True_, np.array(1)), (Ellipsis, [-1, -5]),
+                                 ([[0, 1], [2, 2]], 3),
                                  (slice(None), [0, 1], Ellipsis, [0, 1]), (slice(None), 0, ..., [0, 1])])
 def test_getitem_advanced_placement(idx):
   """NumPy's rule for where the broadcast index axes go (adjacent vs separated by a slice or None)."""
@@ -170,9 +175,11 @@ def test_getitem_compiles_nothing_for_realized_reads():
   x = mt.asarray(np.arange(24, dtype=np.float32).reshape(4, 6)).realize()
   v = mt.asarray(np.arange(10)).realize()
   c0 = kernel_path()
-  assert int(v[3]) == 3 and int(v[-1]) == 9 and x[1, 2].item() == 8.0 and x.tolist() == np.arange(24).reshape(4, 6).tolist()
+  assert int(v[3]) == 3 and int(v[-1]) == 9 and x[1, 2].item() == 8.0 and \
+    x.tolist() == np.arange(24).reshape(4, 6).tolist()
   assert v[::2].tolist() == list(range(0, 10, 2)) and v[1::3].tolist() == [1, 4, 7] and v[8::-3].tolist() == [8, 5, 2]
-  assert x[::-1, ::2].tolist() == np.arange(24).reshape(4, 6)[::-1, ::2].tolist() and x[None, 2, ..., 1:4].shape == (1, 3)
+  assert x[::-1, ::2].tolist() == np.arange(24).reshape(4, 6)[::-1, ::2].tolist() and \
+    x[None, 2, ..., 1:4].shape == (1, 3)
   assert [float(r[0]) for r in x] == [0.0, 6.0, 12.0, 18.0]
   assert kernel_path() == c0
 
@@ -184,8 +191,10 @@ def test_getitem_padded_stride_compiles_nothing():
   assert kernel_path() == c0
 
 
-BAD = [5, -4, (0, 4), (slice(None), [0, 4]), (slice(None), [-5]), 1.0, "x", (0, 0, 0), (Ellipsis, Ellipsis), np.array([1.0]),
-       [1.0], [0, slice(None)], np.ones((2, 2), bool), np.ones(4, bool), ([0, 1], [0, 1, 2]), (slice(0, 2, 0),), (slice(1.5),),
+BAD = [5, -4, (0, 4), (slice(None), [0, 4]), (slice(None), [-5]), 1.0, "x", (0, 0, 0), (Ellipsis, Ellipsis),
+       np.array([1.0]),
+       [1.0], [0, slice(None)], np.ones((2, 2), bool), np.ones(4, bool), ([0, 1], [0, 1, 2]), (slice(0, 2, 0),),
+       (slice(1.5),),
        ([True, False, True], [[True]]), [[0, 1], [0]]]
 
 
@@ -203,10 +212,12 @@ def test_index_error_messages():
   t = mt.zeros((3, 4))
   with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"): t[5]
   with pytest.raises(IndexError, match="index -5 is out of bounds for axis 1 with size 4"): t[:, [0, -5]]
-  with pytest.raises(IndexError, match="too many indices for array: array is 2-dimensional, but 3 were indexed"): t[0, 0, 0]
+  with pytest.raises(IndexError, match="too many indices for array: array is 2-dimensional, but 3 were indexed"):
+    t[0, 0, 0]
   with pytest.raises(IndexError, match="single ellipsis"): t[..., ...]
   with pytest.raises(IndexError, match="only integers, slices"): t[1.0]
-  with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0; size of axis is 3"): t[[True]]
+  with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0; size of axis is 3"):
+    t[[True]]
 
 
 # ---------------------------------------------------------------------- setitem
@@ -230,7 +241,8 @@ def test_setitem_random(shape, d):
   for g, w in zip(realize_all(results), want): same(g, w)
 
 
-ALL_SLICES = [slice(b, e, s) for b in (None, 0, 2, -2, 9) for e in (None, 1, 5, -1, -9) for s in (None, 2, 3, -1, -2, -3)]
+ALL_SLICES = [slice(b, e, s) for b in (None, 0, 2, -2, 9) for e in (None, 1, 5, -1, -9)
+              for s in (None, 2, 3, -1, -2, -3)]
 
 
 def test_getitem_every_slice_of_an_axis():
@@ -286,9 +298,12 @@ def test_setitem_exact_values_and_casts():
 
 def test_setitem_value_errors():
   t = mt.zeros(3, dtype=np.int8)
-  with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) into shape \(3,\)"): t[:] = np.ones(2)
-  with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(3,1\) into shape \(3,\)"): t[:] = np.ones((3, 1))
-  with pytest.raises(ValueError, match=r"value array of shape \(3,\) could not be broadcast to indexing result of shape \(2,\)"):
+  with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) into shape \(3,\)"):
+    t[:] = np.ones(2)
+  with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(3,1\) into shape \(3,\)"):
+    t[:] = np.ones((3, 1))
+  with pytest.raises(ValueError,
+                     match=r"value array of shape \(3,\) could not be broadcast to indexing result of shape \(2,\)"):
     t[[0, 1]] = np.ones(3)
   with pytest.raises(TypeError, match="0 or 1-dimensional input"): t[mt.asarray([True, False, True])] = np.ones((1, 1))
   f = mt.zeros((2, 3))

@@ -5,7 +5,9 @@ other methods), __array_function__ (minitensor's functions for NumPy's names, Nu
 conversions to Python values, printing, the compile cache (same graph, new data: no compile) and memory in a
 long loop of small operations.
 """
-import gc, operator, tracemalloc
+import gc
+import operator
+import tracemalloc
 import numpy as np
 import pytest
 import minitensor as mt
@@ -143,7 +145,8 @@ def test_other_numpy_functions_compute_with_numpy():
   t = mt.asarray(A)
   for got, want in [(np.median(t), np.median(A)), (np.percentile(t, 30, axis=0), np.percentile(A, 30, axis=0)),
                     (np.linalg.cond(t[:, :3]), np.linalg.cond(A[:, :3])), (np.nanstd(t), np.nanstd(A)),
-                    (np.block([[t, t]]), np.block([[A, A]])), (np.pad(t, 2, mode="reflect"), np.pad(A, 2, mode="reflect")),
+                    (np.block([[t, t]]), np.block([[A, A]])),
+                    (np.pad(t, 2, mode="reflect"), np.pad(A, 2, mode="reflect")),
                     (np.sum(t, out=np.zeros(())), np.sum(A))]:
     assert not isinstance(got, mt.Tensor)
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -230,7 +233,8 @@ def test_long_loop_memory_is_bounded():
   # the cons table's own hash table (weakref.py) may be resized by node churn in a long session: its entries
   # are bounded by the node count checked below; every other allocation is measured
   def traced() -> int:
-    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, "*weakref.py"), tracemalloc.Filter(False, tracemalloc.__file__)])
+    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, "*weakref.py"),
+                                                      tracemalloc.Filter(False, tracemalloc.__file__)])
     return sum(t.size for t in snap.traces)
   run(4500)
   gc.collect()

@@ -8,7 +8,8 @@ loaded profile, and tests that build many results realize them together (one com
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import minitensor as mt
 
@@ -57,7 +58,8 @@ shapes = hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=4)
 def test_concatenate(dtype, data, shape):
   axis = data.draw(st.integers(-len(shape), len(shape) - 1))
   sizes = data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
-  parts = [data.draw(hnp.arrays(dtype, shape[:axis % len(shape)] + (n,) + shape[axis % len(shape) + 1:])) for n in sizes]
+  parts = [data.draw(hnp.arrays(dtype, shape[:axis % len(shape)] + (n,) + shape[axis % len(shape) + 1:]))
+           for n in sizes]
   check(mt.concatenate(parts, axis=axis), np.concatenate(parts, axis=axis))
 
 
@@ -125,7 +127,8 @@ def test_split_family(dtype, data, shape):
 def test_split_of_lazy_tensor_and_tensor_arguments():
   a = values((4, 6), np.float32)
   lazy = mt.asarray(a) * 2
-  for got, want in zip(mt.split(lazy, mt.asarray(np.array([1, 4])), axis=1), np.split(a * 2, [1, 4], axis=1)): check(got, want)
+  for got, want in zip(mt.split(lazy, mt.asarray(np.array([1, 4])), axis=1), np.split(a * 2, [1, 4], axis=1)):
+    check(got, want)
   for got, want in zip(mt.array_split(lazy, 5), np.array_split(a * 2, 5)): check(got, want)
 
 
@@ -147,7 +150,8 @@ def test_pad(dtype, data, shape):
 
 def test_pad_forms_and_corners():
   a = values((2, 3), np.float64)
-  same(lambda m: m.pad(a, ((1, 2), (2, 1)), constant_values=((1.0, 2.0), (-0.0, np.nan))))      # later axis wins corners
+  # later axis wins corners
+  same(lambda m: m.pad(a, ((1, 2), (2, 1)), constant_values=((1.0, 2.0), (-0.0, np.nan))))
   same(lambda m: m.pad(a, [[1], [2]], constant_values=[[5], [6]]))
   same(lambda m: m.pad(a, {1: (0, 2), -2: 1}, constant_values=-0.0))
   same(lambda m: m.pad(a, 1, constant_values=None))
@@ -260,13 +264,15 @@ def test_movement_chains(data, shape, dtype, n):
 
 
 # ---------------------------------------------------------------- reductions as functions
-REDUCTIONS = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax", "argmin", "any", "all", "count_nonzero"]
+REDUCTIONS = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax", "argmin", "any", "all",
+              "count_nonzero"]
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_reduction_functions(name):
   cases = [(values((3, 4), d) if d != np.float64 else np.arange(12.0).reshape(3, 4) / 7, kw)
-           for d in (np.bool_, np.int8, np.int32, np.float64) for kw in ({}, {"axis": 1}, {"axis": (-2,), "keepdims": True})]
+           for d in (np.bool_, np.int8, np.int32, np.float64)
+           for kw in ({}, {"axis": 1}, {"axis": (-2,), "keepdims": True})]
   cases = [(a, kw) for a, kw in cases if not (name in ("argmax", "argmin") and isinstance(kw.get("axis"), tuple))]
   got = [getattr(mt, name)(a, **kw) for a, kw in cases]
   mt.realize(*got)
@@ -282,7 +288,8 @@ def test_reductions_take_array_likes_and_options():
   check(mt.sum(np.int8([100, 100]), dtype=np.int8), np.sum(np.int8([100, 100]), dtype=np.int8))
   check(mt.max([1.0, np.nan, 3.0]), np.max([1.0, np.nan, 3.0]))
   check(mt.argmin([[3, 1], [0, 5]], axis=None), np.argmin([[3, 1], [0, 5]]))
-  check(mt.count_nonzero([[0, 1], [2, 0]], axis=0, keepdims=True), np.count_nonzero([[0, 1], [2, 0]], axis=0, keepdims=True))
+  check(mt.count_nonzero([[0, 1], [2, 0]], axis=0, keepdims=True),
+        np.count_nonzero([[0, 1], [2, 0]], axis=0, keepdims=True))
   np.testing.assert_allclose(np.asarray(mt.var([1.0, 2.0, 4.0], ddof=1)), np.var([1.0, 2.0, 4.0], ddof=1))
   np.testing.assert_allclose(np.asarray(mt.std([1.0, 2.0, 4.0], correction=1)), np.std([1.0, 2.0, 4.0], correction=1))
 
@@ -291,31 +298,42 @@ def test_reductions_take_array_likes_and_options():
 A = values((2, 3), np.int64)
 BAD = {
   "concatenate": [lambda m: m.concatenate([]), lambda m: m.concatenate([np.array(1), np.array(2)]),
-                  lambda m: m.concatenate([A, A[0]]), lambda m: m.concatenate([A, A.T]), lambda m: m.concatenate([A, A], axis=2),
-                  lambda m: m.concatenate([A, A], axis=1.0), lambda m: m.concatenate([A.astype(np.float32)], dtype=np.int8)],
-  "stack": [lambda m: m.stack([]), lambda m: m.stack([A, A.T]), lambda m: m.stack([A, A], axis=3), lambda m: m.stack([A], axis=-4)],
-  "split": [lambda m: m.split(A, 4), lambda m: m.split(A, 0), lambda m: m.split(A, 2, axis=3), lambda m: m.split(np.array(1), 1),
+                  lambda m: m.concatenate([A, A[0]]), lambda m: m.concatenate([A, A.T]),
+                  lambda m: m.concatenate([A, A], axis=2),
+                  lambda m: m.concatenate([A, A], axis=1.0),
+                  lambda m: m.concatenate([A.astype(np.float32)], dtype=np.int8)],
+  "stack": [lambda m: m.stack([]), lambda m: m.stack([A, A.T]), lambda m: m.stack([A, A], axis=3),
+            lambda m: m.stack([A], axis=-4)],
+  "split": [lambda m: m.split(A, 4), lambda m: m.split(A, 0), lambda m: m.split(A, 2, axis=3),
+            lambda m: m.split(np.array(1), 1),
             lambda m: m.split(A, [1.5])],
-  "array_split": [lambda m: m.array_split(A, 0), lambda m: m.array_split(A, -1), lambda m: m.array_split(A, 2, axis=-3)],
+  "array_split": [lambda m: m.array_split(A, 0), lambda m: m.array_split(A, -1),
+                  lambda m: m.array_split(A, 2, axis=-3)],
   "hsplit": [lambda m: m.hsplit(np.array(1), 1), lambda m: m.hsplit(A, 2)],
   "vsplit": [lambda m: m.vsplit(np.ones(3), 1)],
   "dsplit": [lambda m: m.dsplit(A, 1)],
   "unstack": [lambda m: m.unstack(np.array(1)), lambda m: m.unstack(A, axis=2)],
-  "pad": [lambda m: m.pad(A, -1), lambda m: m.pad(A, 1.5), lambda m: m.pad(A, ((1, 2),) * 3), lambda m: m.pad(A, 1, mode="foo"),
-          lambda m: m.pad(A, [1, 2, 3]), lambda m: m.pad(A, np.uint8(1)), lambda m: m.pad(A, 1, constant_values=((1, 2),) * 3),
+  "pad": [lambda m: m.pad(A, -1), lambda m: m.pad(A, 1.5), lambda m: m.pad(A, ((1, 2),) * 3),
+          lambda m: m.pad(A, 1, mode="foo"),
+          lambda m: m.pad(A, [1, 2, 3]), lambda m: m.pad(A, np.uint8(1)),
+          lambda m: m.pad(A, 1, constant_values=((1, 2),) * 3),
           lambda m: m.pad(A.astype(np.int8), 1, constant_values=1000)],
-  "roll": [lambda m: m.roll(A, 1, axis=2), lambda m: m.roll(A, [1, 2], axis=[0, 0, 0]), lambda m: m.roll(np.array(3), 1, axis=0),
+  "roll": [lambda m: m.roll(A, 1, axis=2), lambda m: m.roll(A, [1, 2], axis=[0, 0, 0]),
+           lambda m: m.roll(np.array(3), 1, axis=0),
            lambda m: m.roll(A, [[1]], axis=[[0]])],
   "repeat": [lambda m: m.repeat(A, -1), lambda m: m.repeat(A, [1, 2]), lambda m: m.repeat(A, [1, -2], axis=0),
-             lambda m: m.repeat(A, 2, axis=2), lambda m: m.repeat(A, [[1, 2]], axis=0), lambda m: m.repeat(np.array(3), 2, axis=1)],
+             lambda m: m.repeat(A, 2, axis=2), lambda m: m.repeat(A, [[1, 2]], axis=0),
+             lambda m: m.repeat(np.array(3), 2, axis=1)],
   "tile": [lambda m: m.tile(A, -1), lambda m: m.tile(A, 1.5)],
-  "moveaxis": [lambda m: m.moveaxis(A, 0, 2), lambda m: m.moveaxis(A, [0, 0], [0, 1]), lambda m: m.moveaxis(A, [0, 1], [0])],
+  "moveaxis": [lambda m: m.moveaxis(A, 0, 2), lambda m: m.moveaxis(A, [0, 0], [0, 1]),
+               lambda m: m.moveaxis(A, [0, 1], [0])],
   "swapaxes": [lambda m: m.swapaxes(A, 0, 2)],
   "transpose": [lambda m: m.transpose(A, (0,)), lambda m: m.transpose(A, (0, 0)), lambda m: m.transpose(A, (0, 2))],
   "reshape": [lambda m: m.reshape(A, (4,)), lambda m: m.reshape(A, (-1, -1))],
   "squeeze": [lambda m: m.squeeze(A, 0), lambda m: m.squeeze(A, 3)],
   "expand_dims": [lambda m: m.expand_dims(A, 3), lambda m: m.expand_dims(A, (0, 0))],
-  "broadcast_to": [lambda m: m.broadcast_to(A, (3,)), lambda m: m.broadcast_to(A, (-1, 3)), lambda m: m.broadcast_to(A, (4, 3))],
+  "broadcast_to": [lambda m: m.broadcast_to(A, (3,)), lambda m: m.broadcast_to(A, (-1, 3)),
+                   lambda m: m.broadcast_to(A, (4, 3))],
   "broadcast_arrays": [lambda m: m.broadcast_arrays(A, np.ones(4))],
   "matrix_transpose": [lambda m: m.matrix_transpose(np.ones(3))],
   "flip": [lambda m: m.flip(A, 2), lambda m: m.flip(np.array(1), 0)],

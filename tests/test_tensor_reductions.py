@@ -9,8 +9,9 @@ signs included); integer data span the whole range (sums and products wrap ident
 import warnings
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.exceptions import AxisError
-from hypothesis import given, settings, strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
@@ -66,7 +67,8 @@ def assert_same(got, want: np.ndarray, what: str, scale=0.0) -> None:
   else: bad = got != want
   if np.any(bad):
     i = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-    raise AssertionError(f"{what}: {int(np.sum(bad))} of {bad.size} differ, first at {i}: got {got[i]!r}, NumPy {want[i]!r}")
+    raise AssertionError(f"{what}: {int(np.sum(bad))} of {bad.size} differ, first at {i}: got {got[i]!r}, "
+                         f"NumPy {want[i]!r}")
 
 
 def check(t: mt.Tensor, a: np.ndarray, calls: list[tuple[str, dict, bool]]) -> None:
@@ -88,7 +90,8 @@ def _reductions(draw):
   a = draw(mtt.arrays(d, mtt.shapes(max_dims=3, max_side=4), elements=values(d)))
   calls = []
   for name in draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique=True)):
-    kw = {"axis": draw(mtt.axes(a.ndim, max_size=1 if name.startswith("arg") else None)), "keepdims": draw(st.booleans())}
+    kw = {"axis": draw(mtt.axes(a.ndim, max_size=1 if name.startswith("arg") else None)),
+          "keepdims": draw(st.booleans())}
     if name in ("var", "std"): kw["ddof"] = draw(st.sampled_from([0, 1, 2]))
     calls.append((name, kw, draw(st.booleans())))
   return a, calls

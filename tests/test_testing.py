@@ -1,9 +1,11 @@
 """minitensor.testing: the strategies draw valid things, movement chains agree on Tensors and ndarrays (the fuzz
 users get), and assert_matches_numpy passes on equal results and explains different ones."""
-import math, re
+import math
+import re
 import numpy as np
 import pytest
-from hypothesis import given, settings, example, find, Phase, strategies as st
+from hypothesis import Phase, example, find, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
@@ -33,13 +35,15 @@ def test_arrays_are_contiguous_ndarrays_of_supported_dtypes(a):
 @pytest.mark.parametrize("dtype, special", [
   (np.float32, lambda a: np.isnan(a).any()), (np.float64, lambda a: np.isposinf(a).any() and np.isneginf(a).any()),
   (np.float32, lambda a: ((a == 0) & np.signbit(a)).any()), (np.int8, lambda a: -128 in a and 127 in a),
-  (np.uint8, lambda a: 255 in a), (np.int64, lambda a: np.iinfo(np.int64).min in a), (np.bool_, lambda a: a.any() and not a.all())])
+  (np.uint8, lambda a: 255 in a), (np.int64, lambda a: np.iinfo(np.int64).min in a),
+  (np.bool_, lambda a: a.any() and not a.all())])
 def test_arrays_draw_edge_values(dtype, special):
   found(mtt.arrays(dtype, (6,)), special)
 
 
 def test_arrays_take_elements_and_shape_strategies():
-  a = found(mtt.arrays(np.int32, mtt.shapes(min_dims=2, max_dims=2, min_side=1), elements=st.integers(0, 3)), lambda a: a.size > 3)
+  a = found(mtt.arrays(np.int32, mtt.shapes(min_dims=2, max_dims=2, min_side=1), elements=st.integers(0, 3)),
+            lambda a: a.size > 3)
   assert a.ndim == 2 and a.dtype == np.int32 and a.min() >= 0 and a.max() <= 3
 
 
@@ -59,10 +63,12 @@ def test_axes_are_valid_numpy_axes(data):
 
 
 def test_axes_draw_every_form():
-  for pred in (lambda a: a is None, lambda a: type(a) is int and a < 0, lambda a: isinstance(a, tuple) and len(a) >= 2 and min(a) < 0,
+  for pred in (lambda a: a is None, lambda a: type(a) is int and a < 0,
+               lambda a: isinstance(a, tuple) and len(a) >= 2 and min(a) < 0,
                lambda a: a == ()):
     found(mtt.axes(3), pred)
-  found(mtt.axes(3, allow_none=False, allow_int=False, min_size=3, allow_negative=False), lambda a: sorted(a) == [0, 1, 2])
+  found(mtt.axes(3, allow_none=False, allow_int=False, min_size=3, allow_negative=False),
+        lambda a: sorted(a) == [0, 1, 2])
 
 
 @given(st.data())
@@ -71,7 +77,8 @@ def test_movement_chains_know_their_shape(data):
   chain = data.draw(mtt.movement_chains(shape))
   assert chain.in_shape == shape
   y = chain.apply(np.zeros(shape, np.float32))
-  assert isinstance(y, np.ndarray) and y.shape == chain.out_shape and y.size <= max(mtt.MAX_CHAIN_SIZE, 2 * math.prod(shape))
+  assert isinstance(y, np.ndarray) and y.shape == chain.out_shape and \
+    y.size <= max(mtt.MAX_CHAIN_SIZE, 2 * math.prod(shape))
 
 
 KINDS = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "pad", "flip", "concatenate", "stack", "["]
@@ -85,7 +92,8 @@ def test_movement_chains_draw_every_step(kind):
 def test_movement_chains_draw_the_tricky_ones():
   found(mtt.movement_chains((3, 4)), lambda c: re.search(r"reshape\([^)]*-1", repr(c)))            # an inferred size
   found(mtt.movement_chains((3, 4)), lambda c: re.search(r"\[[^\]]*::-[23]", repr(c)))              # negative steps
-  found(mtt.movement_chains((3, 4)), lambda c: re.search(r"concatenate\(\[x, x\[", repr(c)))      # with a slice of itself
+  # with a slice of itself
+  found(mtt.movement_chains((3, 4)), lambda c: re.search(r"concatenate\(\[x, x\[", repr(c)))
   found(mtt.movement_chains((3, 4)), lambda c: 0 in c.out_shape)
 
 
@@ -100,7 +108,8 @@ def test_movement_chain_repr_reads_like_code():
 
 def check_chain(chain, x, forced: bool):
   """chain on x: as is (a view, or a kernel for pad/concatenate/stack), or (forced) copied by a kernel."""
-  fn = chain if not forced else lambda a: (lambda y: (mt if isinstance(y, mt.Tensor) else np).where(True, y, y))(chain.apply(a))
+  fn = chain if not forced else \
+    lambda a: (lambda y: (mt if isinstance(y, mt.Tensor) else np).where(True, y, y))(chain.apply(a))
   mtt.assert_matches_numpy(fn, x, rtol=0, atol=0)
 
 
@@ -113,8 +122,10 @@ def chain_cases(draw):
 
 # found by this fuzz: a broadcast to size 0 of a computed (stacked) tensor failed to realize (UOpError, since fixed)
 SIZE0 = (np.array([[0], [-128], [0], [-95]], np.int8),
-         mtt.MovementChain([mtt._Join("stack", -1, None, True), mtt._Call("reshape", (-1, 2)), mtt._Call("expand_dims", 1),
-                            mtt._Call("broadcast_to", (1, 4, 0, 2)), mtt._Call("transpose", (-3, 2, 0, 3))], (4, 1), (4, 0, 1, 2)))
+         mtt.MovementChain([mtt._Join("stack", -1, None, True), mtt._Call("reshape", (-1, 2)),
+                            mtt._Call("expand_dims", 1),
+                            mtt._Call("broadcast_to", (1, 4, 0, 2)), mtt._Call("transpose", (-3, 2, 0, 3))],
+                           (4, 1), (4, 0, 1, 2)))
 
 
 # The users' fuzz: random data of every dtype through random movement chains, on Tensors and on ndarrays.

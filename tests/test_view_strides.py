@@ -1,6 +1,7 @@
 """views.reshape_strides: when a reshape of a view is a view (NumPy's no-copy rule), against NumPy's own views."""
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from minitensor.views import reshape_strides
 
 

@@ -13,7 +13,8 @@ kernel calls after a warm-up, compile time apart; the machine was shared, so fig
     pad (1024, 1024) by 1 on each side    composite pad 0.69 ms            primitive PAD 0.33 ms
     flip (1024,)                          anti_eye flip_axis 0.064 ms      flip_stack 0.003 ms, but 27 s to compile
                                           primitive FLIP 0.003 ms (35 ms to compile)
-    flip (4096,)                          anti_eye flip_axis 0.89 ms (n^2 work)   flip_stack: stopped after a minute of compiling
+    flip (4096,)                          anti_eye flip_axis 0.89 ms (n^2 work)
+                                          flip_stack: stopped after a minute of compiling
 
 The composite PAD evaluates both sides of each doubling STACK and keeps the // and % of the doubled shape in
 its index; the primitive PAD is one clamped load and one select per padded axis. Both composite flips are
@@ -23,7 +24,7 @@ primitives PAD and FLIP (`default_pad`, `default_flip`); the composites stay as 
 are tested against NumPy like everything else.
 """
 from __future__ import annotations
-from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.uop import Ops, UOp
 
 
 def move_axis(x: UOp, src: int, dst: int) -> UOp:

@@ -8,7 +8,8 @@ types exist only inside the compiler:
 `void` (effects: STORE, END, SINK).
 """
 from __future__ import annotations
-import functools, math
+import functools
+import math
 from dataclasses import dataclass
 import numpy as np
 

@@ -34,11 +34,11 @@ over n = prod(shape) with n an argument, so large elementwise kernels compile on
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
-from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, buf, prod
-from minitensor.backend.rangeify import Ctx, Opts, lower
-from minitensor.backend.linearize import iterations, variables
+from minitensor.backend.linearize import variables
 from minitensor.backend.opt import choose_opts, divisor
+from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.scan import lower_scan
+from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, buf, prod
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,8 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   evals: dict[UOp, int] = {}
   live: dict[UOp, frozenset] = {}
   for (u, _), v in ctx.memo.items():
-    if u.op in _EXPENSIVE or (u.op in ALU and u.shape): evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
+    if u.op in _EXPENSIVE or (u.op in ALU and u.shape):
+      evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
   heavy: set[UOp] = set()
   best = None
   for u in root.toposort():

@@ -11,12 +11,13 @@ The graph has no statement order; its edges say what must happen first. Two kind
             makes loops siblings rather than nested (the seed's sub_max).
 
 The result is a list of Stmt: ("open", RANGE), ("close", RANGE) and ("node", u) for every node to emit.
-Constants, buffers, allocations (declared by their first AFTER) and ranges are not statements; each other node appears exactly once.
+Constants, buffers, allocations (declared by their first AFTER) and ranges are not statements; each other node
+appears exactly once.
 """
 from __future__ import annotations
 import heapq
 from dataclasses import dataclass
-from minitensor.backend.uop import UOp, Ops
+from minitensor.backend.uop import Ops, UOp
 
 
 def variables(sink: UOp) -> tuple[int, ...]:

@@ -1,8 +1,8 @@
 """opt: choose the Opts of a kernel from its shape and its access strides.
 
 What to compute is fixed by the graph; Opts only decide how the ranges are built (the seed's Halide split).
-The choice reads the kernel's value rangeified at plain output loops: for every LOAD, the stride of its address along each
-loop (the address when that loop steps by one in the middle of its range, all others at their middle), then:
+The choice reads the kernel's value rangeified at plain output loops: for every LOAD, the stride of its address along
+each loop (the address when that loop steps by one in the middle of its range, all others at their middle), then:
 
     unroll   the innermost reduce axis is split into LANES accumulators when the loads walk it with stride 1:
              independent chains the C compiler keeps in one vector register (sums, max, dot products)
@@ -19,12 +19,13 @@ loop (the address when that loop steps by one in the middle of its range, all ot
 Factors must divide the axis; otherwise the axis is left as it is (correct, only slower).
 """
 from __future__ import annotations
-from minitensor.backend.uop import UOp, Ops, AxisType, prod
-from minitensor.backend.rangeify import Opts, Ctx, rangeify
+from minitensor.backend.rangeify import Ctx, Opts, rangeify
+from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17
 TILE = 32
-WIDE = 128      # column-sum lanes: 16 zmm of float64 accumulators (measured on (4096, 1024): 225 us at 128, 275 at 256-1024, 290 at 64)
+# column-sum lanes: 16 zmm of float64 accumulators (measured on (4096, 1024): 225 us at 128, 275 at 256-1024, 290 at 64)
+WIDE = 128
 
 
 def _lanes(itemsize: int) -> int: return max(64 // max(itemsize, 1), 1)       # one 512-bit vector
@@ -67,10 +68,12 @@ def choose_opts(root: UOp) -> Opts:
   opts = Opts()
   inner = max((r for r in axis_of), key=lambda r: r.arg.idx, default=None)
   reduce_inner = [parts[-1][0] for parts in ctx.reduce_ranges.values() if parts and parts[-1][0].op is Ops.RANGE]
-  work = prod(shape) + sum(prod(r.arg.size for r in rs) * prod(u.src[0].shape[len(u.shape):]) for (u, rs) in ctx.reduce_ranges)
+  work = prod(shape) + sum(prod(r.arg.size for r in rs) * prod(u.src[0].shape[len(u.shape):])
+                           for (u, rs) in ctx.reduce_ranges)
   if reduce_inner:
     rr = reduce_inner[0]
-    gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1 for i in loads)
+    gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1
+                                          for i in loads)
     reduce_lanes = divisor(rr.arg.size, lanes) if unit(rr) else 1
     if reduce_lanes > 1 and not gemm_like: opts.unroll = reduce_lanes
     elif inner is not None and unit(inner) and (f := divisor(shape[axis_of[inner]], lanes)) > 1:
@@ -92,6 +95,7 @@ def choose_opts(root: UOp) -> Opts:
       opts.tile = {axis_of[inner]: TILE, axis_of[other[0]]: TILE}
   if work >= THREAD_WORK:
     first = min(axis_of, key=lambda r: r.arg.idx, default=None)
-    if first is not None and shape[axis_of[first]] // (opts.upcast.get(axis_of[first], 1) * opts.vector.get(axis_of[first], 1)) >= 2:
+    if first is not None and \
+        shape[axis_of[first]] // (opts.upcast.get(axis_of[first], 1) * opts.vector.get(axis_of[first], 1)) >= 2:
       opts.thread = axis_of[first]
   return opts

@@ -15,7 +15,10 @@ directories under the same rules (private directories, atomic writes, LRU evicti
 MINITENSOR_CACHE_BYTES); one that does not parse or validate is ignored and written anew.
 """
 from __future__ import annotations
-import contextlib, hashlib, json, os
+import contextlib
+import hashlib
+import json
+import os
 from minitensor.backend import runtime
 
 FORMAT = "plan-2"

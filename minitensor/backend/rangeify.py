@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, ALU, sink, range_, buf, prod, memo_walk
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.symbolic import simplify
+from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
 
 
 def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:
@@ -227,7 +227,8 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
     # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
-    parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes) if lanes > 1 else _axis_parts(ctx, rshape[-1], 1, AxisType.REDUCE)]
+    parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes) if lanes > 1
+              else _axis_parts(ctx, rshape[-1], 1, AxisType.REDUCE)]
     if lanes > 1: parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
@@ -374,14 +375,16 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   # the THREAD axis gets the lowest range index, so it is the outermost loop
   order = ([o.thread] if o.thread is not None else []) + [k for k in range(len(root.shape)) if k != o.thread]
   kind = lambda k: AxisType.THREAD if k == o.thread else AxisType.LOOP
-  tiled = {k: t for k, t in o.tile.items() if 1 < t < root.shape[k] and root.shape[k] % t == 0 and t % o.upcast.get(k, 1) == 0}
+  tiled = {k: t for k, t in o.tile.items()
+           if 1 < t < root.shape[k] and root.shape[k] % t == 0 and t % o.upcast.get(k, 1) == 0}
   # tiled axes: every block loop first (outer), then the loops inside a block, so a block of outputs reuses
   # the same rows of each operand while they are in cache
   parts: dict[int, tuple[UOp, int]] = {}
   if o.thread is not None and o.thread not in tiled and o.thread not in o.vector:     # the THREAD loop first
     parts[o.thread] = _axis_parts(ctx, root.shape[o.thread], o.upcast.get(o.thread, 1), AxisType.THREAD)
   outer = {k: ctx.rng(root.shape[k] // tiled[k], kind(k)) for k in order if k in tiled}
-  vec = {k: v for k, v in o.vector.items() if 1 < v <= root.shape[k] and root.shape[k] % v == 0 and k not in tiled and k not in o.upcast}
+  vec = {k: v for k, v in o.vector.items()
+         if 1 < v <= root.shape[k] and root.shape[k] % v == 0 and k not in tiled and k not in o.upcast}
   for k in order:
     f = o.upcast.get(k, 1)
     if k in parts: continue
@@ -400,14 +403,3 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   loops = ranges_in(*(b for b, _ in plist))
   body = stores[0] if len(stores) == 1 else UOp(Ops.SINK, tuple(stores))
   return simplify(merge_ends(sink(body.end(*loops))))
-
-
-def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) -> np.ndarray:
-  """Lower a shaped graph whose BUFFERs are slots 0..len(inputs)-1, run it, return the result."""
-  from minitensor.backend.runtime import run_c
-  n = prod(root.shape)
-  res = np.zeros(max(n, 1), root.dtype.np)
-  if n:
-    out = buf(len(inputs), n, root.dtype)
-    run_c(lower(root, out, Ctx(opts=opts or Opts())), {**{i: np.ascontiguousarray(a) for i, a in enumerate(inputs)}, len(inputs): res})
-  return res[:n].reshape(root.shape)

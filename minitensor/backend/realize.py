@@ -14,17 +14,23 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools, logging, math, os, threading, time, weakref
+import itertools
+import logging
+import math
+import os
+import threading
+import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend.uop import UOp, Ops, ParamArg, ALU, MOVEMENT, FLOAT_ARG, prod, var, _argkey
+from minitensor.backend import plans, tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.kernelize import schedule, Schedule
+from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend import plans, tiers
-from minitensor.backend.runtime import compile_c, CompileError, Kernel, Once, stats, native
+from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
+from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, _argkey, prod, var
 
 
 def _from_buffer(a):
@@ -167,7 +173,8 @@ class Compiled:
 
   def _run_slow(self, bufs: list[np.ndarray], sizes: tuple[int, ...]) -> None:
     """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
-    origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0 else "cache hit")
+    origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0
+                                      else "cache hit")
     err = np.zeros(3, np.int64)
     for (k, slots, extra, vs), c in zip(self.fns, self.plan.calls):
       args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + [sizes[v] for v in vs]
@@ -176,8 +183,10 @@ class Compiled:
       k.fn(*args)
       dt = time.perf_counter() - t
       if err[0]:
-        what = f"buffer data{err[1]} (schedule buffer {slots[err[1]]}, size {bufs[slots[err[1]]].size})" if err[1] >= 0 else f"accumulator acc{-1 - err[1]}"
-        raise IndexError(f"checked mode: kernel {k.name} computing {c.shape} {c.dtype} accessed index {err[2]} of {what}")
+        what = (f"buffer data{err[1]} (schedule buffer {slots[err[1]]}, size {bufs[slots[err[1]]].size})"
+                if err[1] >= 0 else f"accumulator acc{-1 - err[1]}")
+        raise IndexError(f"checked mode: kernel {k.name} computing {c.shape} {c.dtype} accessed index {err[2]} "
+                         f"of {what}")
       if DEBUG:
         nbytes = sum(bufs[i].nbytes for i in slots)
         log.debug(f"{k.name:4s} {str(c.shape):18s} {c.dtype:8s} {dt * 1e6:9.1f} us "

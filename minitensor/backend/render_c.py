@@ -22,20 +22,22 @@ a scaled sqrt(re^2 + im^2) within 2 ulp of NumPy's, both written so that their l
 from __future__ import annotations
 import math
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.uop import UOp, Ops, AxisType
-from minitensor.backend.symbolic import bounds
-from minitensor.backend.linearize import linearize, Stmt, variables
+from minitensor.backend.linearize import linearize, variables
+from minitensor.backend.uop import AxisType, Ops, UOp, bounds
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
 /* set by the runtime in a fork()ed child, where GNU OpenMP's thread pool is unusable: parallel loops run serially */
 int mt_serial = 0;
 #define MT_INT(T, U, S) \
-static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
-static inline T floormod_##S(T a, T b) { if (b == 0 || b == -1) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
+static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; \
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
+static inline T floormod_##S(T a, T b) { if (b == 0 || b == -1) return 0; T r = a % b; \
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
 static inline T shl_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b); } \
 static inline T shr_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (a >> b); } \
-static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; U r = 1, x = (U)a; while (b) { if (b & 1) r *= x; x *= x; b >>= 1; } return (T)r; } \
+static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \
+  U r = 1, x = (U)a; while (b) { if (b & 1) r *= x; x *= x; b >>= 1; } return (T)r; } \
 static inline T max_##S(T a, T b) { return a > b ? a : b; } \
 static inline T min_##S(T a, T b) { return a < b ? a : b; }
 #define MT_UINT(T, S) \
@@ -49,7 +51,8 @@ static inline T min_##S(T a, T b) { return a < b ? a : b; }
 #define MT_FLOAT(T, S, F) \
 static inline T max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
 static inline T min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
-static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; if (m) { if (isless(b, 0) != isless(m, 0)) m += b; } else m = copysign##F(0, b); return m; } \
+static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; \
+  if (m) { if (isless(b, 0) != isless(m, 0)) m += b; } else m = copysign##F(0, b); return m; } \
 static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, b), d = (a - m) / b, f; \
   if (m && isless(b, 0) != isless(m, 0)) { d -= 1; } \
   if (d) { f = floor##F(d); if (isgreater(d - f, (T)0.5)) f += 1; } else { f = copysign##F(0, a / b); } return f; }
@@ -75,11 +78,14 @@ static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (a >= b || a != 
 static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (a <= b || a != a) ? a : b; }
 #endif
 /* checked mode: record the first out-of-bounds access (which buffer, which index) instead of making it */
-static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i) { if (!err[0]) { err[0] = 1; err[1] = slot; err[2] = i; } return 0; }
+static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i)
+{ if (!err[0]) { err[0] = 1; err[1] = slot; err[2] = i; } return 0; }
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__) && defined(__x86_64__) && defined(__GLIBC__)
 /* glibc's vector math library (libmvec): loops calling these vectorize; same special values as libm */
-#define MT_SIMD(fn) __attribute__((simd("notinbranch"))) float fn##f(float); __attribute__((simd("notinbranch"))) double fn(double);
-#define MT_SIMD2(fn) __attribute__((simd("notinbranch"))) float fn##f(float, float); __attribute__((simd("notinbranch"))) double fn(double, double);
+#define MT_SIMD(fn) __attribute__((simd("notinbranch"))) float fn##f(float); \
+  __attribute__((simd("notinbranch"))) double fn(double);
+#define MT_SIMD2(fn) __attribute__((simd("notinbranch"))) float fn##f(float, float); \
+  __attribute__((simd("notinbranch"))) double fn(double, double);
 MT_SIMD(exp) MT_SIMD(log) MT_SIMD(sin) MT_SIMD(cos) MT_SIMD(tan) MT_SIMD(exp2) MT_SIMD(expm1) MT_SIMD(log2)
 MT_SIMD(log10) MT_SIMD(log1p) MT_SIMD(asin) MT_SIMD(acos) MT_SIMD(atan) MT_SIMD(sinh) MT_SIMD(cosh) MT_SIMD(tanh)
 MT_SIMD(erf) MT_SIMD2(atan2) MT_SIMD2(pow)
@@ -348,12 +354,16 @@ class _Renderer:
     bufs = sorted({u.arg.slot: u for u in self.sink.toposort() if u.op is Ops.BUFFER}.items())
     stored = {u.src[0].src[0] for u in self.sink.toposort() if u.op is Ops.STORE}
     params = [f"{'' if b in stored else 'const '}{b.dtype.ctype}* restrict data{s}" for s, b in bufs]
-    if self.sized: params += [f"int64_t n{r.arg.idx}" for r in sorted((u for u in self.sink.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg.idx)]
+    if self.sized:
+      params += [f"int64_t n{r.arg.idx}"
+                 for r in sorted((u for u in self.sink.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg.idx)]
     params += [f"int64_t s{v}" for v in variables(self.sink)]
     if self.checked: params.append("int64_t* restrict mt_err")
     # an accumulator is declared where its scope (an AFTER on RANGEs only) is; otherwise at the top
-    scoped = {s.u.src[0] for s in self.prog if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
-    for a in sorted((u for u in self.sink.toposort() if u.op is Ops.ALLOC and u not in scoped), key=lambda a: a.arg.slot):
+    scoped = {s.u.src[0] for s in self.prog
+              if s.kind == "node" and s.u.op is Ops.AFTER and all(d.op is Ops.RANGE for d in s.u.src[1:])}
+    for a in sorted((u for u in self.sink.toposort() if u.op is Ops.ALLOC and u not in scoped),
+                    key=lambda a: a.arg.slot):
       self.declare(a, "  ")
     depth = 1
     for s in self.prog:
@@ -365,7 +375,8 @@ class _Renderer:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized or r.arg.var is not None else "!mt_serial"
           self.lines.append(f"{ind}#pragma omp parallel for schedule(static) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
-        self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; ridx{r.arg.idx}++) {{")
+        self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; "
+                          f"ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"
         depth += 1
       elif s.kind == "close":

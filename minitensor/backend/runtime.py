@@ -2,7 +2,7 @@
 
     compile_c(src)      the kernels of a translation unit, compiled by the system C compiler into a shared
                         object and loaded with cffi's C backend; cached in memory and on disk
-    run_c(prog, bufs)   renders (if given a SINK), compiles, and calls one kernel on {slot: ndarray}
+    call(k, arrays)     runs one compiled kernel on contiguous ndarrays (debug.run_c: one kernel from a SINK)
 
 The disk cache: $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
 `v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size), and the run plans that
@@ -34,11 +34,24 @@ runtime sets in a forked child (os.register_at_fork), so there they run single-t
 locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import atexit, contextlib, fcntl, os, platform, re, shutil, stat, struct, tempfile, threading, time, warnings, weakref
+import atexit
+import contextlib
+import fcntl
+import os
+import platform
+import re
+import shutil
+import stat
+import struct
+import tempfile
+import threading
+import time
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 import numpy as np
-from minitensor.backend.uop import UOp, Ops
+
 # cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
 
 VERSION = "0.1.0"
@@ -432,7 +445,8 @@ def _run_compiler(cmd: list[str], cwd: str):
   """Run the compiler in its own process group (the driver's children too: cc1, as, ld), stopped as a whole at
   compile_timeout() (subprocess.TimeoutExpired) or when this thread is interrupted (Ctrl-C); the finished
   subprocess.CompletedProcess."""
-  import signal, subprocess
+  import signal
+  import subprocess
   p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
   try: out, err = p.communicate(timeout=compile_timeout())
   except BaseException:
@@ -446,7 +460,8 @@ def _run_compiler(cmd: list[str], cwd: str):
 def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
   the cache at path; the loaded library."""
-  import hashlib, subprocess
+  import hashlib
+  import subprocess
   d = os.path.dirname(path)
   _sweep(d)
   work = tempfile.mkdtemp(dir=d, prefix=".build-")
@@ -573,24 +588,3 @@ def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:
   """Run k on contiguous ndarrays (one per parameter, in slot order)."""
   k.fn(*[native().from_buffer(a) for a in arrays])
-
-
-def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:
-  """Run one kernel on {slot: ndarray}. `prog` is a lowered SINK (rendered here) or C source defining `name`.
-  Buffers must be C-contiguous, of the BUFFER's dtype and at least its size; they are used in place."""
-  from minitensor.backend.render_c import render_c
-  if isinstance(prog, UOp):
-    nodes = prog.toposort()
-    bufs = {u.arg.slot: u for u in nodes if u.op is Ops.BUFFER}
-    written = {u.src[0].src[0].arg.slot for u in nodes if u.op is Ops.STORE and u.src[0].src[0].op is Ops.BUFFER}
-    for s, b in bufs.items():
-      if s not in buffers: raise ValueError(f"run_c: no array for buffer slot {s}")
-      a = buffers[s]
-      if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or a.dtype != b.dtype.np or a.size < b.arg.shape[0]:
-        raise ValueError(f"run_c: slot {s} needs a contiguous {b.dtype.name} array of {b.arg.shape[0]} elements, "
-                         f"got {getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
-      if s in written and not a.flags.writeable: raise ValueError(f"run_c: slot {s} is written but the array is read-only")
-    slots = sorted(bufs)
-    prog = render_c(prog, name)
-  else: slots = sorted(buffers)
-  call(compile_c(prog)[name], [buffers[s] for s in slots])

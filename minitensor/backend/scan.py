@@ -12,9 +12,9 @@ The first step combines with the identity instead of a load: -0.0 + x and 1 * x 
 except a complex 1 * x (NumPy's product makes NaN of 0 * inf): a complex product scan selects x itself there.
 """
 from __future__ import annotations
-from minitensor.backend.uop import UOp, Ops, AxisType, sink, prod
-from minitensor.backend.rangeify import Ctx, rangeify, ravel, identity, combine, ranges_in
+from minitensor.backend.rangeify import Ctx, combine, identity, rangeify, ranges_in, ravel
 from minitensor.backend.symbolic import simplify
+from minitensor.backend.uop import AxisType, Ops, UOp, prod, sink
 
 THREAD_WORK = 1 << 17     # as opt.py: a scan of at least this many elements runs its outermost free axis in threads
 

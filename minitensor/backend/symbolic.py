@@ -1,4 +1,4 @@
-"""Symbolic simplification and bounds analysis.
+"""Symbolic simplification.
 
 simplify(u) rewrites a graph to a fixpoint. Index arithmetic (dtype `index`, unbounded integers with
 Python's floor semantics) is kept in a normal form: a left-nested sum of terms `atom*coef`, atoms ordered by
@@ -14,14 +14,15 @@ the loops they mention, the constant last. On that form:
     bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
                                 comparisons, MAX/MIN and WHERE decided when the bounds decide them
 
-bounds(u) gives (vmin, vmax) of integer and bool nodes from RANGE sizes and constants; results are cached
-on the node, as is simplify's (nodes are immutable, so both are pure functions of the node).
+The bounds it reads, (vmin, vmax) of integer and bool nodes from RANGE sizes and constants, are computed in uop.py
+(`bounds`, `u.vmin`, `u.vmax`: they live with the node, so the IR needs no import of this pass); simplify's result
+is cached on the node as the bounds are (nodes are immutable, so both are pure functions of the node).
 """
 from __future__ import annotations
 import math
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes, float_to_int
-from minitensor.backend.uop import UOp, Ops, COMPARE
+from minitensor.backend.uop import COMPARE, Ops, UOp, bounds
 
 _SHIFTS = (Ops.SHL, Ops.SHR)
 
@@ -47,7 +48,8 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
       r = f(*a)
     return bool(r) if op in COMPARE else float(r)
   a = [int(v) for v in vals]
-  if op in COMPARE: return {Ops.CMPLT: a[0] < a[1], Ops.CMPLE: a[0] <= a[1], Ops.CMPEQ: a[0] == a[1], Ops.CMPNE: a[0] != a[1]}[op]
+  if op in COMPARE:
+    return {Ops.CMPLT: a[0] < a[1], Ops.CMPLE: a[0] <= a[1], Ops.CMPEQ: a[0] == a[1], Ops.CMPNE: a[0] != a[1]}[op]
   if op is Ops.FLOORDIV: r = 0 if a[1] == 0 else a[0] // a[1]
   elif op is Ops.FLOORMOD: r = 0 if a[1] == 0 else a[0] % a[1]
   elif op in _SHIFTS:
@@ -74,62 +76,6 @@ def _cast_const(v, to: DType):
     with np.errstate(over="ignore"): return float(np.array(v).astype(to.np))    # inf, as the C cast gives
   if isinstance(v, float): return bool(v) if to is dtypes.bool else float_to_int(v, to)
   return to.python(v)
-
-
-# ---------------------------------------------------------------- bounds
-def bounds(u: UOp) -> tuple:
-  """(vmin, vmax) of u's value; the dtype's range where nothing better is known."""
-  if u._bounds is None:
-    for x in u.toposort():
-      if x._bounds is None: x._bounds = _bounds(x)
-  return u._bounds
-
-
-def _bounds(u: UOp) -> tuple:
-  d, op = u.dtype, u.op
-  full = (d.min, d.max) if d is not dtypes.void else (0, 0)
-  if op is Ops.CONST: return (u.arg, u.arg)
-  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
-  if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
-  if op in COMPARE:
-    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
-    if u.src[0].dtype.kind in "fc": return (False, True)
-    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
-    if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
-    disjoint = a1 < b0 or b1 < a0
-    same = a0 == a1 == b0 == b1
-    if op is Ops.CMPEQ: return (same, not disjoint)
-    return (disjoint, not same)
-  if op is Ops.WHERE:
-    c, a, b = (s._bounds for s in u.src)
-    if c[0]: return a
-    if not c[1]: return b
-    return (min(a[0], b[0]), max(a[1], b[1]))
-  if op is Ops.CAST:
-    s0, s1 = u.src[0]._bounds
-    if d.kind in "fc" or u.src[0].dtype.kind in "fc": return full
-    return (s0, s1) if d.min <= s0 and s1 <= d.max else full
-  if d.kind in "fc" or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
-    return full
-  (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
-  if op is Ops.ADD: r = (a0 + b0, a1 + b1)
-  elif op is Ops.MUL:
-    ps = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
-    r = (min(ps), max(ps))
-  elif op is Ops.MAX: r = (max(a0, b0), max(a1, b1))
-  elif op is Ops.MIN: r = (min(a0, b0), min(a1, b1))
-  elif op in (Ops.AND, Ops.OR):
-    if not d.is_bool: return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
-    r = (a0 and b0, a1 and b1) if op is Ops.AND else (a0 or b0, a1 or b1)
-  elif b0 == b1 and b0 > 0:
-    c = b0
-    if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
-    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
-  elif op is Ops.FLOORDIV and b0 > 0:
-    r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
-  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
-  else: return full
-  return r if d is dtypes.index or (d.min <= r[0] and r[1] <= d.max) else full
 
 
 # ---------------------------------------------------------------- the normal form of index sums

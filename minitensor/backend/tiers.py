@@ -22,7 +22,8 @@ compiled at tier 1 on a background thread and swapped in by one assignment (a ca
 functions it started with).
 """
 from __future__ import annotations
-import os, shutil
+import os
+import shutil
 from minitensor.backend.runtime import FLAGS, compiler
 
 TCC_FLAGS = ("-shared", "-fPIC")

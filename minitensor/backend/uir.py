@@ -28,10 +28,12 @@ RESHAPEd to prepend 1s and EXPANDed, as NumPy broadcasts. print_uir writes every
 sources inline as literals), so parse(print_uir(g)) is g for every graph g.
 """
 from __future__ import annotations
-import ast, math, re
+import ast
+import math
+import re
 from dataclasses import dataclass
 from minitensor.backend.dtype import DType, dtypes, from_short
-from minitensor.backend.uop import UOp, Ops, ParamArg, AxisType, BINARY, UNARY, MOVEMENT, REDUCE_OPS, buf, range_
+from minitensor.backend.uop import BINARY, MOVEMENT, REDUCE_OPS, UNARY, AxisType, Ops, ParamArg, UOp, buf, range_
 
 
 class UirParseError(ValueError):
@@ -47,12 +49,14 @@ class _Lit:
 _AXES = {k.name.lower(): k for k in AxisType}
 _ROPS = {o.name.lower(): o for o in REDUCE_OPS}
 _ARITY: dict[Ops, tuple[int, int | None]] = {
-  **{o: (1, 1) for o in (*UNARY, Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.CAST, Ops.LOAD, Ops.STAGE, Ops.REDUCE, Ops.SCAN)},
+  **{o: (1, 1) for o in (*UNARY, Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.CAST, Ops.LOAD, Ops.STAGE,
+                         Ops.REDUCE, Ops.SCAN)},
   **{o: (2, 2) for o in (*BINARY, *MOVEMENT, Ops.STORE)}, Ops.WHERE: (3, 3),
   Ops.INDEX: (2, None), Ops.AFTER: (1, None), Ops.END: (1, None), Ops.STACK: (1, None), Ops.SINK: (0, None)}
 _OPS = {o.name.lower(): o for o in _ARITY}
 _ATTRS = {Ops.BUFFER: ("dtype", "slot"), Ops.ALLOC: ("dtype", "slot"), Ops.RANGE: ("idx", "kind"),
-          Ops.REDUCE: ("op", "pop"), Ops.SCAN: ("op", "axis"), Ops.CAST: ("dtype",), Ops.CONST: ("dtype",), Ops.PAD: ("value",)}
+          Ops.REDUCE: ("op", "pop"), Ops.SCAN: ("op", "axis"), Ops.CAST: ("dtype",), Ops.CONST: ("dtype",),
+          Ops.PAD: ("value",)}
 _STMT = re.compile(r"%(\w+)\s*=\s*(\w+)(.*)")
 _ATTR_TAIL = re.compile(r"\s*:\s*((?:\w+=\S+\s*)+)$")
 _INT = re.compile(r"[-+]?\d+")
@@ -97,7 +101,8 @@ def _attrs(op: Ops, text: str) -> dict:
   allowed, out = _ATTRS.get(op, ()), {}
   for kv in text.split():
     k, _, v = kv.partition("=")
-    if k not in allowed: raise UirParseError(f"unknown attribute {k!r} for {op.name.lower()} (takes: {' '.join(allowed) or 'none'})")
+    if k not in allowed:
+      raise UirParseError(f"unknown attribute {k!r} for {op.name.lower()} (takes: {' '.join(allowed) or 'none'})")
     if k in out: raise UirParseError(f"attribute {k!r} given twice")
     try: out[k] = _ATTR_VALUE[k](v)
     except (KeyError, UirParseError): raise UirParseError(f"bad value {v!r} for attribute {k!r}") from None
@@ -146,7 +151,8 @@ def _broadcast(xs: list[UOp]) -> list[UOp]:
   shapes = [(1,) * (n - len(x.shape)) + x.shape for x in xs]
   out = []
   for sizes in zip(*shapes):
-    if len(big := set(sizes) - {1}) > 1: raise UirParseError(f"can't broadcast {' with '.join(str(x.shape) for x in xs)}")
+    if len(big := set(sizes) - {1}) > 1:
+      raise UirParseError(f"can't broadcast {' with '.join(str(x.shape) for x in xs)}")
     out.append(big.pop() if big else 1)
   return [x.reshape(s).expand(tuple(out)) for x, s in zip(xs, shapes)]
 
@@ -163,7 +169,8 @@ def _build(name: str, rest: str, env: dict[str, UOp]) -> UOp:
   if op in (Ops.BUFFER, Ops.ALLOC, Ops.RANGE):
     n = _int(toks[0])
     if op is Ops.RANGE: return range_(n, attrs["idx"], attrs["kind"])
-    return buf(attrs["slot"], n, attrs["dtype"]) if op is Ops.BUFFER else UOp(Ops.ALLOC, (), ParamArg(attrs["slot"], attrs["dtype"], (n,)))
+    return buf(attrs["slot"], n, attrs["dtype"]) if op is Ops.BUFFER else \
+      UOp(Ops.ALLOC, (), ParamArg(attrs["slot"], attrs["dtype"], (n,)))
   if op is Ops.CONST:
     lit = _literal(toks[0])
     return _const(lit, lit.dtype or attrs.get("dtype") or literal_dtype(lit.value, op, 0, [None]))
@@ -172,7 +179,8 @@ def _build(name: str, rest: str, env: dict[str, UOp]) -> UOp:
   if op in MOVEMENT and not isinstance(arg, tuple): raise UirParseError(f"{name}: the last operand must be a tuple")
   if any(isinstance(v, tuple) for v in vals): raise UirParseError(f"{name}: unexpected tuple operand")
   dts = [v.dtype if isinstance(v, UOp) else None for v in vals]
-  src = [v if isinstance(v, UOp) else _const(v, v.dtype or literal_dtype(v.value, op, k, dts)) for k, v in enumerate(vals)]
+  src = [v if isinstance(v, UOp) else _const(v, v.dtype or literal_dtype(v.value, op, k, dts))
+         for k, v in enumerate(vals)]
   if op in BINARY or op is Ops.WHERE: src = _broadcast(src)
   if op is Ops.REDUCE: arg = (attrs["op"], attrs["pop"])
   if op is Ops.SCAN: arg = (attrs["op"], attrs["axis"])

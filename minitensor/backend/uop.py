@@ -31,9 +31,13 @@ Nodes are immutable and hash-consed: structurally equal nodes are the same objec
 equality and a dict keyed on UOps is a CSE table. The cons table holds nodes weakly. For that reason `==`
 keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`, `>=`, `.eq()` and `.ne()`.
 Every malformed node raises UOpError when it is built.
+
+`bounds(u)` (also `u.vmin`, `u.vmax`): the range of an integer or bool node's value from RANGE sizes, VAR limits
+and constants, cached on the node; symbolic.py simplifies with it.
 """
 from __future__ import annotations
-import math, weakref
+import math
+import weakref
 from enum import Enum, auto
 from typing import Any, NamedTuple
 from minitensor.backend.dtype import DType, dtypes
@@ -139,10 +143,12 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   if op in _ALU_NO_CAST: return _infer_alu(op, src)
   n = op._name_
   if op is Ops.CONST:
-    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void, lambda: f"CONST: needs a dtype and no sources")
+    _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void,
+           lambda: "CONST: needs a dtype and no sources")
     return dtype, ()
   if op in (Ops.BUFFER, Ops.ALLOC):
-    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1, lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
+    _check(not src and isinstance(arg, ParamArg) and len(_shape(arg.shape)) == 1,
+           lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
     return arg.dtype, arg.shape
   if op is Ops.RANGE:
     _check(not src and isinstance(arg, RangeArg) and arg.size >= 1 and (arg.var is None or arg.var.op is Ops.VAR),
@@ -162,7 +168,8 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
       _check(i.shape == idx[0].shape, lambda: f"INDEX: index shapes differ: {idx[0].shape} vs {i.shape}")
     return x.dtype, idx[0].shape + x.shape[len(idx):]
   if op is Ops.CAST:
-    _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void, "CAST: one source and a target dtype")
+    _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void,
+           "CAST: one source and a target dtype")
     return dtype, src[0].shape
   return _infer_shape(op, src, arg)
 
@@ -179,7 +186,8 @@ def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
   for s in vals:
     if s.dtype is not d: raise UOpError(f"{op.name}: dtype mismatch {d.name} vs {s.dtype.name} (insert a CAST)")
   if d is dtypes.void: raise UOpError(f"{op.name}: operand has no value (void)")
-  if op is Ops.WHERE and src[0].dtype is not dtypes.bool: raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
+  if op is Ops.WHERE and src[0].dtype is not dtypes.bool:
+    raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
   if d.kind == "c" or op in (Ops.REAL, Ops.IMAG, Ops.CMPLX): return _infer_complex(op, d, shape)
   if op in _FLOAT_ONLY and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
   if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR))):
@@ -204,10 +212,12 @@ def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]
   if op is Ops.AFTER:
     _check(len(src) >= 1, "AFTER: needs the value it orders")
     return src[0].dtype, src[0].shape
-  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (), lambda: f"{op.name}: needs an INDEX to a scalar element")
+  _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (),
+         lambda: f"{op.name}: needs an INDEX to a scalar element")
   base = src[0].src[0]
   while base.op is Ops.AFTER: base = base.src[0]
-  _check(base.op in (Ops.BUFFER, Ops.ALLOC), lambda: f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
+  _check(base.op in (Ops.BUFFER, Ops.ALLOC),
+         lambda: f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
   if op is Ops.LOAD:
     _check(len(src) == 1, "LOAD: takes one INDEX")
     return src[0].dtype, ()
@@ -234,10 +244,12 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
            and prod(arg) == prod(s), lambda: f"RESHAPE {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.EXPAND:
-    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)), lambda: f"EXPAND {s} -> {arg}")
+    _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)),
+           lambda: f"EXPAND {s} -> {arg}")
     return x.dtype, arg
   if op is Ops.PERMUTE:
-    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))), lambda: f"PERMUTE {arg} of {s}")
+    _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))),
+           lambda: f"PERMUTE {arg} of {s}")
     return x.dtype, tuple(s[i] for i in arg)
   if op is Ops.SHRINK:
     _check(type(arg) is tuple and len(arg) == len(s) and _pairs(arg, s, True), lambda: f"SHRINK {arg} of {s}")
@@ -304,7 +316,8 @@ class UOp:
     if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
     key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
     if (u := _CONS.get(key)) is not None:
-      if dtype is not None and u.dtype is not dtype: raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
+      if dtype is not None and u.dtype is not dtype:
+        raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
       return u
     dt, shape = _infer(op, src, arg, dtype)
     if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
@@ -366,26 +379,25 @@ class UOp:
       import hashlib
       for u in self.toposort():
         if u._key is None:
-          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
-            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) else _argkey(u.arg)
+          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) \
+            if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
+            if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) \
+            else _argkey(u.arg)
           h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
           for s in u.src: h.update(s._key)
           u._key = h.digest()
     return self._key
 
   @property
-  def vmin(self):
-    from minitensor.backend.symbolic import bounds
-    return bounds(self)[0]
+  def vmin(self): return bounds(self)[0]
   @property
-  def vmax(self):
-    from minitensor.backend.symbolic import bounds
-    return bounds(self)[1]
+  def vmax(self): return bounds(self)[1]
 
   # ---- builders
   @staticmethod
   def const(v, dtype: DType | None = None) -> UOp:
-    if dtype is None: dtype = dtypes.bool if isinstance(v, bool) else dtypes.index if isinstance(v, int) else dtypes.float32
+    if dtype is None:
+      dtype = dtypes.bool if isinstance(v, bool) else dtypes.index if isinstance(v, int) else dtypes.float32
     return UOp(Ops.CONST, (), v, dtype)
 
   def const_like(self, v) -> UOp:
@@ -394,9 +406,11 @@ class UOp:
     if not self.shape: return c
     return c.reshape((1,) * len(self.shape)).expand(self.shape)
 
-  def index(self, *idx: UOp | int) -> UOp: return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
+  def index(self, *idx: UOp | int) -> UOp:
+    return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
   def load(self) -> UOp: return UOp(Ops.LOAD, (self,))
-  def store(self, v: UOp | int | float) -> UOp: return UOp(Ops.STORE, (self, v if isinstance(v, UOp) else UOp.const(v, self.dtype)))
+  def store(self, v: UOp | int | float) -> UOp:
+    return UOp(Ops.STORE, (self, v if isinstance(v, UOp) else UOp.const(v, self.dtype)))
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, (self, *deps)) if deps else self
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, (self, *ranges)) if ranges else self
   def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
@@ -421,7 +435,8 @@ class UOp:
     if len(pads) == len(self.shape) and all(p == (0, 0) for p in pads): return self
     return UOp(Ops.PAD, (self,), (pads, self.dtype.python(value)))
   def flip(self, axes: tuple[int, ...]) -> UOp:
-    if not all(isinstance(a, int) and 0 <= a < len(self.shape) for a in axes): return UOp(Ops.FLIP, (self,), tuple(axes))
+    if not all(isinstance(a, int) and 0 <= a < len(self.shape) for a in axes):
+      return UOp(Ops.FLIP, (self,), tuple(axes))
     axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
     return UOp(Ops.FLIP, (self,), axes) if axes else self
 
@@ -429,7 +444,9 @@ class UOp:
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
   def alu(self, op: Ops, *src) -> UOp: return UOp(op, (self, *(self._operand(s) for s in src)))
   def where(self, a, b) -> UOp:
-    a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape else UOp.const(a))
+    a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else
+                                      UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape
+                                      else UOp.const(a))
     return UOp(Ops.WHERE, (self, a, a._operand(b)))
   def __add__(self, x): return self.alu(Ops.ADD, x)
   def __radd__(self, x): return self._operand(x).alu(Ops.ADD, self)
@@ -492,3 +509,60 @@ def sink(*srcs: UOp) -> UOp: return UOp(Ops.SINK, tuple(srcs))
 def buf(slot: int, size: int, dtype: DType = dtypes.float32) -> UOp:
   """A flat BUFFER of `size` elements, bound to argument `slot` of the kernel."""
   return UOp(Ops.BUFFER, (), ParamArg(slot, dtype, (size,)))
+
+
+# ---------------------------------------------------------------- bounds
+def bounds(u: UOp) -> tuple:
+  """(vmin, vmax) of u's value; the dtype's range where nothing better is known."""
+  if u._bounds is None:
+    for x in u.toposort():
+      if x._bounds is None: x._bounds = _bounds(x)
+  return u._bounds
+
+
+def _bounds(u: UOp) -> tuple:
+  d, op = u.dtype, u.op
+  full = (d.min, d.max) if d is not dtypes.void else (0, 0)
+  if op is Ops.CONST: return (u.arg, u.arg)
+  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
+  if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
+  if op in COMPARE:
+    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+    if u.src[0].dtype.kind in "fc": return (False, True)
+    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
+    if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
+    disjoint = a1 < b0 or b1 < a0
+    same = a0 == a1 == b0 == b1
+    if op is Ops.CMPEQ: return (same, not disjoint)
+    return (disjoint, not same)
+  if op is Ops.WHERE:
+    c, a, b = (s._bounds for s in u.src)
+    if c[0]: return a
+    if not c[1]: return b
+    return (min(a[0], b[0]), max(a[1], b[1]))
+  if op is Ops.CAST:
+    s0, s1 = u.src[0]._bounds
+    if d.kind in "fc" or u.src[0].dtype.kind in "fc": return full
+    return (s0, s1) if d.min <= s0 and s1 <= d.max else full
+  if d.kind in "fc" or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
+    return full
+  (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+  if op is Ops.ADD: r = (a0 + b0, a1 + b1)
+  elif op is Ops.MUL:
+    ps = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+    r = (min(ps), max(ps))
+  elif op is Ops.MAX: r = (max(a0, b0), max(a1, b1))
+  elif op is Ops.MIN: r = (min(a0, b0), min(a1, b1))
+  elif op in (Ops.AND, Ops.OR):
+    if not d.is_bool:
+      return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
+    r = (a0 and b0, a1 and b1) if op is Ops.AND else (a0 or b0, a1 or b1)
+  elif b0 == b1 and b0 > 0:
+    c = b0
+    if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
+    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
+  elif op is Ops.FLOORDIV and b0 > 0:
+    r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
+  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
+  else: return full
+  return r if d is dtypes.index or (d.min <= r[0] and r[1] <= d.max) else full

@@ -2,7 +2,8 @@
 import shutil
 from collections import OrderedDict
 import pytest
-from minitensor.backend import realize as realize_mod, runtime
+from minitensor.backend import realize as realize_mod
+from minitensor.backend import runtime
 from cache_files import CACHE_ENV
 
 

@@ -3,13 +3,15 @@ compared with NumPy; the loads they generate stay inside their buffers (Pitfall 
 import re
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from minitensor.backend.uop import UOp, UOpError, Ops, buf, prod
-from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import run_shaped, lower, Ctx
-from minitensor.backend.render_c import render_function
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from minitensor.backend import composite
-from minitensor.backend.composite import pad, pad_axis, flip_axis, flip_stack, anti_eye, concat, concat2, move_axis
+from minitensor.backend.composite import anti_eye, concat, concat2, flip_axis, flip_stack, move_axis, pad, pad_axis
+from minitensor.backend.debug import run_shaped
+from minitensor.backend.dtype import dtypes
+from minitensor.backend.rangeify import Ctx, lower
+from minitensor.backend.render_c import render_function
+from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod
 
 
 def lowered(root: UOp, n_inputs: int) -> UOp:
@@ -116,12 +118,14 @@ def test_defaults_are_the_primitives():
 
 
 # ---------------------------------------------------------------- concat and move_axis
-@pytest.mark.parametrize("shape,axis,k", [((3,), 0, 2), ((2, 3), 0, 3), ((2, 3), 1, 2), ((2, 3, 4), 2, 3), ((2, 1, 4), 1, 4)])
+@pytest.mark.parametrize("shape,axis,k", [((3,), 0, 2), ((2, 3), 0, 3), ((2, 3), 1, 2), ((2, 3, 4), 2, 3),
+                                          ((2, 1, 4), 1, 4)])
 def test_concat(shape, axis, k):
   xs = [data(shape, seed=s) for s in range(k)]
   us = [tensor(shape, slot=s) for s in range(k)]
   np.testing.assert_array_equal(run_shaped(concat(us, axis), [x.ravel() for x in xs]), np.concatenate(xs, axis))
-  if k == 2: np.testing.assert_array_equal(run_shaped(concat2(*us, axis), [x.ravel() for x in xs]), np.concatenate(xs, axis))
+  if k == 2:
+    np.testing.assert_array_equal(run_shaped(concat2(*us, axis), [x.ravel() for x in xs]), np.concatenate(xs, axis))
 
 
 @pytest.mark.parametrize("src,dst", [(0, 2), (2, 0), (1, 3), (3, 1), (0, 3), (2, 2)])
@@ -158,7 +162,8 @@ def test_pad_keeps_special_values():
   same_bits(run(tensor((3, 4)).pad(arg), x), np.pad(x, arg))
 
 
-@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.uint8, dtypes.bool, dtypes.float64, dtypes.int64], ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.uint8, dtypes.bool, dtypes.float64, dtypes.int64],
+                         ids=lambda d: d.name)
 def test_pad_dtypes(dtype):
   x = data((2, 3), dtype, 6)
   arg = ((1, 2), (3, 0))

@@ -4,7 +4,10 @@ Each graph is compared with NumPy doing the same operations one by one, under th
 one script runs with the limit lowered to 200 (in a subprocess) to prove that no stage recurses with depth.
 """
 from __future__ import annotations
-import os, subprocess, sys, textwrap
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 import numpy as np
 import minitensor as mt

@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, reject, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.nn as nn
+from minitensor.backend import kernelize
+from minitensor.backend import realize as realize_mod
 from minitensor.backend.dtype import dtypes
-from minitensor.backend import kernelize, realize as realize_mod
 from minitensor.backend.kernelize import Schedule
 from minitensor.backend.linearize import iterations, linearize
 from minitensor.backend.realize import normalize
@@ -356,12 +358,14 @@ def _step(draw, pool: list[_Node], x: _Node | None = None, y: _Node | None = Non
     if x.a.ndim == 0: return x
     axes = tuple(sorted(set(draw(st.lists(st.integers(0, x.a.ndim - 1), min_size=1, max_size=max(x.a.ndim - 1, 1))))))
     keep = draw(st.booleans())
-    return _Node(getattr(x.t, kind)(axis=axes, keepdims=keep), getattr(x.a, kind)(axis=axes, keepdims=keep), x.a.size, (x,))
+    return _Node(getattr(x.t, kind)(axis=axes, keepdims=keep), getattr(x.a, kind)(axis=axes, keepdims=keep), x.a.size,
+                 (x,))
   if kind == "transpose":
     perm = tuple(draw(st.permutations(range(x.a.ndim))))
     return _Node(x.t.transpose(perm), x.a.transpose(perm), 0, (x,))
   if kind == "reshape":
-    shp = draw(st.sampled_from([(x.a.size,), x.a.shape[::-1], (1,) + x.a.shape, (x.a.shape[:1] + (-1,)) if x.a.ndim else ()]))
+    shp = draw(st.sampled_from([(x.a.size,), x.a.shape[::-1], (1,) + x.a.shape,
+                                (x.a.shape[:1] + (-1,)) if x.a.ndim else ()]))
     a = x.a.reshape(shp)
     return _Node(x.t.reshape(shp), a, 0, (x,))
   if x.a.ndim < 2: return x
@@ -456,7 +460,8 @@ def test_flat_kernel_source_does_not_mention_the_size(shape):
   assert "int64_t n0)" in src and "ridx0 < n0" in src and str(prod(shape)) not in src
 
 
-MOVERS = [lambda x: x * 2 + x.T, lambda x: x[1:, ::-1] + x[:-1, :1], lambda x: x + np.arange(x.shape[-1], dtype=np.float32),
+MOVERS = [lambda x: x * 2 + x.T, lambda x: x[1:, ::-1] + x[:-1, :1],
+          lambda x: x + np.arange(x.shape[-1], dtype=np.float32),
           lambda x: mt.exp(x[:, 1:]) if isinstance(x, mt.Tensor) else np.exp(x[:, 1:])]
 
 

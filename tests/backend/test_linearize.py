@@ -3,14 +3,13 @@ linearized program and the generated C, compiled with -Wall -Werror, and run aga
 import re
 import numpy as np
 import pytest
-from minitensor.backend.uop import UOp, Ops, AxisType, ParamArg, range_, buf, sink
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.symbolic import simplify
-from minitensor.backend.linearize import linearize, LinearizeError
+from minitensor.backend.linearize import LinearizeError, linearize
 from minitensor.backend.render_c import render_c, render_function
-from minitensor.backend.runtime import run_c
-
-from strict_c import CC, compile_strict
+from minitensor.backend.symbolic import simplify
+from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, buf, range_, sink
+from strict_c import compile_strict
 
 
 def run_kernel(s: UOp, bufs: dict, name: str) -> str:
@@ -49,7 +48,8 @@ def reduce_loop(a: UOp, scope: tuple, r: UOp, identity: UOp, combine, value: UOp
 def gemm_program(N: int) -> UOp:
   A, B, C = buf(0, N * N), buf(1, N * N), buf(2, N * N)
   i, j, k = range_(N, 0), range_(N, 1), range_(N, 2, AxisType.REDUCE)
-  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v, A.index(i * N + k).load() * B.index(k * N + j).load())
+  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v,
+                        A.index(i * N + k).load() * B.index(k * N + j).load())
   res = a0.after(upd.end(k)).index(0).load()
   return sink(C.index(i * N + j).store(res).end(i, j))
 
@@ -63,8 +63,9 @@ def test_gemm():
   np.testing.assert_allclose(c.reshape(N, N), a @ b, rtol=1e-5, atol=1e-5)
   nest = dict(loop_nest(src))
   assert nest["acc0 = 0.0f;"] == ("ridx0", "ridx1")                  # reset once per output element
-  assert [l for l, s in loop_nest(src) if l.startswith("for")] == [f"for (int ridx{k} = 0; ridx{k} < {N}; ridx{k}++) {{" for k in range(3)]
-  store = next(s for l, s in loop_nest(src) if l.startswith("data2["))
+  assert [ln for ln, s in loop_nest(src) if ln.startswith("for")] == \
+    [f"for (int ridx{k} = 0; ridx{k} < {N}; ridx{k}++) {{" for k in range(3)]
+  store = next(s for ln, s in loop_nest(src) if ln.startswith("data2["))
   assert store == ("ridx0", "ridx1")                                 # the store is after the k loop, not in it
 
 
@@ -75,13 +76,14 @@ def test_gemm_is_not_the_syllabus_gemm():
   a, b = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
   A, B, C = buf(0, N * N), buf(1, N * N), buf(2, N * N)
   i, j, k = range_(N, 0), range_(N, 1), range_(N, 2, AxisType.REDUCE)
-  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v, A.index(i * N + j).load() * B.index(i * N + k).load())
+  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v,
+                        A.index(i * N + j).load() * B.index(i * N + k).load())
   s = simplify(sink(C.index(i * N + j).store(a0.after(upd.end(k)).index(0).load()).end(i, j)))
   c = np.zeros(N * N, np.float32)
   src = run_kernel(s, {0: a.ravel(), 1: b.ravel(), 2: c}, "syllabus")
   np.testing.assert_allclose(c.reshape(N, N), a * b.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
   assert not np.allclose(c.reshape(N, N), a @ b, atol=1e-2)
-  load_a = next(s for l, s in loop_nest(src) if "data0[" in l)
+  load_a = next(s for ln, s in loop_nest(src) if "data0[" in ln)
   assert load_a == ("ridx0", "ridx1")                                # A's load is hoisted out of the k loop
 
 
@@ -106,16 +108,18 @@ def test_sub_max_sibling_loops(R, C):
   with np.errstate(invalid="ignore"):
     np.testing.assert_array_equal(out.reshape(R, C), x - x.max(1, keepdims=True))
   nest = loop_nest(src)
-  inits = [s for l, s in nest if l.startswith("acc0 = -INFINITY")]
+  inits = [s for ln, s in nest if ln.startswith("acc0 = -INFINITY")]
   assert inits == [("ridx0",)], f"the accumulator reset must sit in the row loop only:\n{src}"
-  max_loop = next(s for l, s in nest if l.startswith("for (int ridx2"))
-  col_loop = next(s for l, s in nest if l.startswith("for (int ridx1"))
+  max_loop = next(s for ln, s in nest if ln.startswith("for (int ridx2"))
+  col_loop = next(s for ln, s in nest if ln.startswith("for (int ridx1"))
   assert max_loop == ("ridx0",) and col_loop == ("ridx0",), f"max loop and column loop must be siblings:\n{src}"
-  assert all("ridx1" not in s for l, s in nest if "ridx2" in s), "the max loop is nested inside the column loop"
+  assert all("ridx1" not in s for ln, s in nest if "ridx2" in s), "the max loop is nested inside the column loop"
   # loop-invariant work is hoisted: the negated row max is computed once per row, not per column
-  assert all(s == ("ridx0",) for l, s in nest if "-1.0f" in l), f"row-invariant arithmetic inside the column loop:\n{src}"
-  lines = [l for l, _ in nest]
-  assert lines.index(next(l for l in lines if l.startswith("for (int ridx2"))) < lines.index(next(l for l in lines if l.startswith("for (int ridx1")))
+  assert all(s == ("ridx0",) for ln, s in nest if "-1.0f" in ln), \
+    f"row-invariant arithmetic inside the column loop:\n{src}"
+  lines = [ln for ln, _ in nest]
+  assert lines.index(next(ln for ln in lines if ln.startswith("for (int ridx2"))) < \
+    lines.index(next(ln for ln in lines if ln.startswith("for (int ridx1")))
   # the same facts in the linearized program
   prog = linearize(s)
   opens = [k for k, st in enumerate(prog) if st.kind == "open"]
@@ -149,11 +153,11 @@ def test_neighbors_share_one_loop(R, C):
   s = x.sum(1)
   np.testing.assert_allclose(out, s[:-1] + s[1:], rtol=1e-5, atol=1e-6)
   nest = loop_nest(src)
-  assert sum(l.startswith("for (int ridx1") for l, _ in nest) == 1, f"one reduce loop for both accumulators:\n{src}"
+  assert sum(ln.startswith("for (int ridx1") for ln, _ in nest) == 1, f"one reduce loop for both accumulators:\n{src}"
   for a in ("acc0", "acc1"):
-    assert [s for l, s in nest if l == f"float {a};"] == [("ridx0",)]
-    assert [s for l, s in nest if l == f"{a} = 0.0f;"] == [("ridx0",)]
-    assert any(l.startswith(f"{a} = (") and s == ("ridx0", "ridx1") for l, s in nest)
+    assert [s for ln, s in nest if ln == f"float {a};"] == [("ridx0",)]
+    assert [s for ln, s in nest if ln == f"{a} = 0.0f;"] == [("ridx0",)]
+    assert any(ln.startswith(f"{a} = (") and s == ("ridx0", "ridx1") for ln, s in nest)
 
 
 def test_unsimplified_index_nests_the_reduce():
@@ -169,7 +173,7 @@ def test_unsimplified_index_nests_the_reduce():
   o = np.zeros(R * C, np.float32)
   src = run_kernel(s, {0: xs.ravel(), 1: o}, "nested_max")
   np.testing.assert_array_equal(o.reshape(R, C), xs - xs.max(1, keepdims=True))
-  assert [s for l, s in loop_nest(src) if l.startswith("acc0 = -INFINITY")] == [("ridx0", "ridx1")]
+  assert [s for ln, s in loop_nest(src) if ln.startswith("acc0 = -INFINITY")] == [("ridx0", "ridx1")]
 
 
 def test_each_node_emitted_once_and_loops_balanced():
@@ -218,7 +222,7 @@ def test_softmax_three_sibling_loops():
   ex = np.exp(xs - xs.max(1, keepdims=True))
   np.testing.assert_allclose(o.reshape(R, C), ex / ex.sum(1, keepdims=True), rtol=1e-5)
   nest = loop_nest(src)
-  fors = [(l.split()[2], s) for l, s in nest if l.startswith("for")]
+  fors = [(ln.split()[2], s) for ln, s in nest if ln.startswith("for")]
   assert fors == [("ridx0", ()), ("ridx2", ("ridx0",)), ("ridx3", ("ridx0",)), ("ridx1", ("ridx0",))], src
 
 
@@ -267,7 +271,8 @@ def test_gemm_with_any_range_numbering(order):
   A, B, C = buf(0, N * N), buf(1, N * N), buf(2, N * N)
   i, j = range_(N, order[0]), range_(N, order[1])
   k = range_(N, order[2], AxisType.REDUCE)
-  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v, A.index(i * N + k).load() * B.index(k * N + j).load())
+  a0, upd = reduce_loop(acc(0), (i, j), k, UOp.const(0.0), lambda x, v: x + v,
+                        A.index(i * N + k).load() * B.index(k * N + j).load())
   s = simplify(sink(C.index(i * N + j).store(a0.after(upd.end(k)).index(0).load()).end(i, j)))
   rng = np.random.default_rng(8)
   a, b = rng.standard_normal((N, N), dtype=np.float32), rng.standard_normal((N, N), dtype=np.float32)
@@ -275,9 +280,9 @@ def test_gemm_with_any_range_numbering(order):
   src = run_kernel(s, {0: a.ravel(), 1: b.ravel(), 2: c}, "gemm_perm")
   np.testing.assert_allclose(c.reshape(N, N), a @ b, rtol=1e-5, atol=1e-5)
   nest = loop_nest(src)
-  kl = next(s for l, s in nest if l.startswith(f"for (int ridx{order[2]} "))
+  kl = next(s for ln, s in nest if ln.startswith(f"for (int ridx{order[2]} "))
   assert set(kl) == {f"ridx{order[0]}", f"ridx{order[1]}"}, src
-  assert [s for l, s in nest if l == "acc0 = 0.0f;"][0] == kl
+  assert [s for ln, s in nest if ln == "acc0 = 0.0f;"][0] == kl
 
 
 @pytest.mark.parametrize("swap", [False, True])
@@ -297,5 +302,5 @@ def test_reduce_over_two_axes(swap):
   src = run_kernel(s, {0: xs.ravel(), 1: o}, "sum2")
   np.testing.assert_allclose(o, xs.sum((1, 2)), rtol=1e-5)
   nest = loop_nest(src)
-  assert next(s for l, s in nest if l.startswith("for (int ridx2")) == ("ridx0", "ridx1")
+  assert next(s for ln, s in nest if ln.startswith("for (int ridx2")) == ("ridx0", "ridx1")
   assert dict(nest)["acc0 = 0.0f;"] == ("ridx0",)

@@ -2,16 +2,20 @@
 without kernelizing, lowering or rendering anything; plans that are damaged, of other code or of another CPU are
 not used; a plan follows its program to tier 1."""
 from __future__ import annotations
-import json, os, subprocess, sys, textwrap
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections import OrderedDict
 import numpy as np
 import pytest
 import minitensor as mt
 from minitensor import nn
-from minitensor.backend import plans, realize as realize_mod, runtime, tiers
+from minitensor.backend import plans, runtime, tiers
+from minitensor.backend import realize as realize_mod
 from minitensor.backend.runtime import stats
-
-from cache_files import REPO, CACHE_ENV, files
+from cache_files import CACHE_ENV, REPO, files
 
 _CHILD = textwrap.dedent("""
   import numpy as np

@@ -8,13 +8,15 @@ import re
 import numpy as np
 import pytest
 import scipy.signal
-from hypothesis import given, settings, strategies as st
-from minitensor.backend.uop import UOp, UOpError, Ops, buf, prod
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from minitensor.backend import composite
+from minitensor.backend.debug import run_shaped
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.rangeify import run_shaped, lower, Ctx, Opts
+from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import render_function
 from minitensor.backend.uir import parse
-from minitensor.backend import composite
+from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod
 
 
 # ---------------------------------------------------------------- helpers
@@ -63,7 +65,8 @@ def assert_loads_in_bounds(prog: UOp) -> int:
   for u in prog.toposort():
     if u.op is Ops.INDEX and (b := buffer_of(u)).op is Ops.BUFFER:
       i = u.src[1]
-      assert 0 <= i.vmin and i.vmax < b.arg.shape[0], f"slot {b.arg.slot}: index in [{i.vmin}, {i.vmax}], size {b.arg.shape[0]}"
+      assert 0 <= i.vmin and i.vmax < b.arg.shape[0], \
+        f"slot {b.arg.slot}: index in [{i.vmin}, {i.vmax}], size {b.arg.shape[0]}"
       n += 1
   return n
 
@@ -433,7 +436,8 @@ def test_sub_max_row_max_once_per_row():
   (init,) = loops_around(src, r"acc0 = -INFINITY;")
   (upd,) = loops_around(src, r"acc0 = max")
   (store,) = loops_around(src, r"data1\[.*\] =")
-  assert len(init) == 1 and upd[:1] == store[:1] == init, src     # max loop and column loop are siblings in the row loop
+  # max loop and column loop are siblings in the row loop
+  assert len(init) == 1 and upd[:1] == store[:1] == init, src
   assert len(upd) == len(store) == 2 and upd[1] != store[1], src
   assert len(_FOR.findall(src)) == 3, src
 
@@ -530,7 +534,7 @@ def test_reduce_at_an_index_without_ranges(make, ref):
 
 # ---------------------------------------------------------------- type errors at construction
 X = lambda: buf(0, 12).reshape((3, 4))
-I = lambda: buf(1, 2, dtypes.int32)
+IX = lambda: buf(1, 2, dtypes.int32)
 
 
 @pytest.mark.parametrize("make,msg", [
@@ -554,7 +558,8 @@ I = lambda: buf(1, 2, dtypes.int32)
   (lambda: (X() < 0).reduce(Ops.ADD, 1), r"^REDUCE ADD of bool"),
   (lambda: (X() < 0).reduce(Ops.MUL, 1), r"^REDUCE MUL of bool"),
   (lambda: UOp(Ops.STACK, ()), r"^STACK: needs at least one source$"),
-  (lambda: UOp(Ops.STACK, (X(), X().permute((1, 0)))), r"^STACK: sources differ: float32 \(3, 4\) vs float32 \(4, 3\)$"),
+  (lambda: UOp(Ops.STACK, (X(), X().permute((1, 0)))),
+   r"^STACK: sources differ: float32 \(3, 4\) vs float32 \(4, 3\)$"),
   (lambda: UOp(Ops.STACK, (X(), buf(1, 12, dtypes.int32).reshape((3, 4)))), r"^STACK: sources differ"),
   (lambda: X().pad(((1, 0),)), r"^PAD \(\(\(1, 0\),\), 0\.0\) of \(3, 4\)$"),
   (lambda: X().pad(((-1, 0), (0, 0))), r"^PAD .* of \(3, 4\)$"),
@@ -565,7 +570,7 @@ I = lambda: buf(1, 2, dtypes.int32)
   (lambda: UOp(Ops.FLIP, (X(),), (2,)), r"^FLIP \(2,\) of \(3, 4\)$"),
   (lambda: X().index(UOp.const(1), UOp.const(1), UOp.const(1)), r"^INDEX: 3 indices for shape \(3, 4\)$"),
   (lambda: X().index(UOp.const(1.0)), r"^INDEX: indices must be integers"),
-  (lambda: X().index(I(), I().reshape((1, 2))), r"^INDEX: index shapes differ"),
+  (lambda: X().index(IX(), IX().reshape((1, 2))), r"^INDEX: index shapes differ"),
   (lambda: UOp(Ops.INDEX, (X(),)), r"^INDEX: needs"),
 ])
 def test_malformed_shape_ops_raise_at_construction(make, msg):
@@ -623,7 +628,8 @@ def np_reduce(rop: Ops, x: np.ndarray, n: int) -> np.ndarray:
   if rop is Ops.ADD: return np.add.reduce(x, axis=axes, dtype=x.dtype)
   if rop is Ops.MUL: return np.multiply.reduce(x, axis=axes, dtype=x.dtype)
   d = x.dtype
-  lo, hi = (-np.inf, np.inf) if d.kind == "f" else (False, True) if d == bool else (np.iinfo(d).min, np.iinfo(d).max)
+  lo, hi = (-np.inf, np.inf) if d.kind == "f" else (False, True) if d.kind == "b" else \
+    (np.iinfo(d).min, np.iinfo(d).max)
   if rop is Ops.MAX: return np.maximum.reduce(x, axis=axes, initial=lo)
   return np.minimum.reduce(x, axis=axes, initial=hi)
 
@@ -698,7 +704,8 @@ def test_gemm_with_opts(M, N, K, opts):
 
 
 @pytest.mark.parametrize("opts", [Opts(unroll=4), Opts(upcast={0: 4}), Opts(upcast={0: 4}, unroll=4, thread=0),
-                                  Opts(unroll=3, tile={0: 4}), Opts(upcast={0: 2}, unroll=8, thread=0, tile={0: 4})], ids=repr)
+                                  Opts(unroll=3, tile={0: 4}), Opts(upcast={0: 2}, unroll=8, thread=0, tile={0: 4})],
+                         ids=repr)
 @pytest.mark.parametrize("rop", [Ops.ADD, Ops.MAX])
 @pytest.mark.parametrize("shape", [(8, 12), (6, 10), (7, 5), (16, 3, 4)])
 def test_reduce_with_opts(shape, rop, opts):

@@ -1,15 +1,17 @@
 """render_c: the prelude's semantics checked through real kernels against NumPy (floor division and modulo,
 NaN-propagating max/min, shifts past the width, small-int wrapping, float to integer casts), literals, casts, the
 index type, and every kernel compiled with -Wall -Werror (and under UBSan: no undefined behaviour)."""
-import os, re, subprocess, sys
+import os
+import re
+import subprocess
+import sys
 import numpy as np
 import pytest
-from minitensor.backend.uop import UOp, Ops, range_, buf, sink
-from minitensor.backend.dtype import dtypes, DType
+from minitensor.backend.debug import run_c
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.render_c import PRELUDE, index_type, render_c, render_function
 from minitensor.backend.symbolic import simplify
-from minitensor.backend.render_c import render_c, render_function, index_type, PRELUDE
-from minitensor.backend.runtime import run_c
-
+from minitensor.backend.uop import Ops, UOp, buf, range_, sink
 from strict_c import CC, compile_strict
 
 
@@ -45,11 +47,13 @@ def assert_same_floats(got, want, msg=""):
 
 
 def int_vals(d: DType):
-  return sorted({v for v in (d.min, d.min + 1, -9, -7, -3, -2, -1, 0, 1, 2, 3, 7, 9, 100, d.max - 1, d.max) if d.min <= v <= d.max})
+  return sorted({v for v in (d.min, d.min + 1, -9, -7, -3, -2, -1, 0, 1, 2, 3, 7, 9, 100, d.max - 1, d.max)
+                 if d.min <= v <= d.max})
 
 
 # ---------------------------------------------------------------- integer floor division and modulo
-@pytest.mark.parametrize("d", [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64],
+@pytest.mark.parametrize("d", [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.uint32, dtypes.int64,
+                               dtypes.uint64],
                          ids=lambda d: d.name)
 def test_int_floordiv_mod_match_numpy(d):
   a, b = pairs(int_vals(d), d)
@@ -64,7 +68,8 @@ def test_int_floordiv_mod_by_constants(d):
   # a constant divisor of either sign (and the bounds-proven fast path for a non-negative one)
   a = np.array(int_vals(d), dtype=d.np)
   cs = [-7, -1, 1, 3, 8]
-  fns = [(lambda c: lambda x, y: x // UOp.const(c, d))(c) for c in cs] + [(lambda c: lambda x, y: x % UOp.const(c, d))(c) for c in cs]
+  fns = [(lambda c: lambda x, y: x // UOp.const(c, d))(c) for c in cs] + \
+    [(lambda c: lambda x, y: x % UOp.const(c, d))(c) for c in cs]
   outs = run_elementwise(fns, d, a, a, f"divmodc_{d.name}")
   with np.errstate(all="ignore"):
     for c, q, m in zip(cs, outs[:len(cs)], outs[len(cs):]):
@@ -102,7 +107,8 @@ def test_int_max_min(d):
 
 
 # ---------------------------------------------------------------- shifts
-@pytest.mark.parametrize("d", [dtypes.int8, dtypes.uint8, dtypes.int32, dtypes.int64, dtypes.uint64], ids=lambda d: d.name)
+@pytest.mark.parametrize("d", [dtypes.int8, dtypes.uint8, dtypes.int32, dtypes.int64, dtypes.uint64],
+                         ids=lambda d: d.name)
 def test_shifts_past_width(d):
   xs = [v for v in (d.min, -5, -1, 0, 1, 3, 100, d.max) if d.min <= v <= d.max]
   ss = [v for v in (-1, 0, 1, 3, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 65, 100) if d.min <= v <= d.max]
@@ -124,7 +130,8 @@ def test_overflow_wraps_inside_expressions(d):
   outs = run_elementwise(fns, d, a, b, f"wrap_{d.name}")
   with np.errstate(all="ignore"):
     t, s, z = d.np.type(3), d.np.type(7), d.np.type(0)
-    want = [(a + b) // t, (a * b) % s, (a * b + a) // (b + t), np.maximum(a + b, a * t), np.where(a + b < a, a * b, b - a),
+    want = [(a + b) // t, (a * b) % s, (a * b + a) // (b + t), np.maximum(a + b, a * t),
+            np.where(a + b < a, a * b, b - a),
             np.maximum(a // b, z), (a // b) < a, np.left_shift(a, t) < z]
   for k, (g, w) in enumerate(zip(outs, want)):
     np.testing.assert_array_equal(g, w, err_msg=f"{d.name} expression {k}")
@@ -151,18 +158,21 @@ def test_int_abs_and_neg_wrap():
 def test_float_literals(d):
   cs = [0.1, -0.0, 1e-45, 5e-324, 3.4028235e38, 1e300, np.inf, -np.inf, np.nan, 1 / 3]
   a = np.array([1.0, -1.0, 0.5, 0.0], d.np)
-  fns = [(lambda c: lambda x, y: x * UOp.const(c, d))(c) for c in cs] + [(lambda c: lambda x, y: x + UOp.const(c, d))(c) for c in cs]
+  fns = [(lambda c: lambda x, y: x * UOp.const(c, d))(c) for c in cs] + \
+    [(lambda c: lambda x, y: x + UOp.const(c, d))(c) for c in cs]
   outs = run_elementwise(fns, d, a, a, f"lit_{d.name}")
   with np.errstate(all="ignore"):
     want = [a * d.np.type(c) for c in cs] + [a + d.np.type(c) for c in cs]
   for c, g, w in zip(cs + cs, outs, want): assert_same_floats(g, w, f"constant {c!r}")
 
 
-@pytest.mark.parametrize("d", [dtypes.int8, dtypes.int32, dtypes.int64, dtypes.uint32, dtypes.uint64], ids=lambda d: d.name)
+@pytest.mark.parametrize("d", [dtypes.int8, dtypes.int32, dtypes.int64, dtypes.uint32, dtypes.uint64],
+                         ids=lambda d: d.name)
 def test_int_literals(d):
   cs = [v for v in (d.min, d.min + 1, -1, 1, d.max) if d.min <= v <= d.max]
   a = np.array([0, 1, -1 if d.kind == "i" else 2, 5], d.np)
-  fns = [(lambda c: lambda x, y: x + UOp.const(c, d))(c) for c in cs] + [(lambda c: lambda x, y: x.maximum(UOp.const(c, d)))(c) for c in cs]
+  fns = [(lambda c: lambda x, y: x + UOp.const(c, d))(c) for c in cs] + \
+    [(lambda c: lambda x, y: x.maximum(UOp.const(c, d)))(c) for c in cs]
   outs = run_elementwise(fns, d, a, a, f"ilit_{d.name}")
   with np.errstate(all="ignore"):
     want = [a + d.np.type(c) for c in cs] + [np.maximum(a, d.np.type(c)) for c in cs]
@@ -176,7 +186,8 @@ def test_casts_match_numpy():
   x, y = buf(0, 8, dtypes.float32).index(r).load(), buf(1, 8, dtypes.int32).index(r).load()
   vals = [x.cast(dtypes.int32), x.cast(dtypes.bool), x.cast(dtypes.float64), y.cast(dtypes.int8), y.cast(dtypes.uint8),
           y.cast(dtypes.float32), y.cast(dtypes.bool), (y < 2).cast(dtypes.int32)]
-  s = simplify(sink(UOp(Ops.END, (UOp(Ops.SINK, tuple(buf(2 + k, 8, v.dtype).index(r).store(v) for k, v in enumerate(vals))), r))))
+  s = simplify(sink(UOp(Ops.END, (UOp(Ops.SINK, tuple(buf(2 + k, 8, v.dtype).index(r).store(v)
+                                                      for k, v in enumerate(vals))), r))))
   outs = [np.zeros(8, v.dtype.np) for v in vals]
   compile_strict(render_c(s, "casts"))
   run_c(s, {0: f, 1: i, **{2 + k: o for k, o in enumerate(outs)}}, "casts")
@@ -218,7 +229,8 @@ def test_index_expression_past_2_31_uses_int64():
   s3 = sink(buf(0, 7).index((i * N + j) % 7).store(UOp.const(1.0)).end(i, j))
   assert index_type(s3) == "int64_t" and "for (int64_t ridx0" in render_function(s3, "big3")
   compile_strict(render_c(s3, "big3"))
-  s2 = simplify(sink(buf(0, 40000 * 50000).index(range_(40000, 0) * 50000 + range_(50000, 1)).store(UOp.const(1.0)).end(range_(40000, 0), range_(50000, 1))))
+  s2 = simplify(sink(buf(0, 40000 * 50000).index(range_(40000, 0) * 50000 + range_(50000, 1)).store(UOp.const(1.0))
+                     .end(range_(40000, 0), range_(50000, 1))))
   assert index_type(s2) == "int"                          # 2e9 - 1 still fits
 
 
@@ -331,10 +343,11 @@ def test_integer_kernels_have_no_undefined_behaviour(tmp_path):
   env = {**os.environ, "LD_PRELOAD": lib, "UBSAN_OPTIONS": "print_stacktrace=0", "MINITENSOR_CACHE_DIR": str(tmp_path)}
   env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                        env.get("PYTHONPATH", "")])
-  p = subprocess.run([sys.executable, "-c", _UBSAN_RUN, os.path.dirname(os.path.abspath(__file__))], capture_output=True,
+  p = subprocess.run([sys.executable, "-c", _UBSAN_RUN, os.path.dirname(os.path.abspath(__file__))],
+                     capture_output=True,
                      text=True, env=env, timeout=300)
   assert p.returncode == 0 and "ran" in p.stdout, p.stderr[-3000:]
-  errors = sorted({l for l in p.stderr.splitlines() if "runtime error" in l})
+  errors = sorted({ln for ln in p.stderr.splitlines() if "runtime error" in ln})
   assert not errors, "\n".join(errors[:20])
 
 

@@ -1,12 +1,14 @@
 """runtime: compile errors, the memory and disk caches of compile_c, a missing compiler, and run_c's checks
 of the arrays it is given."""
-import os, uuid
+import os
+import uuid
 import numpy as np
 import pytest
 from minitensor.backend import runtime
-from minitensor.backend.runtime import CompileError, compile_c, run_c, stats
-from minitensor.backend.uop import range_, buf, sink
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
+from minitensor.backend.runtime import CompileError, compile_c, stats
+from minitensor.backend.uop import buf, range_, sink
 
 
 @pytest.fixture

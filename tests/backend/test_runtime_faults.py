@@ -5,19 +5,26 @@ Every test gets its own MINITENSOR_CACHE_DIR and empty memory caches (the `cache
 is compiled anew and the counters of `stats` move only by what the test does.
 """
 from __future__ import annotations
-import os, subprocess, sys, textwrap, threading, time, warnings
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
 import numpy as np
 import pytest
 import minitensor as mt
-from minitensor.backend import realize as realize_mod, runtime
+from minitensor.backend import realize as realize_mod
+from minitensor.backend import runtime
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.rangeify import lower
 from minitensor.backend.render_c import index_type, render_function
 from minitensor.backend.runtime import CompileError, compile_c, stats
 from minitensor.backend.uop import Ops, buf
-
-from cache_files import REPO, CACHE_ENV as _ENV, files as _files
-
+from cache_files import CACHE_ENV as _ENV
+from cache_files import REPO
+from cache_files import files as _files
 
 _FUNCTIONS = ("exp", "sin", "cos", "tanh", "arctan")
 

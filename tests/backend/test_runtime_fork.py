@@ -4,7 +4,11 @@ while another thread compiles leaves the child's caches usable. Each scenario ru
 deadline, so a hang fails the test (and its processes are killed) instead of blocking the suite.
 """
 from __future__ import annotations
-import os, shutil, subprocess, sys, textwrap
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
 import pytest
 import minitensor as mt
 from minitensor.backend.runtime import compiler

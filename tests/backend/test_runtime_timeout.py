@@ -1,6 +1,7 @@
 """MINITENSOR_COMPILE_TIMEOUT: a compiler that hangs is stopped (with the processes it started), its build
 directory removed, and the realize raises a CompileError naming the variable; a bad value fails before compiling."""
-import os, time
+import os
+import time
 import numpy as np
 import pytest
 import minitensor as mt

@@ -4,14 +4,22 @@ only completed entries, build directories never outlive their build. A library t
 realized in a child process, so a crash fails the test instead of killing pytest.
 """
 from __future__ import annotations
-import hashlib, os, shutil, subprocess, sys, textwrap, time, warnings
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
 import numpy as np
 import pytest
 import minitensor as mt
 from minitensor.backend import runtime
 from minitensor.backend.runtime import compile_c, stats
-
-from cache_files import REPO, CACHE_ENV as _ENV, files as _files
+from cache_files import CACHE_ENV as _ENV
+from cache_files import REPO
+from cache_files import files as _files
 
 
 def _env(cache_dir, **extra) -> dict:
@@ -107,7 +115,8 @@ def test_planted_library_in_an_untrusted_directory_never_runs(cache, tmp_path, m
   c0, h0 = stats.compiles, stats.disk_hits
   warned = _reload(src, 1.5)
   assert not marker.exists(), "the planted library was loaded"
-  assert (stats.compiles - c0, stats.disk_hits - h0, len(warned)) == (1, 0, 1) and "cache directory not used" in warned[0]
+  assert (stats.compiles - c0, stats.disk_hits - h0, len(warned)) == (1, 0, 1) and \
+    "cache directory not used" in warned[0]
   assert ("owned by uid 65534" if where == "foreign-owned" else "writable by group or others") in warned[0]
   assert _reload(_SRC.format(c=2.5), 2.5) == []            # one warning per process
 
@@ -286,7 +295,8 @@ def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
   the same kernels in different orders. Each realization still succeeds with NumPy's values."""
   cache_dir = tmp_path / "cache"
   _four_children(cache_dir, MINITENSOR_CACHE_BYTES="1")
-  assert len(_files(cache_dir, ".so") + _files(cache_dir, ".plan")) == 1 and not [f for f in _files(cache_dir) if ".build-" in f or ".tmp-" in f]
+  assert len(_files(cache_dir, ".so") + _files(cache_dir, ".plan")) == 1 and \
+    not [f for f in _files(cache_dir) if ".build-" in f or ".tmp-" in f]
 
 
 def test_cache_cleared_during_a_build_still_gives_the_result(cache, monkeypatch):

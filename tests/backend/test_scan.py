@@ -2,12 +2,12 @@
 sequential accumulate, bit for bit."""
 import numpy as np
 import pytest
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import schedule
 from minitensor.backend.linearize import iterations
 from minitensor.backend.rangeify import Ctx
 from minitensor.backend.render_c import render_function
-from minitensor.backend.runtime import run_c
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.uir import parse, print_uir
 from minitensor.backend.uop import Ops, UOpError, buf, prod

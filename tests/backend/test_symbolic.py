@@ -1,12 +1,15 @@
 """symbolic: the seed's index examples, a property test (simplify keeps every value, bounds contain it), constant
 folding of data dtypes against NumPy, and the float identities that must not be applied."""
-import itertools, math, random
+import itertools
+import math
+import random
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-from minitensor.backend.uop import UOp, Ops, range_, buf
+from hypothesis import given
+from hypothesis import strategies as st
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.symbolic import simplify, bounds
+from minitensor.backend.symbolic import bounds, simplify
+from minitensor.backend.uop import Ops, UOp, buf, range_
 
 
 # ---------------------------------------------------------------- a reference evaluator (Python floor semantics)
@@ -43,7 +46,8 @@ def points(rngs, n=40, seed=0):
   sizes = [r.arg.size for r in rngs]
   if math.prod(sizes) <= n: return [dict(zip(rngs, p)) for p in itertools.product(*(range(s) for s in sizes))]
   rnd = random.Random(seed)
-  pts = [tuple(0 for _ in sizes), tuple(s - 1 for s in sizes)] + [tuple(rnd.randrange(s) for s in sizes) for _ in range(n)]
+  pts = [tuple(0 for _ in sizes), tuple(s - 1 for s in sizes)] + \
+    [tuple(rnd.randrange(s) for s in sizes) for _ in range(n)]
   return [dict(zip(rngs, p)) for p in pts]
 
 
@@ -324,11 +328,14 @@ def test_float32_add_rounds_like_numpy():
   assert r.arg == float(np_ref(np.multiply, dtypes.float32, 3.4e38, 10.0))
 
 
-@pytest.mark.parametrize("src,to", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.int8), (dtypes.int64, dtypes.uint8),
-                                    (dtypes.float64, dtypes.float32), (dtypes.int32, dtypes.float32), (dtypes.float32, dtypes.bool),
+@pytest.mark.parametrize("src,to", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.int8),
+                                    (dtypes.int64, dtypes.uint8),
+                                    (dtypes.float64, dtypes.float32), (dtypes.int32, dtypes.float32),
+                                    (dtypes.float32, dtypes.bool),
                                     (dtypes.int8, dtypes.bool)])
 def test_cast_folding_matches_numpy(src, to):
-  vals = [0, 1, -1, 100, 200, 300, -129, 2**24 + 1] if src.is_int else [0.0, -0.0, 0.5, -1.7, 2.9, 100.0, 300.0, 1e10, 0.1]
+  vals = [0, 1, -1, 100, 200, 300, -129, 2**24 + 1] if src.is_int else \
+    [0.0, -0.0, 0.5, -1.7, 2.9, 100.0, 300.0, 1e10, 0.1]
   for v in vals:
     c = UOp.const(v, src)
     r = simplify(c.cast(to))

@@ -5,13 +5,13 @@ promises (counts, not times)."""
 from __future__ import annotations
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import minitensor as mt
-from minitensor import nn
 from minitensor.backend import realize as realize_mod
-from minitensor.backend.uop import var, range_
-from minitensor.backend.symbolic import simplify
 from minitensor.backend.runtime import stats
+from minitensor.backend.symbolic import simplify
+from minitensor.backend.uop import range_, var
 
 
 def _layernorm(m, x):

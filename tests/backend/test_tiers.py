@@ -1,16 +1,20 @@
 """Tiered compilation (backend/tiers.py): which compiler a schedule starts with, the background move to -O3 and the
 swap under threads, and the same results from both tiers."""
 from __future__ import annotations
-import os, shutil, sys, threading
+import os
+import shutil
+import sys
+import threading
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 import minitensor as mt
 from minitensor import nn
-from minitensor.backend import realize as realize_mod, runtime, tiers
+from minitensor.backend import realize as realize_mod
+from minitensor.backend import runtime, tiers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "fuzz"))
-from test_fuzz_programs import programs, INEXACT  # noqa: E402
+from test_fuzz_programs import INEXACT, programs  # noqa: E402
 
 TCC = shutil.which("tcc")
 

@@ -1,15 +1,19 @@
-import math, operator, re, subprocess
+import math
+import operator
+import re
+import subprocess
 from pathlib import Path
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
+from minitensor.backend.debug import run_c, run_shaped
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import UOp, Ops, AxisType, REDUCE_OPS, buf, range_, sink, prod
-from minitensor.backend.uir import parse, print_uir, UirParseError
 from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import run_c, compiler
-from minitensor.backend.rangeify import run_shaped
+from minitensor.backend.runtime import compiler
+from minitensor.backend.uir import UirParseError, parse, print_uir
+from minitensor.backend.uop import REDUCE_OPS, AxisType, Ops, UOp, buf, prod, range_, sink
 
 # section 6.7: x.reduce(ADD, 1) on a (3, 4) matrix, after lower() (shared with the CLI tests)
 ROWSUM = (Path(__file__).parent.parent / "rowsum.uir").read_text()
@@ -59,7 +63,8 @@ def test_rowsum_round_trips_and_runs():
 
 
 def test_rowsum_c_compiles_with_wall_werror(tmp_path):
-  p = subprocess.run([compiler(), "-Wall", "-Werror", "-std=gnu99", "-c", "-x", "c", "-", "-o", str(tmp_path / "rowsum.o")],
+  p = subprocess.run([compiler(), "-Wall", "-Werror", "-std=gnu99", "-c", "-x", "c", "-", "-o",
+                      str(tmp_path / "rowsum.o")],
                      input=render_c(parse(ROWSUM), "rowsum"), capture_output=True, text=True)
   assert p.returncode == 0, p.stderr
 
@@ -78,7 +83,8 @@ def test_syllabus_gemm_is_not_a_gemm():
   assert g.shape == (8, 8) and g.op is Ops.REDUCE and g.arg == (Ops.ADD, 1)
   mul = g.src[0]
   assert mul.op is Ops.MUL and mul.shape == (8, 8, 8)
-  assert [(s.op, s.src[0].op, s.src[0].arg) for s in mul.src] == [(Ops.EXPAND, Ops.RESHAPE, (8, 8, 1)), (Ops.EXPAND, Ops.RESHAPE, (8, 1, 8))]
+  assert [(s.op, s.src[0].op, s.src[0].arg) for s in mul.src] == \
+    [(Ops.EXPAND, Ops.RESHAPE, (8, 8, 1)), (Ops.EXPAND, Ops.RESHAPE, (8, 1, 8))]
   rng = np.random.default_rng(1)
   a, b = rng.standard_normal((8, 8), np.float32), rng.standard_normal((8, 8), np.float32)
   np.testing.assert_allclose(run_shaped(g, [a.ravel(), b.ravel()]), a * b.sum(1, keepdims=True), atol=1e-4)
@@ -102,7 +108,8 @@ def test_broadcast_inserts_reshape_expand():
   assert g.op is Ops.MUL and g.shape == (3, 4)
   a, b = g.src
   assert a.op is Ops.EXPAND and a.src[0].op is Ops.RESHAPE and a.src[0].arg == (3, 1)
-  assert b.op is Ops.EXPAND and b.src[0].op is Ops.RESHAPE and b.src[0].arg == (1, 4) and b.src[0].src[0].op is Ops.BUFFER
+  assert b.op is Ops.EXPAND and b.src[0].op is Ops.RESHAPE and b.src[0].arg == (1, 4) and \
+    b.src[0].src[0].op is Ops.BUFFER
   x, y = np.arange(3, dtype=np.float32), np.arange(4, dtype=np.float32)
   np.testing.assert_array_equal(run_shaped(g, [x, y]), x[:, None] * y)
 
@@ -114,7 +121,8 @@ def test_broadcast_literal_is_const_like():
 
 def test_broadcast_error():
   with pytest.raises(UirParseError, match=re.escape("line 4: can't broadcast (2, 3) with (4,): %3 = add %1, %2")):
-    parse("%0 = buffer 6 : dtype=f32 slot=0\n%1 = reshape %0, (2, 3)\n%2 = buffer 4 : dtype=f32 slot=1\n%3 = add %1, %2")
+    parse("%0 = buffer 6 : dtype=f32 slot=0\n%1 = reshape %0, (2, 3)\n%2 = buffer 4 : dtype=f32 slot=1\n"
+          "%3 = add %1, %2")
 
 
 def _shaped(i: int, shape: tuple[int, ...]) -> str:
@@ -194,7 +202,8 @@ def test_typed_literal_printed_only_when_context_differs():
   assert parse(text) is g
 
 
-@pytest.mark.parametrize("v", [0.0, -0.0, math.inf, -math.inf, math.nan, -math.nan, 1e-05, 5e-324, 3.4028234663852886e38, 0.1])
+@pytest.mark.parametrize("v", [0.0, -0.0, math.inf, -math.inf, math.nan, -math.nan, 1e-05, 5e-324,
+                               3.4028234663852886e38, 0.1])
 @pytest.mark.parametrize("d", [dtypes.float32, dtypes.float64])
 def test_special_floats_round_trip(v, d):
   x = buf(0, 1, d).index(UOp.const(0)).load()
@@ -246,7 +255,8 @@ def test_errors(text, msg):
 
 
 # ---------------------------------------------------------------- random graphs round-trip
-INTS = [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64]
+INTS = [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64,
+        dtypes.uint64]
 DTYPES = [dtypes.bool, *INTS, dtypes.index, dtypes.float32, dtypes.float64]
 
 
@@ -266,8 +276,10 @@ def scalars(draw, d, depth=3):
       return range_(draw(st.integers(1, 8)), draw(st.integers(0, 3)), draw(st.sampled_from(list(AxisType))))
     return UOp.const(draw(values(d)), d)
   sub = lambda e: draw(scalars(e, depth - 1))
-  if kind == "alu": return UOp(draw(st.sampled_from([Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX])), (sub(d), sub(d)))
-  if kind == "lit": return draw(st.sampled_from([operator.add, operator.mul, operator.floordiv, operator.mod]))(sub(d), draw(values(d)))
+  if kind == "alu":
+    return UOp(draw(st.sampled_from([Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX])), (sub(d), sub(d)))
+  if kind == "lit":
+    return draw(st.sampled_from([operator.add, operator.mul, operator.floordiv, operator.mod]))(sub(d), draw(values(d)))
   if kind == "cmp":
     e = draw(st.sampled_from(DTYPES))
     return UOp(draw(st.sampled_from([Ops.CMPLT, Ops.CMPNE])), (sub(e), sub(e)))
@@ -293,16 +305,18 @@ def test_random_scalar_graphs_round_trip(g):
 
 @st.composite
 def movement_chains(draw):
-  """A random chain of shape-world ops over a buffer: every movement op incl. PAD and FLIP (no-ops too), STACK, REDUCE, INDEX,
-  CAST, STAGE and ALU ops with broadcast constants."""
+  """A random chain of shape-world ops over a buffer: every movement op incl. PAD and FLIP (no-ops too), STACK,
+  REDUCE, INDEX, CAST, STAGE and ALU ops with broadcast constants."""
   d = draw(st.sampled_from([dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint8, dtypes.bool]))
   shape = tuple(draw(st.lists(st.integers(1, 4), max_size=4)))
   u = UOp(Ops.RESHAPE, (buf(draw(st.integers(0, 2)), prod(shape), d),), shape)
   for _ in range(draw(st.integers(0, 6))):
-    s, k = u.shape, draw(st.sampled_from(["permute", "shrink", "reshape", "expand", "stack", "reduce", "alu", "cast", "stage",
+    s, k = u.shape, draw(st.sampled_from(["permute", "shrink", "reshape", "expand", "stack", "reduce", "alu", "cast",
+                                          "stage",
                                           "index", "pad", "flip"]))
     if k == "permute": u = UOp(Ops.PERMUTE, (u,), tuple(draw(st.permutations(range(len(s))))))
-    elif k == "shrink": u = UOp(Ops.SHRINK, (u,), tuple((b, draw(st.integers(b, n))) for n in s for b in [draw(st.integers(0, n))]))
+    elif k == "shrink":
+      u = UOp(Ops.SHRINK, (u,), tuple((b, draw(st.integers(b, n))) for n in s for b in [draw(st.integers(0, n))]))
     elif k == "reshape": u = UOp(Ops.RESHAPE, (u,), draw(st.sampled_from([(prod(s),), (1, *s), s])))
     elif k == "expand": u = UOp(Ops.EXPAND, (u,), tuple(draw(st.integers(1, 3)) if n == 1 else n for n in s))
     elif k == "stack": u = UOp(Ops.STACK, (u, u.const_like(draw(values(u.dtype)))) if draw(st.booleans()) else (u,))
@@ -316,7 +330,8 @@ def movement_chains(draw):
     # a nan pad value is never hash-consed to itself (uop._argkey only normalizes a top-level float arg)
     elif k == "pad": u = UOp(Ops.PAD, (u,), (tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in s),
                                              u.dtype.python(draw(values(u.dtype).filter(lambda v: v == v)))))
-    elif k == "flip": u = UOp(Ops.FLIP, (u,), tuple(draw(st.lists(st.integers(0, len(s) - 1), unique=True)) if s else ()))
+    elif k == "flip":
+      u = UOp(Ops.FLIP, (u,), tuple(draw(st.lists(st.integers(0, len(s) - 1), unique=True)) if s else ()))
   return u
 
 

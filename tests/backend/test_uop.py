@@ -1,9 +1,10 @@
 """The IR: hash-consing, the weak cons table, and the type checker's errors (loop world and shape world)."""
-import gc, math
+import gc
+import math
 import pytest
 from minitensor.backend import uop as uop_mod
-from minitensor.backend.uop import UOp, UOpError, Ops, AxisType, ParamArg, range_, buf
 from minitensor.backend.dtype import dtypes
+from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, UOpError, buf, range_
 
 
 def raises(match: str):
@@ -257,12 +258,15 @@ def test_reduce_errors():
   with raises(r"^REDUCE \(Ops.ADD, -1\) of \(3, 4\)$"): X().reduce(Ops.ADD, -1)
   with raises(r"^REDUCE \(Ops.FDIV, 1\) of \(3, 4\)$"): X().reduce(Ops.FDIV, 1)
   with raises(r"^REDUCE \(Ops.ADD,\) of \(3, 4\)$"): UOp(Ops.REDUCE, (X(),), (Ops.ADD,))
-  with raises(r"^REDUCE ADD of bool: cast first$"): UOp(Ops.REDUCE, (UOp.const(True).reshape((1,)).expand((3,)),), (Ops.ADD, 1))
-  assert X().reduce(Ops.MAX, 1).shape == (3,) and X().reduce(Ops.ADD, 2).shape == () and X().reduce(Ops.ADD, 0).shape == (3, 4)
+  with raises(r"^REDUCE ADD of bool: cast first$"):
+    UOp(Ops.REDUCE, (UOp.const(True).reshape((1,)).expand((3,)),), (Ops.ADD, 1))
+  assert X().reduce(Ops.MAX, 1).shape == (3,) and X().reduce(Ops.ADD, 2).shape == () and \
+    X().reduce(Ops.ADD, 0).shape == (3, 4)
 
 
 def test_stack_errors():
-  with raises(r"^STACK: sources differ: float32 \(3, 4\) vs float32 \(4, 3\)$"): UOp(Ops.STACK, (X(), X().permute((1, 0))))
+  with raises(r"^STACK: sources differ: float32 \(3, 4\) vs float32 \(4, 3\)$"):
+    UOp(Ops.STACK, (X(), X().permute((1, 0))))
   with raises(r"^STACK: sources differ: float32 \(3, 4\) vs int32 \(3, 4\)$"):
     UOp(Ops.STACK, (X(), buf(1, 12, dtypes.int32).reshape((3, 4))))
   with raises(r"^STACK: needs at least one source$"): UOp(Ops.STACK, ())

@@ -17,12 +17,14 @@ jump in the result, not a bug. Float reductions also need moderate magnitudes (f
 in NumPy but not in float64).
 """
 from __future__ import annotations
-import math, warnings
+import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
@@ -246,7 +248,8 @@ def indexing(g: Gen) -> None:
     m = g.pick(fits)
     if m is None: kind = "mask"
     else: idx.append(Ref(m))
-  if kind == "mask": idx.append(g.draw(mtt.arrays(np.bool_, shape[lead:lead + g.draw(st.integers(1, len(shape) - lead))])))
+  if kind == "mask":
+    idx.append(g.draw(mtt.arrays(np.bool_, shape[lead:lead + g.draw(st.integers(1, len(shape) - lead))])))
   elif kind != "value-mask":         # integer arrays, in bounds (or any index of an empty axis: IndexError)
     s = g.draw(mtt.shapes(max_dims=2, max_side=3))
     ints = lambda n: g.draw(mtt.arrays(np.int64, s, elements=st.integers(-n, n - 1) if n else st.integers(-1, 1)))
@@ -318,7 +321,8 @@ def programs(draw, first_dtype=None, max_ops: int = 20) -> Program:
   g = Gen(draw)
   for _ in range(draw(st.integers(1, 2))): g.new_input(draw(mtt.shapes(max_dims=4, max_side=4)), first_dtype)
   for _ in range(draw(st.integers(1, max_ops))): draw(st.sampled_from(FAMILIES))(g)
-  g.prog.outputs = [k for k in range(len(g.vals)) if not g.is_input[k] and (k not in g.used or draw(st.integers(0, 3)) == 0)]
+  g.prog.outputs = [k for k in range(len(g.vals))
+                    if not g.is_input[k] and (k not in g.used or draw(st.integers(0, 3)) == 0)]
   return g.prog
 
 
@@ -377,4 +381,5 @@ def test_multiply_add_rounds_twice_like_numpy(dtype, eps):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matmul_with_inner_size_1_keeps_the_sign_of_zero(dtype):
-  mtt.assert_matches_numpy(lambda a, b: a @ b, np.array([[3.0], [1.0], [0.0]], dtype), np.array([[-2.0]], dtype), rtol=0, atol=0)
+  mtt.assert_matches_numpy(lambda a, b: a @ b, np.array([[3.0], [1.0], [0.0]], dtype), np.array([[-2.0]], dtype),
+                           rtol=0, atol=0)

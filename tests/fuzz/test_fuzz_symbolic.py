@@ -11,13 +11,16 @@ boolean combinations. For every expression:
     small loops.
 """
 from __future__ import annotations
-import itertools, math, random
+import itertools
+import math
+import random
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from minitensor.backend.debug import run_c
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import UOp, Ops, buf, range_, sink
-from minitensor.backend.symbolic import simplify, bounds
-from minitensor.backend.runtime import run_c
+from minitensor.backend.symbolic import bounds, simplify
+from minitensor.backend.uop import Ops, UOp, buf, range_, sink
 
 BIG = 2**62          # the C check leaves out expressions whose values (or intermediates) pass this
 

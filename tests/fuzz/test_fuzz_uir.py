@@ -8,14 +8,15 @@ scheduler produces for random Tensor programs (movement chains, elementwise ops 
 from __future__ import annotations
 import math
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.uop import UOp, Ops, AxisType, ParamArg, buf, range_, sink
-from minitensor.backend.uir import parse, print_uir
 from minitensor.backend.kernelize import schedule
 from minitensor.backend.realize import normalize
+from minitensor.backend.uir import parse, print_uir
+from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, buf, range_, sink
 
 DATA = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64,
         dtypes.float16, dtypes.float32, dtypes.float64]
@@ -24,7 +25,8 @@ SPECIAL = [math.nan, -math.nan, math.inf, -math.inf, -0.0, 0.0, 5e-324, 1e-05, 0
 
 def literal(draw, d):
   if d.is_bool: return UOp.const(draw(st.booleans()), d)
-  if d.is_float: return UOp.const(draw(st.one_of(st.sampled_from(SPECIAL), st.floats(width=min(64, 8 * d.itemsize)))), d)
+  if d.is_float:
+    return UOp.const(draw(st.one_of(st.sampled_from(SPECIAL), st.floats(width=min(64, 8 * d.itemsize)))), d)
   if d is dtypes.index: return UOp.const(draw(st.integers(-2**40, 2**40)))
   return UOp.const(draw(st.integers(d.min, d.max)), d)
 

@@ -1,0 +1,44 @@
+"""debug: run one lowered kernel by hand, for tests and experiments (the library itself runs schedules through
+realize.py). Each helper crosses stages on purpose, so it lives here and no stage imports another for it.
+
+    run_c(prog, bufs)          renders (if given a SINK), compiles and calls one kernel on {slot: ndarray}
+    run_shaped(root, inputs)   lowers a shaped graph over BUFFER slots 0..n-1, runs it, returns the result
+"""
+from __future__ import annotations
+import numpy as np
+from minitensor.backend.rangeify import Ctx, Opts, lower
+from minitensor.backend.render_c import render_c
+from minitensor.backend.runtime import call, compile_c
+from minitensor.backend.uop import Ops, UOp, buf, prod
+
+
+def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:
+  """Run one kernel on {slot: ndarray}. `prog` is a lowered SINK (rendered here) or C source defining `name`.
+  Buffers must be C-contiguous, of the BUFFER's dtype and at least its size; they are used in place."""
+  if isinstance(prog, UOp):
+    nodes = prog.toposort()
+    bufs = {u.arg.slot: u for u in nodes if u.op is Ops.BUFFER}
+    written = {u.src[0].src[0].arg.slot for u in nodes if u.op is Ops.STORE and u.src[0].src[0].op is Ops.BUFFER}
+    for s, b in bufs.items():
+      if s not in buffers: raise ValueError(f"run_c: no array for buffer slot {s}")
+      a = buffers[s]
+      if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or a.dtype != b.dtype.np or a.size < b.arg.shape[0]:
+        raise ValueError(f"run_c: slot {s} needs a contiguous {b.dtype.name} array of {b.arg.shape[0]} elements, "
+                         f"got {getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+      if s in written and not a.flags.writeable:
+        raise ValueError(f"run_c: slot {s} is written but the array is read-only")
+    slots = sorted(bufs)
+    prog = render_c(prog, name)
+  else: slots = sorted(buffers)
+  call(compile_c(prog)[name], [buffers[s] for s in slots])
+
+
+def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) -> np.ndarray:
+  """Lower a shaped graph whose BUFFERs are slots 0..len(inputs)-1, run it, return the result."""
+  n = prod(root.shape)
+  res = np.zeros(max(n, 1), root.dtype.np)
+  if n:
+    out = buf(len(inputs), n, root.dtype)
+    run_c(lower(root, out, Ctx(opts=opts or Opts())),
+          {**{i: np.ascontiguousarray(a) for i, a in enumerate(inputs)}, len(inputs): res})
+  return res[:n].reshape(root.shape)
