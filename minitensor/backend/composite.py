@@ -20,7 +20,7 @@ The composite PAD evaluates both sides of each doubling STACK and keeps the // a
 its index; the primitive PAD is one clamped load and one select per padded axis. Both composite flips are
 quadratic (each output element sums over, or selects along, the whole axis: a WHERE evaluates both branches,
 and flip_stack's chain of n selects makes C the compiler needs seconds for). So the library uses the
-primitives PAD and FLIP (`default_pad`, `default_flip`); the composites stay as executable specifications and
+primitives PAD and FLIP (`pad_guarded`, `flip`); the composites stay as executable specifications and
 are tested against NumPy like everything else.
 """
 from __future__ import annotations
@@ -118,7 +118,3 @@ def pad_guarded(x: UOp, arg: tuple[tuple[int, int], ...], value=0) -> UOp:
 def flip(x: UOp, axes: tuple[int, ...]) -> UOp:
   """Reverse the given axes with the primitive FLIP (index n-1-i)."""
   return x.flip(axes)
-
-
-default_pad = pad_guarded
-default_flip = flip

@@ -162,7 +162,7 @@ class Compiled:
   def _tier_up(self) -> None:
     """Compile at tier 1 on a background thread; swap the functions in when done (a failed compile keeps tier 0)."""
     def work() -> None:
-      try: fns = _functions(self.plan, 1)
+      try: fns = _functions(self.plan, 1, self.checked)
       except Exception as e:                   # noqa: BLE001  (the tier-0 code keeps working)
         log.warning(f"minitensor: the tier-1 compile failed, staying at tier 0: {e}")
         return
@@ -228,7 +228,7 @@ def program(key, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] =
   if (stored := plans.load(disk)) is not None:
     try:
       plan = Plan.from_json(stored)
-      fns = _functions(plan, plan.tier)
+      fns = _functions(plan, plan.tier, key[1])
     except (ValueError, KeyError, CompileError): pass      # a damaged plan: lowered again and rewritten below
     else:
       stats.plan_hits += 1
@@ -258,7 +258,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   tier = tiers.choose(_work(sched)) if calls else 1
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   plan = Plan(src, tier, calls, bufs, sched.outputs)
-  return Compiled(plan, n_inputs, _functions(plan, tier), time.perf_counter() - t, checked=checked, tier=tier)
+  return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier)
 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool) -> Schedule:
@@ -281,12 +281,15 @@ def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tupl
   return 1, (sizes.index(n),)            # a flat key: every buffer has the one size
 
 
-def _functions(plan: Plan, tier: int) -> list:
-  """(kernel, buffer slots, arguments after the buffers) of every call of the plan, its library compiled (or
-  found in the caches) at `tier`."""
+def _functions(plan: Plan, tier: int, checked: bool = False) -> list:
+  """(kernel, buffer slots, arguments after the buffers, graph sizes) of every call of the plan, its library
+  compiled (or found in the caches) at `tier`. Each function's parameters follow from its call: the buffers,
+  then the loop size of a flat kernel and the graph sizes (int64_t), then checked mode's error buffer."""
   if not plan.calls: return []
   cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.src))
-  lib = compile_c(PRELUDE + plan.src, flags, cc)
+  err = ("void*",) if checked else ()
+  sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err for c in plan.calls}
+  lib = compile_c(PRELUDE + plan.src, flags, cc, sigs)
   return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
 
 

@@ -336,7 +336,6 @@ def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
-_SWITCH = re.compile(r"^int mt_serial\b", re.M)
 
 
 def _tuned(flags: tuple, cc: str) -> tuple:
@@ -560,29 +559,39 @@ def _keep(key: str, ks: dict[str, Kernel]) -> None: _loaded[key] = ks
 _libraries = Once(_memory_hit, _keep)
 
 
-def compile_c(src: str, flags: tuple = FLAGS, cc: str | None = None) -> dict[str, Kernel]:
-  """Compile (or fetch from the caches) a translation unit with cc (default: compiler()); its kernels by name."""
+Signatures = dict[str, tuple[str, ...]]      # function name -> its parameters, each "void*" or "int64_t"
+
+
+def compile_c(src: str, flags: tuple = FLAGS, cc: str | None = None, signatures: Signatures | None = None
+              ) -> dict[str, Kernel]:
+  """Compile (or fetch from the caches) a translation unit with cc (default: compiler()); its kernels by name.
+  signatures: the functions to load and their parameters, as the lowering that wrote src knows them (realize's
+  Plan); without them (a hand-written source) they are read from the C's `void name(...)` lines."""
   cc = cc or compiler()
   key = _key(src, flags, cc)
-  return _libraries.get(key, lambda: _load(src, key, flags, cc))
+  return _libraries.get(key, lambda: _load(src, key, flags, cc, signatures))
 
 
-def _load(src: str, key: str, flags: tuple, cc: str) -> dict[str, Kernel]:
+def _load(src: str, key: str, flags: tuple, cc: str, signatures: Signatures | None) -> dict[str, Kernel]:
   limit = cache_limit()                       # a bad MINITENSOR_CACHE_BYTES fails before any compile
   compile_timeout()                           # and so does a bad MINITENSOR_COMPILE_TIMEOUT
   path = os.path.join(entry_dir(key), key + ".so")
   # parameters as the caller passes them: every pointer a void* (buffers pass as from_buffer cdata), sizes int64_t
-  sigs = [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()))
-          for name, params in _SIG.findall(src)]
-  switch = bool(_SWITCH.search(src))
+  sigs = list(signatures.items()) if signatures is not None else \
+    [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()))
+     for name, params in _SIG.findall(src)]
   if _valid(path) and (lib := _open(path, key)) is not None:
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
   else: lib = _build(src, key, path, flags, limit, cc)
-  if switch:
+  try: lib.read_variable(native().int, "mt_serial")     # every rendered kernel's library has the switch
+  except KeyError: pass
+  else:
     _threaded.append(lib)
     if _serial: _set_serial(lib)
-  return {name: Kernel(name, src, lib.load_function(native().fn_type(ps), name), len(ps), lib) for name, ps in sigs}
+  try: fns = {name: lib.load_function(native().fn_type(ps), name) for name, ps in sigs}
+  except AttributeError as e: raise KeyError(f"compile_c: {e}") from None     # a function the source lacks
+  return {name: Kernel(name, src, fns[name], len(ps), lib) for name, ps in sigs}
 
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:

@@ -71,7 +71,7 @@ class Ops(Enum):
 
 
 class AxisType(Enum):
-  LOOP = auto(); REDUCE = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); VECTOR = auto()
+  LOOP = auto(); REDUCE = auto(); THREAD = auto(); VECTOR = auto()
   __hash__ = object.__hash__
 
 
