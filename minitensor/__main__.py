@@ -96,12 +96,13 @@ def _cache(args) -> int:
   from minitensor.backend.runtime import cache_dir
   d = cache_dir()
   files = [os.path.join(dp, f) for dp, _, fs in os.walk(d) for f in fs]
+  libs, plans = sum(f.endswith(".so") for f in files), sum(f.endswith(".plan") for f in files)
   if args.action == "clear":
     shutil.rmtree(d, ignore_errors=True)
-    print(f"removed {sum(f.endswith('.so') for f in files)} kernel(s) from {d}")
+    print(f"removed {libs} kernel(s) and {plans} run plan(s) from {d}")
   else:
     size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
-    print(f"cache directory: {d}\nkernels: {sum(f.endswith('.so') for f in files)}\nsize: {size / 1e6:.2f} MB")
+    print(f"cache directory: {d}\nkernels: {libs}\nrun plans: {plans}\nsize: {size / 1e6:.2f} MB")
   return 0
 
 

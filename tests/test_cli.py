@@ -77,8 +77,8 @@ def test_cache_info_and_clear(tmp_path):
   subprocess.run([sys.executable, "-c", "import minitensor as mt; (mt.ones(7) * 3).realize()"],
                  env={**os.environ, **env}, check=True)
   info = run("cache", "info", env=env).stdout
-  assert str(tmp_path) in info and "kernels: 1" in info
-  assert "removed 1 kernel" in run("cache", "clear", env=env).stdout
+  assert str(tmp_path) in info and "kernels: 1" in info and "run plans: 1" in info
+  assert "removed 1 kernel(s) and 1 run plan(s)" in run("cache", "clear", env=env).stdout
   assert "kernels: 0" in run("cache", "info", env=env).stdout
 
 
