@@ -51,11 +51,12 @@ def _path(key: str) -> str: return os.path.join(runtime.entry_dir(key), key + ".
 
 def load(key: str) -> dict | None:
   """The stored plan (parsed JSON) under key, or None when there is none or it is not a JSON object."""
+  path = _path(key)
   try:
-    with open(_path(key), "rb") as f: data = json.loads(f.read())
+    with open(path, "rb") as f: data = json.loads(f.read())
   except (OSError, ValueError): return None
   if not isinstance(data, dict): return None
-  with contextlib.suppress(OSError): os.utime(_path(key))         # recently used: last to be evicted
+  with contextlib.suppress(OSError): os.utime(path)               # recently used: last to be evicted
   return data
 
 

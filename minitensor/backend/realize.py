@@ -366,29 +366,25 @@ def _walk(outputs: list[UOp], symbolic: bool):
         else: key.append((op, u.dtype, _argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
         pos[u] = len(key) - 1
         continue
-      if (shape := seen.get(u.shape)) is None:          # (the nodes of a graph share a few shapes)
-        if math.prod(u.shape) > SYMBOLIC_MAX: return None
-        toks = []
-        for v in u.shape:
-          if v < 2: toks.append(v)
-          elif (t := sizes.get(v)) is not None: toks.append(~t)
-          elif v > SYMBOLIC_MAX: return None
-          else: toks.append(~len(sizes)); sizes[v] = len(sizes)
-        shape = seen[u.shape] = tuple(toks)
+      try:
+        if (shape := seen.get(u.shape)) is None:          # (the nodes of a graph share a few shapes)
+          if math.prod(u.shape) > SYMBOLIC_MAX: return None
+          shape = seen[u.shape] = tuple([_token(v, sizes) for v in u.shape])
+        arg = u.arg
+        if known: pass
+        elif op is Ops.RESHAPE or op is Ops.EXPAND:
+          arg = None                                      # the node's own shape says it
+          flat = flat and (op is Ops.RESHAPE or _scalar_leaf(u.src[0]))
+        elif op is Ops.CONST: arg = _argkey(arg)
+        elif op not in ALU:
+          flat = False
+          if op is Ops.SHRINK: arg = tuple([(_token(b, sizes), _token(e, sizes)) for b, e in arg])
+          elif op is Ops.PAD: arg = (tuple([(_token(b, sizes), _token(a, sizes)) for b, a in arg[0]]), _argkey(arg[1]))
+      except OverflowError: return None
       if known:
         key.append((Ops.BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
         leaves.append(u)
       else:
-        arg = u.arg
-        if op in ALU or op is Ops.RESHAPE: arg = None if op is Ops.RESHAPE else arg        # the shape says it
-        elif op is Ops.EXPAND:
-          arg = None
-          flat = flat and _scalar_leaf(u.src[0])
-        elif op is Ops.CONST: arg = _argkey(arg)
-        else:
-          flat = False
-          if op is Ops.SHRINK or op is Ops.PAD:
-            if (arg := _tokens(u, sizes)) is None: return None
         key.append((op, u.dtype, arg, tuple([pos[x] for x in u.src]), shape))
       pos[u] = len(key) - 1
   outs = tuple([pos[o] for o in outputs])
@@ -399,18 +395,14 @@ def _walk(outputs: list[UOp], symbolic: bool):
   return tuple(key), leaves, tuple(sizes)
 
 
-def _tokens(u: UOp, sizes: dict[int, int]):
-  """A SHRINK's or PAD's argument with its sizes as tokens (None: a size over SYMBOLIC_MAX)."""
-  def tok(v: int) -> int:
-    if v < 2: return v
-    if (t := sizes.get(v)) is None:
-      if v > SYMBOLIC_MAX: raise OverflowError
-      t = sizes[v] = len(sizes)
-    return ~t
-  try:
-    if u.op is Ops.SHRINK: return tuple([(tok(b), tok(e)) for b, e in u.arg])
-    return (tuple([(tok(b), tok(a)) for b, a in u.arg[0]]), _argkey(u.arg[1]))
-  except OverflowError: return None
+def _token(v: int, sizes: dict[int, int]) -> int:
+  """Size v as a symbolic key has it: 0 and 1 as themselves, another size as ~k, k its position in `sizes`
+  (OverflowError past SYMBOLIC_MAX: the graph is keyed concretely)."""
+  if v < 2: return v
+  if (t := sizes.get(v)) is None:
+    if v > SYMBOLIC_MAX: raise OverflowError
+    t = sizes[v] = len(sizes)
+  return ~t
 
 
 def _scalar_leaf(u: UOp) -> bool:

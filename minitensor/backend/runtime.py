@@ -488,28 +488,29 @@ def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
     if (lib := _open(so, key)) is None:
       raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
     with open(so, "rb") as f: data = f.read()
-    root = os.path.dirname(d)
-    # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
-    # only costs a later compile
-    with contextlib.suppress(OSError), _locked(root):
-      try: old = os.stat(path).st_size
-      except OSError: old = 0
+    def place() -> None:
       os.replace(so, path)
       _atomic_write(path[:-3] + ".sha256", f"{hashlib.sha256(data).hexdigest()} {len(data)}\n".encode())
-      _evict(root, path, len(data) - old, limit)
+    # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
+    # only costs a later compile
+    with contextlib.suppress(OSError): _install(path, len(data), place, limit)
     return lib
   finally: shutil.rmtree(work, ignore_errors=True)
 
 
-def install(path: str, data: bytes) -> None:
-  """Write a small cache entry (a run plan, plans.py) atomically under the cache's lock, counted and evicted
-  with the libraries."""
+def _install(path: str, size: int, place: Callable[[], None], limit: int) -> None:
+  """Under the cache's lock: put an entry of `size` bytes at path (place()), count it, evict past `limit`."""
   root = os.path.dirname(os.path.dirname(path))
   with _locked(root):
     try: old = os.stat(path).st_size
     except OSError: old = 0
-    _atomic_write(path, data)
-    _evict(root, path, len(data) - old, cache_limit())
+    place()
+    _evict(root, path, size - old, limit)
+
+
+def install(path: str, data: bytes) -> None:
+  """Write a small cache entry (a run plan, plans.py) atomically, counted and evicted with the libraries."""
+  _install(path, len(data), lambda: _atomic_write(path, data), cache_limit())
 
 
 def _entries(root: str) -> Iterator[tuple[float, int, str]]:

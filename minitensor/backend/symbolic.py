@@ -208,9 +208,7 @@ def _div_mod_symbolic(u: UOp) -> UOp | None:
   quot: dict[UOp, int] = {}
   rest: dict[UOp, int] = {}
   for atom, k in terms.items():
-    fs = list(_factors(atom)[1]) if atom.op is Ops.MUL else [atom]
-    m = _factors(atom)[0] if atom.op is Ops.MUL else 1
-    left = list(fs)
+    m, left = _factors(atom)
     for f in dfs:
       if f in left: left.remove(f)
       else: left = None; break
@@ -230,10 +228,10 @@ def _poly(x: UOp) -> dict[tuple[int, ...], int] | None:
   terms, c = _lin(x)
   out: dict[tuple[int, ...], int] = {(): c} if c else {}
   for atom, k in terms.items():
-    fs = _factors(atom)[1] if atom.op is Ops.MUL else [atom]
+    m, fs = _factors(atom)
     if any(f.op is not Ops.VAR for f in fs): return None
     key = tuple(sorted(f.arg.idx for f in fs))
-    out[key] = out.get(key, 0) + k * _factors(atom)[0]
+    out[key] = out.get(key, 0) + k * m
   return out
 
 
