@@ -29,8 +29,8 @@ linearize) counts the loop iterations of a lowered kernel: the work accounting t
 
 Sizes: a graph of small values is lowered with symbolic sizes (schedule's `sizes`: VARs, arguments of the C
 functions), so one compile serves every graph of its structure (realize.structure). A larger graph is lowered
-for its shapes, tuned by opt.py; an elementwise kernel over whole operands (`flat_elementwise`) is still lowered as one loop
-over n = prod(shape) with n an argument, so large elementwise kernels compile once for every shape and rank.
+for its shapes, tuned by opt.py; an elementwise kernel over whole operands (`flat_elementwise`) is still lowered
+as one loop over n = prod(shape) with n an argument, so large elementwise kernels compile once for every shape and rank.
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
