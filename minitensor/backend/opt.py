@@ -9,26 +9,39 @@ each loop (the address when that loop steps by one in the middle of its range, a
     vector   otherwise the innermost output axis runs in LANES-wide `omp simd` loop around the reduce loops
              when loads walk it with stride 1 (column sums, GEMM: a row of B times a broadcast element of A,
              convolution along a row): the compiler vectorizes the outer loop, one accumulator per lane
-    upcast   an outer output axis that one load walks while another broadcasts it is unrolled by 8 inside
-             that loop, so each loaded vector feeds 8 rows (a register tile of 8 rows x 2 vectors)
+    upcast   an outer output axis that one load walks while another broadcasts it is unrolled inside that loop,
+             so each loaded vector feeds several rows (a register tile of rows x 2 vectors sized to the registers)
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
              transpose) is blocked 32 x 32, so both sides stay in cache
     thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
              least THREAD_WORK loop iterations (outputs plus, per reduce, its loops around and inside)
 
-Factors must divide the axis; otherwise the axis is left as it is (correct, only slower).
+Factors must divide the axis; otherwise the axis is left as it is (correct, only slower). LANES, the register
+tile and the column-sum width come from the machine model (machine.py).
 """
 from __future__ import annotations
+from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import Ctx, Opts, rangeify
 from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17
 TILE = 32
-# column-sum lanes: 16 zmm of float64 accumulators (measured on (4096, 1024): 225 us at 128, 275 at 256-1024, 290 at 64)
-WIDE = 128
 
 
-def _lanes(itemsize: int) -> int: return max(64 // max(itemsize, 1), 1)       # one 512-bit vector
+def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register
+
+
+def _wide() -> int:
+  """Column-sum lanes: half the vector registers as float32 accumulators (AVX-512, measured on (4096, 1024) on a
+  Zen 4: 225 us at 128 lanes, 275 at 256-1024, 290 at 64)."""
+  m = machine()
+  return m.registers // 2 * m.lanes(4)
+
+
+def _tile_rows() -> int:
+  """Rows of a register tile of rows x 2 vectors: a power of two of accumulators that leaves 4 registers for the
+  loaded vectors (8 with 32 registers, measured 169 vs 143 GFLOP/s on a Zen 4; 4 with 16)."""
+  return 1 << (((machine().registers - 4) // 2).bit_length() - 1)
 
 
 def divisor(n: int, want: int) -> int:
@@ -80,15 +93,14 @@ def choose_opts(root: UOp) -> Opts:
       opts.vector[axis_of[inner]] = f
       # a register tile: rows that one load broadcasts (stride 0) while another walks them
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
-      if rows and (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], 8)) > 1:
+      if rows and (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], _tile_rows())) > 1:
         opts.upcast[axis_of[max(rows, key=lambda r: r.arg.idx)]] = f
-        # 8 rows x 2 vectors: 16 accumulators, within the 32 vector registers (measured: 169 vs 143 GFLOP/s)
         opts.vector[axis_of[inner]] = divisor(shape[axis_of[inner]], 2 * lanes)
       elif not rows and len(axis_of) == 1:
-        # nothing to reuse in registers (a column sum): WIDE lanes, as many accumulators as the registers
+        # nothing to reuse in registers (a column sum): _wide() lanes, as many accumulators as the registers
         # hold, each pass over the rows reading a 512-byte run per row; the blocks are shared by the threads
         n = shape[axis_of[inner]]
-        opts.vector[axis_of[inner]] = divisor(n, min(WIDE, n // 2 if work >= THREAD_WORK else n))
+        opts.vector[axis_of[inner]] = divisor(n, min(_wide(), n // 2 if work >= THREAD_WORK else n))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0:

@@ -51,6 +51,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 import numpy as np
+from minitensor.backend.machine import machine
 
 # cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
 
@@ -136,7 +137,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # integer overflow well defined itself. -fno-math-errno only drops errno writes (values are unchanged).
 # -ffp-contract=off: a*b + c is rounded twice, as NumPy computes it (fused multiply-adds are written
 # explicitly by the renderer where NumPy's own kernels fuse: the dot-product accumulations of matmul).
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-std=gnu99")
+# -mprefer-vector-width (machine.py): the vector width opt.py sized its register tiles for.
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fopenmp",
+         "-std=gnu99") + machine().flags()
 # added to gcc's -O3 builds only (clang and tcc do not know them); figures in benchmarks/RESULTS.md, "-O3 compile time".
 # peeled-insns 150 (default 200): after unroll-and-jam, complete unrolling of reduction loops with literal trip counts
 # (softmax of (100, 100)) made 0.6-1.0 s compiles of a 60 ms kernel; no-version-loops-for-strides: no second copy of
