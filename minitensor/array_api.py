@@ -29,15 +29,17 @@ import builtins
 import functools
 import inspect
 import math
+import sys
 import types
 from typing import Callable, NamedTuple
 import numpy as np
 from minitensor import creation as C
 from minitensor import functions as F
 from minitensor import manipulation as M
+from minitensor import movement
 from minitensor import tensor as T
 from minitensor.backend.uop import Ops, UOp
-from minitensor.tensor import Tensor, apply_ufunc, where
+from minitensor.tensor import Tensor, apply_ufunc, tensor_methods, where
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -288,27 +290,38 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
 def namespace(api_version: str | None = None) -> types.ModuleType:
   """The namespace of an Array API version: minitensor itself for None and 2024.12; for 2021.12 to 2023.12 a
   copy of it whose meshgrid and broadcast_arrays return lists (those versions' return type)."""
-  import minitensor
-  if api_version is None or api_version == __array_api_version__: return minitensor
+  if api_version is None or api_version == __array_api_version__: return _package()
   if api_version not in _VERSIONS:
     raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r} "
                      f"(supported: {', '.join(_VERSIONS)})")
   return _older(api_version)
 
 
+def _package() -> types.ModuleType:
+  """The minitensor package (the namespace), looked up rather than imported: it imports this module, and it is
+  always loaded before any of its modules runs."""
+  return sys.modules[__name__.rpartition(".")[0]]
+
+
+@tensor_methods
+class _ArrayApi:
+  def __array_namespace__(self, *, api_version: str | None = None) -> types.ModuleType:
+    """The Array API namespace of this Tensor (the minitensor module): namespace(api_version)."""
+    return namespace(api_version)
+
+
 @functools.cache
 def _older(version: str) -> types.ModuleType:
-  import minitensor
-  import minitensor.fft
-  import minitensor.linalg  # noqa: F401  (loaded, so that the copy holds them)
+  from minitensor import fft, linalg  # noqa: F401  (loaded, so that the copy holds them)
+  mt = _package()
   ns = types.ModuleType("minitensor", f"minitensor as the Array API {version} namespace")
-  ns.__dict__.update({k: v for k, v in vars(minitensor).items() if k not in ("__name__", "__doc__")})
+  ns.__dict__.update({k: v for k, v in vars(mt).items() if k not in ("__name__", "__doc__")})
   ns.__array_api_version__ = version
-  ns.meshgrid = lambda *arrays, indexing="xy", sparse=False: list(minitensor.meshgrid(*arrays, indexing=indexing,
-                                                                                      sparse=sparse))
-  ns.broadcast_arrays = lambda *arrays: list(minitensor.broadcast_arrays(*arrays))
-  ns.meshgrid.__signature__ = inspect.signature(minitensor.meshgrid)
-  ns.broadcast_arrays.__signature__ = inspect.signature(minitensor.broadcast_arrays)
+  ns.meshgrid = lambda *arrays, indexing="xy", sparse=False: list(mt.meshgrid(*arrays, indexing=indexing,
+                                                                              sparse=sparse))
+  ns.broadcast_arrays = lambda *arrays: list(mt.broadcast_arrays(*arrays))
+  ns.meshgrid.__signature__ = inspect.signature(mt.meshgrid)
+  ns.broadcast_arrays.__signature__ = inspect.signature(mt.broadcast_arrays)
   return ns
 
 
@@ -343,7 +356,7 @@ def expand_dims(a, /, axis=0) -> Tensor:
   -------
   Tensor
   """
-  return T.expand_dims(a, axis)
+  return movement.expand_dims(a, axis)
 
 
 def reshape(a, /, shape, order: str = "C", *, copy=None) -> Tensor:

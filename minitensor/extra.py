@@ -18,7 +18,9 @@ import numpy as np
 from minitensor import views as V
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.manipulation import _axis, concatenate
-from minitensor.tensor import Tensor, _acc_dtype, _dtype, apply_ufunc, asarray, broadcast_shapes, full, tensordot, where
+from minitensor.numpy_rules import _acc_dtype, _dtype, broadcast_shapes
+from minitensor.products import tensordot
+from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diagonal", "trace", "diag", "take",
            "take_along_axis", "meshgrid", "outer", "inner", "vecdot", "isclose", "allclose"]

@@ -43,7 +43,7 @@ from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import DType
 from minitensor.backend.uop import UOp, prod
-from minitensor.tensor import Tensor, asarray
+from minitensor.tensor import Tensor, asarray, tensor_methods
 
 _BAD = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
         "valid indices")
@@ -439,3 +439,14 @@ def setitem(t: Tensor, idx, value) -> Tensor:
   inv.transpose(adv + rest)[tuple(arrays) + basic] = pos
   iu = asarray(inv.reshape(t.shape)).uop
   return Tensor((iu >= 0).where(v.reshape((prod(region),)).index(iu), t.uop))
+
+
+@tensor_methods
+class _Indexing:
+  def __getitem__(self, idx) -> Tensor:
+    """self[idx] with NumPy's semantics, lazily: getitem."""
+    return getitem(self, idx)
+
+  def __setitem__(self, idx, value) -> None:
+    """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
+    V.write(self, setitem(self, idx, value).uop)

@@ -42,7 +42,7 @@ import inspect
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, apply_ufunc, asarray
+from minitensor.tensor import Tensor, apply_ufunc, asarray, tensor_methods
 from minitensor.tensor import where as where_
 
 _REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
@@ -173,3 +173,9 @@ def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict):
   if isinstance(kwargs.get("out"), Tensor):
     raise TypeError(f"numpy.{func.__name__}: out= must be an ndarray, got a Tensor")
   return func(*to_numpy(args), **to_numpy(kwargs))
+
+
+@tensor_methods
+class _NumpyProtocols:
+  def __array_ufunc__(self, ufunc, method, *inputs, **kwargs): return array_ufunc(ufunc, method, inputs, kwargs)
+  def __array_function__(self, func, types, args, kwargs): return array_function(func, types, args, kwargs)

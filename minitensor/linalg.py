@@ -22,6 +22,7 @@ import numpy as np
 from numpy.linalg import LinAlgError
 from minitensor import extra as E
 from minitensor import manipulation as M
+from minitensor import products as P
 from minitensor import tensor as T
 from minitensor.tensor import Tensor, apply_ufunc, asarray
 
@@ -79,7 +80,7 @@ def _square(t: Tensor, name: str) -> None:
 # ---------------------------------------------------------------------- lazy
 def matmul(x1, x2, /) -> Tensor:
   """x1 @ x2 (NumPy's rules: 1-D operands promoted, batches broadcast); lazy."""
-  return T.matmul(x1, x2)
+  return P.matmul(x1, x2)
 
 
 def matrix_transpose(x, /) -> Tensor:
@@ -89,7 +90,7 @@ def matrix_transpose(x, /) -> Tensor:
 
 def tensordot(x1, x2, /, *, axes=2) -> Tensor:
   """Sum of products over axes (an int: the last of x1 with the first of x2; or two sequences of axes); lazy."""
-  return T.tensordot(x1, x2, axes)
+  return P.tensordot(x1, x2, axes)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
@@ -167,10 +168,10 @@ def matrix_power(x, n, /) -> Tensor:
   if n < 0: t, n = inv(t), -n
   result, p = None, t
   while True:
-    if n & 1: result = p if result is None else T.matmul(result, p)
+    if n & 1: result = p if result is None else P.matmul(result, p)
     n >>= 1
     if not n: return result.copy() if result is t else result     # never the caller's own Tensor
-    p = T.matmul(p, p)
+    p = P.matmul(p, p)
 
 
 def _floating(t: Tensor) -> Tensor:

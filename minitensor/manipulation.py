@@ -31,7 +31,9 @@ from minitensor.backend.composite import move_axis
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.uop import Ops, UOp
 from minitensor.backend.uop import prod as _prod
-from minitensor.tensor import Tensor, _dtype, asarray, broadcast_shapes, expand_dims, full
+from minitensor.movement import expand_dims
+from minitensor.numpy_rules import _dtype, broadcast_shapes
+from minitensor.tensor import Tensor, asarray, full
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
            "array_split", "hsplit", "vsplit", "dsplit", "unstack", "pad",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import numpy as np
 from minitensor.backend.uop import Ops, UOp, prod
-from minitensor.tensor import Tensor, apply_ufunc, asarray, normalize_axes, where
+from minitensor.numpy_rules import normalize_axes
+from minitensor.tensor import Tensor, apply_ufunc, asarray, where
 
 
 def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)

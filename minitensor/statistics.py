@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 from minitensor.extra import diagonal
 from minitensor.manipulation import _concatenate
-from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray, clip, full, matmul
+from minitensor.products import matmul
+from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray, clip, full
 
 __all__ = ["tri", "cov", "corrcoef"]
 

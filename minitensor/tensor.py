@@ -7,69 +7,39 @@ and the Tensor keeps the result: its graph becomes a load of that buffer, so lat
 
 Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad are index maps. Realized data
 is always C-contiguous.
+
+This module holds the class's core (state, realization, conversions, operators, casts) and the functions the
+core needs (asarray, full, apply_ufunc, where, clip, round, realize). Every other method lives with its family,
+a module that imports this one and adds its methods with `@tensor_methods` (defined below):
+
+    movement.py      reshape transpose swapaxes squeeze expand_dims broadcast_to flip .T .mT ...
+    reductions.py    sum prod max min mean var std any all argmax argmin (with where= and initial=)
+    products.py      @ and dot
+    indexing.py      t[i] and t[i] = v
+    interop.py       NumPy's protocols __array_ufunc__ and __array_function__
+    array_api.py     __array_namespace__
+    methods.py       the other ndarray habits (fill, clip, sort, cumsum, take, DLPack, ...)
+
+`minitensor/__init__.py` imports every family, and importing any module of the package runs it first, so the
+class is complete before any of its code is called. The core reaches the families only through the class
+(`self @ x`, `self[i]`, `t.nonzero()`), never by importing them: the package's import graph has no cycles.
 """
 from __future__ import annotations
 import operator
 import warnings
+from types import FunctionType
 from typing import Any
 import numpy as np
-from numpy.exceptions import AxisError
 from minitensor import ufuncs as U
 from minitensor import views as V
-from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.dtype import dtypes
 from minitensor.backend.realize import array_of, borrow, buffer_of, is_borrowed, realize_base
 from minitensor.backend.realize import realize as _realize
 from minitensor.backend.uop import Ops, UOp, prod
-from minitensor.methods import NdarrayMethods, add_where
+from minitensor.numpy_rules import _dtype, broadcast_shapes, check_shape, normalize_axes  # noqa: F401 (fft, linalg)
 
 
-def _dtype(d) -> DType:
-  """A DType from anything NumPy accepts as a dtype; TypeError for unsupported kinds."""
-  if isinstance(d, DType): return d
-  try: nd = np.dtype(d)
-  except TypeError as e: raise TypeError(f"data type {d!r} not understood") from e
-  return dtypes.from_numpy(nd)
-
-
-def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
-  """NumPy's broadcast of shapes; ValueError naming the op and the shapes when they don't broadcast."""
-  if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple: return shapes[0]   # the common case
-  n = max((len(s) for s in shapes), default=0)
-  out = []
-  for k in range(n):
-    sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
-    if len(sizes) > 1:
-      raise ValueError(f"{op}: operands could not be broadcast together with shapes "
-                       f"{' '.join(str(tuple(s)) for s in shapes)}")
-    out.append(sizes.pop() if sizes else 1)
-  return tuple(out)
-
-
-def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
-  """axis (None, int or sequence, negative allowed) as sorted non-negative ints; AxisError when out of range."""
-  if axis is None: return tuple(range(ndim))
-  axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-  out = []
-  for a in axes:
-    try: a = operator.index(a)
-    except TypeError: raise TypeError(f"{op}: axis must be an integer or a tuple of integers, got {a!r}") from None
-    if not -ndim <= a < ndim: raise AxisError(a, ndim, f"{op}")
-    out.append(a % ndim)
-  if len(set(out)) != len(out): raise ValueError(f"{op}: duplicate value in 'axis': {axis}")
-  return tuple(sorted(out))
-
-
-def _acc_dtype(kind: str, d: DType) -> DType:
-  """NumPy's result dtype of sum/prod/mean over d."""
-  nd = d.np
-  if kind in ("sum", "prod"): return dtypes.from_numpy((np.sum if kind == "sum" else np.prod)(np.zeros(1, nd)).dtype)
-  return dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
-
-
-_WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
-
-
-class Tensor(NdarrayMethods):
+class Tensor:
   """A lazy n-dimensional array with NumPy's API; values are computed by minitensor's compiler on demand."""
   # _link: how a view derives from its root (views.py), None for a root; _version counts a root's writes and
   # realizations (views compare it); _writes counts the writes pending since the root's last realization
@@ -100,29 +70,43 @@ class Tensor(NdarrayMethods):
 
   # ------------------------------------------------------------------ attributes
   @property
-  def shape(self) -> tuple[int, ...]: return self._data.shape if self._data is not None else self._uop.shape
+  def shape(self) -> tuple[int, ...]:
+    """The size of each axis."""
+    return self._data.shape if self._data is not None else self._uop.shape
   @property
-  def dtype(self) -> np.dtype: return self._data.dtype if self._data is not None else self._uop.dtype.np
+  def dtype(self) -> np.dtype:
+    """The element type, as a NumPy dtype."""
+    return self._data.dtype if self._data is not None else self._uop.dtype.np
   @property
-  def ndim(self) -> int: return len(self.shape)
+  def ndim(self) -> int:
+    """The number of axes."""
+    return len(self.shape)
   @property
-  def size(self) -> int: return prod(self.shape)
+  def size(self) -> int:
+    """The number of elements."""
+    return prod(self.shape)
   @property
-  def itemsize(self) -> int: return self.dtype.itemsize
+  def itemsize(self) -> int:
+    """The bytes of one element."""
+    return self.dtype.itemsize
   @property
-  def nbytes(self) -> int: return self.size * self.itemsize
+  def nbytes(self) -> int:
+    """The bytes of all elements (size * itemsize)."""
+    return self.size * self.itemsize
   @property
-  def device(self) -> str: return "cpu"
-  @property
-  def T(self) -> Tensor: return self.transpose()
-  @property
-  def mT(self) -> Tensor:
-    if self.ndim < 2: raise ValueError(f"matrix transpose needs at least 2 dimensions, got shape {self.shape}")
-    return self.swapaxes(-1, -2)
+  def device(self) -> str:
+    """The device the values live on: always "cpu"."""
+    return "cpu"
 
   # ------------------------------------------------------------------ realization
   def realize(self) -> Tensor:
-    """Compute the value now (if not yet computed) and keep it; returns self."""
+    """Compute the value now (unless computed already) and keep it.
+
+    Returns
+    -------
+    Tensor
+        self
+    """
     realize(self)
     return self
 
@@ -135,7 +119,12 @@ class Tensor(NdarrayMethods):
     return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER and not is_borrowed(u.data) else None
 
   def numpy(self) -> np.ndarray:
-    """The value as an ndarray (a fresh, writable copy)."""
+    """The value as a fresh, writable ndarray (a copy).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     return np.array(self._value(), copy=True)
 
   def _value(self, element: bool = False) -> np.ndarray:
@@ -159,8 +148,26 @@ class Tensor(NdarrayMethods):
     v.flags.writeable = False
     return v
 
-  def tolist(self): return self._value(element=True).tolist()
+  def tolist(self):
+    """The value as nested Python lists of Python scalars (no compile for a realized Tensor).
+
+    Returns
+    -------
+    list or scalar
+    """
+    return self._value(element=True).tolist()
   def item(self, *args):
+    """One element as a Python scalar.
+
+    Parameters
+    ----------
+    *args : int or tuple of ints, optional
+        A flat or multi-dimensional index; none for size 1.
+
+    Returns
+    -------
+    int, float or bool
+    """
     if not args and self.size != 1:
       raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
     return self._value(element=True).item(*args)
@@ -223,8 +230,6 @@ class Tensor(NdarrayMethods):
     if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
     return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
   def __rpow__(self, x): return apply_ufunc(np.power, x, self)
-  def __matmul__(self, x): return matmul(self, x)
-  def __rmatmul__(self, x): return matmul(x, self)
   def __and__(self, x): return apply_ufunc(np.bitwise_and, self, x)
   def __rand__(self, x): return apply_ufunc(np.bitwise_and, x, self)
   def __or__(self, x): return apply_ufunc(np.bitwise_or, self, x)
@@ -251,7 +256,7 @@ class Tensor(NdarrayMethods):
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
   def _inplace(self, ufunc, x) -> Tensor:
     fast = self._fast_power(x) if ufunc is np.power else None
-    r = matmul(self, x) if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
+    r = self @ x if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
       apply_ufunc(ufunc, self, x)
     if not np.can_cast(r.dtype, self.dtype, "same_kind"):
       raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {r.dtype!r} to {self.dtype!r} "
@@ -276,16 +281,45 @@ class Tensor(NdarrayMethods):
   def __irshift__(self, x): return self._inplace(np.right_shift, x)
 
   def astype(self, dtype, copy: bool = True) -> Tensor:
-    """The values converted to dtype (C conversion rules, as NumPy's astype); complex to a real dtype keeps the
-    real part and warns with NumPy's ComplexWarning."""
+    """The values converted to dtype with C conversion rules (as NumPy's astype); complex to a real dtype keeps
+    the real part and warns with NumPy's ComplexWarning.
+
+    Parameters
+    ----------
+    dtype : dtype-like
+    copy : bool
+        Accepted; Tensors are immutable.
+
+    Returns
+    -------
+    Tensor
+    """
     d = _dtype(dtype)
     if self.uop.dtype.is_complex and not d.is_complex and not d.is_bool:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                     stacklevel=2)
     return Tensor(self.uop.cast(d))
 
-  def round(self, decimals: int = 0) -> Tensor: return round(self, decimals)
-  def conj(self) -> Tensor: return apply_ufunc(np.conjugate, self)
+  def round(self, decimals: int = 0) -> Tensor:
+    """Values rounded half to even to `decimals` places: minitensor.round.
+
+    Parameters
+    ----------
+    decimals : int, default 0
+
+    Returns
+    -------
+    Tensor
+    """
+    return round(self, decimals)
+  def conj(self) -> Tensor:
+    """The complex conjugate (the same values for a real dtype).
+
+    Returns
+    -------
+    Tensor
+    """
+    return apply_ufunc(np.conjugate, self)
   conjugate = conj
   @property
   def real(self) -> Tensor:
@@ -301,188 +335,18 @@ class Tensor(NdarrayMethods):
   @imag.setter
   def imag(self, value) -> None: self.imag[...] = value
 
-  # ------------------------------------------------------------------ reductions
-  def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
-    # as NumPy's ufunc.reduce: axis 0 or -1 of a 0-d array reduces nothing (mean raises)
-    if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None
-    axes = normalize_axes(axis, self.ndim, name)
-    u = self.uop.cast(acc) if acc is not None else self.uop
-    if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
-      raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
-                       f"(shape {self.shape}, axis {axis})")
-    if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
-    keep = [k for k in range(self.ndim) if k not in axes]
-    r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
-    if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
-    return Tensor(r)
 
-  def sum(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
-    """Sum over axis with NumPy's result dtype (int64 for smaller ints). float16 is accumulated in float32 and
-    float32 in float64, rounded once at the end (NumPy accumulates float32 in float32: README, Limitations)."""
-    out = _dtype(dtype) if dtype is not None else _acc_dtype("sum", self.uop.dtype)
-    acc = _WIDER.get(out, out)
-    return Tensor(self._reduce(Ops.ADD, axis, keepdims, "sum", acc).uop.cast(out))
-
-  def prod(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
-    out = _dtype(dtype) if dtype is not None else _acc_dtype("prod", self.uop.dtype)
-    return Tensor(self._reduce(Ops.MUL, axis, keepdims, "prod", _WIDER.get(out, out)).uop.cast(out))
-
-  def max(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce(Ops.MAX, axis, keepdims, "maximum")
-  def min(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce(Ops.MIN, axis, keepdims, "minimum")
-
-  def _count(self, axis) -> int: return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, "mean"))
-
-  def mean(self, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
-    """Mean over axis; with an integer dtype the sum is divided in float64 and truncated, as NumPy does."""
-    out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
-    s = self._reduce(Ops.ADD, axis, keepdims, "mean", _WIDER.get(out, out)).uop
-    if s.dtype.kind not in "fc": s = s.cast(dtypes.float64)
-    return Tensor((s / s.const_like(float(self._count(axis)))).cast(out))   # 0 / 0: NaN for an empty mean
-
-  def var(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
-    """Variance: the sum of squared deviations from the mean divided by max(N - ddof, 0), in NumPy's steps
-    (an integer dtype truncates the mean, the squares and the result)."""
-    if correction is not None: ddof = correction
-    if self.uop.dtype.is_complex:     # NumPy: the mean of |x - mean|^2 = re^2 + im^2, in the real dtype
-      d = self - self.mean(axis, dtype, keepdims=True)       # a real dtype: the mean of the real parts, as NumPy
-      sq = d.real * d.real + d.imag * d.imag
-      r = sq.sum(axis, keepdims=keepdims) / float(max(self._count(axis) - ddof, 0))
-      return r if dtype is None else r.astype(dtype)
-    out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
-    acc = _WIDER.get(out, out)
-    d = (Tensor(self.uop.cast(acc)) if acc.is_float else self) - self.mean(axis, acc, keepdims=True)
-    s = (d * d).sum(axis, acc, keepdims).uop
-    if not s.dtype.is_float: s = s.cast(dtypes.float64)
-    return Tensor((s / s.const_like(float(max(self._count(axis) - ddof, 0)))).cast(out))
-
-  def std(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None) -> Tensor:
-    v = self.var(axis, dtype, ddof, keepdims, correction=correction)
-    if v.uop.dtype.is_float: return Tensor(UOp(Ops.SQRT, (v.uop,)))
-    # NumPy converts the square root of a scalar back to an integer or bool dtype, but cannot cast an array's
-    if v.ndim: raise TypeError(f"std: the square root of {v.dtype} cannot be cast back to {v.dtype}; use a float dtype")
-    return Tensor(UOp(Ops.SQRT, (v.uop.cast(dtypes.float64),)).cast(v.uop.dtype))
-
-  def any(self, axis=None, keepdims: bool = False) -> Tensor:
-    return self.astype(bool)._reduce(Ops.MAX, axis, keepdims, "any") if self.size else \
-      _full_bool(self, axis, keepdims, False)
-  def all(self, axis=None, keepdims: bool = False) -> Tensor:
-    return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else \
-      _full_bool(self, axis, keepdims, True)
-
-  def argmax(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MAX)
-  def argmin(self, axis=None, keepdims: bool = False) -> Tensor: return _arg(self, axis, keepdims, Ops.MIN)
-
-  # ------------------------------------------------------------------ movement
-  def reshape(self, *shape, order: str = "C") -> Tensor:
-    """The same elements in row-major order, viewed with another shape (one -1 is inferred)."""
-    if order != "C": raise NotImplementedError("reshape: only order='C' is supported")
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
-    try: shape = tuple(operator.index(s) for s in shape)
-    except TypeError: raise TypeError(f"reshape: shape must be integers, got {shape!r}") from None
-    if shape.count(-1) > 1: raise ValueError("reshape: can only specify one unknown dimension")
-    if any(s < -1 for s in shape): raise ValueError(f"reshape: negative dimensions not allowed: {shape}")
-    if -1 in shape:
-      known = prod(s for s in shape if s != -1)
-      if known == 0 or self.size % known:
-        raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-      shape = tuple(self.size // known if s == -1 else s for s in shape)
-    _check_shape(shape, "reshape", self.itemsize)
-    if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-    return V.reshaped(self, shape)
-
-  def transpose(self, *axes) -> Tensor:
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or (len(axes) == 1 and axes[0] is None): axes = axes[0]
-    if not axes: axes = tuple(range(self.ndim))[::-1]
-    if len(axes) != self.ndim:
-      raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
-    ax = [operator.index(a) for a in axes]
-    for a in ax:
-      if not -self.ndim <= a < self.ndim: raise AxisError(a, self.ndim, "transpose")
-    ax = [a % self.ndim for a in ax]
-    if len(set(ax)) != len(ax): raise ValueError(f"transpose: repeated axis in {tuple(axes)}")
-    return V.permuted(self, tuple(ax))
-
-  def permute_dims(self, axes) -> Tensor: return self.transpose(axes)
-  def swapaxes(self, a: int, b: int) -> Tensor:
-    a, b = (normalize_axes(x, self.ndim, "swapaxes")[0] for x in (a, b))
-    p = list(range(self.ndim)); p[a], p[b] = p[b], p[a]
-    return V.permuted(self, tuple(p))
-
-  def flatten(self) -> Tensor: return Tensor(self.uop.reshape((self.size,)))
-  def ravel(self) -> Tensor: return self.reshape(-1)
-
-  def squeeze(self, axis=None) -> Tensor:
-    axes = tuple(k for k, s in enumerate(self.shape) if s == 1) if axis is None else \
-      normalize_axes(axis, self.ndim, "squeeze")
-    for a in axes:
-      if self.shape[a] != 1:
-        raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal to one "
-                         f"(axis {a} of shape {self.shape})")
-    return V.reshaped(self, tuple(s for k, s in enumerate(self.shape) if k not in axes))
-
-  def expand_dims(self, axis) -> Tensor: return expand_dims(self, axis)
-
-  def broadcast_to(self, shape) -> Tensor:
-    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
-      tuple(operator.index(s) for s in shape)
-    _check_shape(shape, "broadcast_to", self.itemsize)
-    if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
-      raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
-    st = (0,) * (len(shape) - self.ndim) + tuple(0 if n == 1 else s for n, s in zip(self.shape, V.strides_of(self)))
-    return V.readonly_view(self, lambda u: U._broadcast(u, shape), st)
-
-  def flip(self, axis=None) -> Tensor:
-    axes = normalize_axes(axis, self.ndim, "flip")
-    return V.flipped(self, axes)
-
-  # ------------------------------------------------------------------ indexing and linear algebra
-  def __getitem__(self, idx) -> Tensor:
-    from minitensor.indexing import getitem
-    return getitem(self, idx)
-
-  def __setitem__(self, idx, value) -> None:
-    """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
-    from minitensor.indexing import setitem
-    V.write(self, setitem(self, idx, value).uop)
-
-
-  # ------------------------------------------------------------------ NumPy protocols
-  def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-    from minitensor.interop import array_ufunc
-    return array_ufunc(ufunc, method, inputs, kwargs)
-
-  def __array_function__(self, func, types, args, kwargs):
-    from minitensor.interop import array_function
-    return array_function(func, types, args, kwargs)
-
-  def __array_namespace__(self, *, api_version: str | None = None):
-    from minitensor.array_api import namespace
-    return namespace(api_version)
-
-
-# ---------------------------------------------------------------------- helpers of the methods above
-def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
-  axes = normalize_axes(axis, t.ndim, "any/all")
-  shape = tuple(1 if k in axes else s for k, s in enumerate(t.shape)) if keepdims else \
-    tuple(s for k, s in enumerate(t.shape) if k not in axes)
-  return full(shape, v, dtype=bool)
-
-
-def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
-  """argmax/argmin: the first index where the extreme (or the first NaN) is."""
-  name = "argmax" if op is Ops.MAX else "argmin"
-  if axis is not None and not isinstance(axis, (int, np.integer)):
-    raise TypeError(f"{name}: axis must be an integer or None, got {type(axis).__name__}")
-  if axis is None or t.ndim == 0:        # NumPy flattens a 0-d array here
-    r = _arg(t.reshape(-1), 0 if axis is None else axis, False, op)
-    return r.reshape((1,) * t.ndim) if keepdims else r
-  (ax,) = normalize_axes(axis, t.ndim, name)
-  if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence (shape {t.shape}, axis {axis})")
-  m = t._reduce(op, ax, True, name)
-  hit = (t == m) | apply_ufunc(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
-  n = t.shape[ax]
-  iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
-  return where(hit, iota, n).min(axis=ax, keepdims=keepdims)
+def tensor_methods(family: type) -> type:
+  """Class decorator of a family of Tensor methods: the functions and properties defined in the body of
+  `family` become Tensor's, under their names. The family class is only a namespace (never instantiated or
+  inherited). A name Tensor already has is an error, so no family silently replaces another's method."""
+  for name, v in vars(family).items():
+    if not isinstance(v, (FunctionType, property)): continue
+    if name in vars(Tensor): raise TypeError(f"Tensor.{name} is defined twice (again in {family.__module__})")
+    f = v.fget if isinstance(v, property) else v
+    if f.__name__ == name: f.__qualname__ = f"Tensor.{name}"
+    setattr(Tensor, name, v)
+  return family
 
 
 # ---------------------------------------------------------------------- creation
@@ -539,12 +403,26 @@ array = asarray
 
 
 def full(shape, fill_value, dtype=None) -> Tensor:
+  """A Tensor of `shape` with every element fill_value (a broadcast constant: no memory until realized).
+
+  Parameters
+  ----------
+  shape : int or tuple of ints
+  fill_value : scalar or Tensor
+      A complex value for a real dtype keeps its real part (NumPy's ComplexWarning).
+  dtype : dtype-like, optional
+      Default: fill_value's NumPy dtype.
+
+  Returns
+  -------
+  Tensor
+  """
   shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
   if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
   if isinstance(fill_value, Tensor):
     return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
-  _check_shape(shape, "full", d.itemsize)
+  check_shape(shape, "full", d.itemsize)
   if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
     if not d.is_bool:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
@@ -555,21 +433,19 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
 
 
-MAX_DIMS = 64
+def zeros(shape, dtype=None) -> Tensor:
+  """A Tensor of `shape` filled with 0 (float64 by default): full(shape, 0, dtype)."""
+  return full(shape, 0, float if dtype is None else dtype)
 
 
-def _check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
-  """NumPy's limits, at the call: at most 64 dimensions, and a byte size (of the non-zero axes, as NumPy
-  counts) that fits in a signed 64-bit integer."""
-  if len(shape) > MAX_DIMS:
-    raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
-  if prod(s for s in shape if s) * itemsize >= 2 ** 63:
-    raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")
+def ones(shape, dtype=None) -> Tensor:
+  """A Tensor of `shape` filled with 1 (float64 by default): full(shape, 1, dtype)."""
+  return full(shape, 1, float if dtype is None else dtype)
 
 
-def zeros(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
-def ones(shape, dtype=None) -> Tensor: return full(shape, 1, float if dtype is None else dtype)
-def empty(shape, dtype=None) -> Tensor: return full(shape, 0, float if dtype is None else dtype)
+def empty(shape, dtype=None) -> Tensor:
+  """A Tensor of `shape` (float64 by default); its values are zeros, as the graph has no uninitialized memory."""
+  return full(shape, 0, float if dtype is None else dtype)
 
 
 # ---------------------------------------------------------------------- ufuncs on Tensors
@@ -614,7 +490,16 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
 
 # ---------------------------------------------------------------------- functions with NumPy names
 def realize(*tensors: Tensor) -> list[np.ndarray]:
-  """Compute several tensors together (shared work is done once); each keeps its result."""
+  """Compute several Tensors together (shared work is done once); each keeps its result.
+
+  Parameters
+  ----------
+  *tensors : Tensor
+
+  Returns
+  -------
+  list of numpy.ndarray
+  """
   todo = [t for t in tensors if t._realized() is None]
   if todo:
     for t, a in zip(todo, _realize([t.uop for t in todo])):
@@ -626,11 +511,20 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
 def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
   """x where cond is true, else y (broadcast together; x and y promoted as NumPy does). As NumPy's where, a
   Python int goes through int64 (or uint64) and wraps into the result dtype: where(c, int8_t, 1000) holds -24.
-  where(cond) alone is nonzero(cond)."""
+  where(cond) alone is nonzero(cond).
+
+  Parameters
+  ----------
+  cond : array_like of bool
+  x, y : array_like or scalar
+
+  Returns
+  -------
+  Tensor, or a tuple of int64 Tensors (one per axis) for where(cond)
+  """
   if x is None or y is None:
     if x is not y: raise ValueError("where: either both or neither of x and y should be given")
-    from minitensor.sorting import nonzero
-    return nonzero(cond)
+    return (cond if isinstance(cond, Tensor) else asarray(cond)).nonzero()
   c = asarray(cond) if not isinstance(cond, Tensor) else cond
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
   xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]
@@ -644,8 +538,19 @@ def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
 
 
 def clip(a, a_min=None, a_max=None) -> Tensor:
-  """min(max(a, a_min), a_max). As NumPy 2, a Python int bound past the end of a's integer range on its own
-  side clips nothing (clip(int8_t, -1000, 1000) is int8_t); past the other end it raises OverflowError."""
+  """Values of a limited to [a_min, a_max]: min(max(a, a_min), a_max), NumPy's clip. As NumPy 2, a Python int
+  bound past the end of a's integer range on its own side clips nothing (clip(int8_t, -1000, 1000) is int8_t);
+  past the other end it raises OverflowError.
+
+  Parameters
+  ----------
+  a : array_like
+  a_min, a_max : scalar, array_like or None
+
+  Returns
+  -------
+  Tensor
+  """
   a = asarray(a)
   d = a.uop.dtype
   if d.is_int and type(a_min) is int and a_min < d.min: a_min = None
@@ -656,9 +561,19 @@ def clip(a, a_min=None, a_max=None) -> Tensor:
 
 
 def round(a, decimals: int = 0) -> Tensor:
-  """Round half to even to `decimals` digits, in NumPy's steps: rint(a * 10**d) / 10**d, or rint(a / 10**-d) *
-  10**-d for d < 0. Integers are unchanged for d >= 0, rounded in float64 (and wrapped back) for d < 0; bool
-  rounds to float16 for d = 0 and raises TypeError otherwise."""
+  """Values rounded half to even to `decimals` digits (NumPy's round), in NumPy's steps: rint(a * 10**d) / 10**d,
+  or rint(a / 10**-d) * 10**-d for d < 0. Integers are unchanged for d >= 0, rounded in float64 (and wrapped
+  back) for d < 0; bool rounds to float16 for d = 0 and raises TypeError otherwise.
+
+  Parameters
+  ----------
+  a : array_like
+  decimals : int, default 0
+
+  Returns
+  -------
+  Tensor
+  """
   a = asarray(a)
   d = a.uop.dtype
   if decimals == 0: return a if d.is_int else apply_ufunc(np.rint, a)
@@ -667,151 +582,3 @@ def round(a, decimals: int = 0) -> Tensor:
   if decimals > 0: return apply_ufunc(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
   f = 10 ** -decimals if d.is_int else 10.0 ** -decimals
   return (apply_ufunc(np.rint, a / f) * f).astype(d)
-
-
-def expand_dims(a, axis) -> Tensor:
-  a = asarray(a)
-  axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-  n = a.ndim + len(axes)
-  axes = normalize_axes(axes, n, "expand_dims")
-  it = iter(a.shape)
-  return a.reshape(tuple(1 if k in axes else next(it) for k in range(n)))
-
-
-def matmul(a, b) -> Tensor:
-  """a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches broadcast."""
-  a, b = asarray(a), asarray(b)
-  if a.ndim == 0 or b.ndim == 0:
-    raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
-  a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
-  b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
-  (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
-  if k != k2: raise ValueError(f"matmul: mismatch in core dimension: {a.shape} @ {b.shape} ({k} != {k2})")
-  batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
-  acc = dtypes.from_numpy(np.result_type(a.dtype, b.dtype))
-  if acc.is_complex and k: return _complex_matmul(a2.astype(acc), b2.astype(acc)).reshape(
-    batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()))
-  au = U._broadcast(a2.uop.cast(acc), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
-  bu = U._broadcast(b2.uop.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
-  bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
-  prodt = au & bu if acc.is_bool else au * bu
-  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
-             UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
-  shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
-  return r.reshape(shape)
-
-
-def _complex_matmul(a: Tensor, b: Tensor) -> Tensor:
-  """Complex a @ b as four real products (pairs of floats: the real GEMM's vectorized, tiled loops, where a complex
-  accumulator does not vectorize; measured in the README), re = ar@br - ai@bi, im = ar@bi + ai@br."""
-  ar, ai, br, bi = (Tensor(p.uop.stage()) for p in (a.real, a.imag, b.real, b.imag))   # contiguous float parts
-  rr, ii, ri, ir = (matmul(x, y).uop.stage() for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))   # a GEMM each
-  return Tensor(UOp(Ops.CMPLX, (rr - ii, ri + ir)))
-
-
-def dot(a, b) -> Tensor:
-  a, b = asarray(a), asarray(b)
-  if a.ndim == 0 or b.ndim == 0: return a * b
-  if b.ndim <= 2: return matmul(a, b)
-  return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2]))
-
-
-def tensordot(a, b, axes=2) -> Tensor:
-  a, b = asarray(a), asarray(b)
-  if isinstance(axes, int):
-    if axes < 0: raise ValueError("tensordot: axes must be non-negative")
-    ax_a, ax_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
-  else:
-    ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
-  for x, t in [(x, a) for x in ax_a] + [(x, b) for x in ax_b]:
-    if not -t.ndim <= x < t.ndim: raise AxisError(x, t.ndim, "tensordot")
-  ax_a, ax_b = [x % a.ndim for x in ax_a], [x % b.ndim for x in ax_b]
-  if len(ax_a) != len(ax_b) or any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
-    raise ValueError(f"tensordot: shape-mismatch for sum: {a.shape} axes {ax_a} vs {b.shape} axes {ax_b}")
-  free_a = [k for k in range(a.ndim) if k not in ax_a]
-  free_b = [k for k in range(b.ndim) if k not in ax_b]
-  ka = prod(a.shape[i] for i in ax_a)
-  am = a.transpose(free_a + ax_a).reshape(prod(a.shape[i] for i in free_a), ka)
-  bm = b.transpose(ax_b + free_b).reshape(ka, prod(b.shape[i] for i in free_b))
-  return matmul(am, bm).reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b))
-
-
-# ---------------------------------------------------------------------- NumPy-style docs of the short methods
-def _doc(summary: str, params: str, returns: str = "Tensor") -> str:
-  lines = [summary, "", "Parameters", "----------"]
-  lines += [p.strip() for p in params.split(";") if p.strip()] or ["(none)"]
-  return "\n".join(lines + ["", "Returns", "-------", returns])
-
-
-_AXIS = "axis : None, int or tuple of ints, optional (negative counts from the end, None: all axes)"
-_DOCS = {
-  "realize": ("Compute the value now (unless computed already) and keep it.", "", "Tensor\n    self"),
-  "numpy": ("The value as a fresh, writable ndarray.", "", "numpy.ndarray"),
-  "tolist": ("The value as nested Python lists of Python scalars (no compile for a realized Tensor).", "",
-             "list or scalar"),
-  "item": ("One element as a Python scalar.",
-           "*args : int or tuple of ints, optional (a flat or multi-dimensional index; none for size 1)",
-           "int, float or bool"),
-  "astype": ("The values converted to `dtype` with C (NumPy) conversion rules.",
-             "dtype : dtype-like; copy : bool (accepted; Tensors are immutable)"),
-  "clip": ("Values limited to [min, max] (NumPy's clip, NaN propagates).", "min, max : scalar, array_like or None"),
-  "round": ("Values rounded half to even to `decimals` places.", "decimals : int, default 0"),
-  "conj": ("The complex conjugate (the Tensor itself for real dtypes).", ""),
-  "sum": ("Sum over `axis`; ints accumulate in int64/uint64, float16 in float32, float32 in float64.",
-          f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "prod": ("Product over `axis`, with NumPy's accumulation dtype.",
-           f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "max": ("Maximum over `axis` (NaN propagates; ValueError for an empty reduction).",
-          f"{_AXIS}; keepdims : bool, default False"),
-  "min": ("Minimum over `axis` (NaN propagates; ValueError for an empty reduction).",
-          f"{_AXIS}; keepdims : bool, default False"),
-  "mean": ("Mean over `axis` (float64 for integer input).",
-           f"{_AXIS}; dtype : dtype-like, optional; keepdims : bool, default False"),
-  "var": ("Variance over `axis`: mean squared deviation, divided by N - ddof.",
-          f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; "
-          "correction : float, optional (Array API name of ddof)"),
-  "std": ("Standard deviation over `axis` (the square root of var).",
-          f"{_AXIS}; dtype : dtype-like, optional; ddof : float, default 0; keepdims : bool, default False; "
-          "correction : float, optional"),
-  "any": ("Whether any element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
-  "all": ("Whether every element along `axis` is true.", f"{_AXIS}; keepdims : bool, default False"),
-  "argmax": ("Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).",
-             "axis : int or None; keepdims : bool, default False"),
-  "argmin": ("Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).",
-             "axis : int or None; keepdims : bool, default False"),
-  "reshape": ("The same elements in row-major order with another shape (no copy; one -1 is inferred).",
-              "*shape : ints or a tuple of ints; order : 'C'"),
-  "transpose": ("The axes permuted (reversed by default); no copy.", "*axes : ints, a tuple of ints, or none"),
-  "permute_dims": ("The axes permuted (Array API name of transpose).", "axes : tuple of ints"),
-  "swapaxes": ("Axes a and b exchanged.", "a, b : int"),
-  "flatten": ("The elements as a 1-D Tensor in row-major order (no copy: Tensors are immutable).", ""),
-  "ravel": ("The elements as a 1-D Tensor in row-major order.", ""),
-  "squeeze": ("Size-1 axes removed (all of them, or those in `axis`; ValueError for an axis of another size).",
-              f"{_AXIS}"),
-  "expand_dims": ("Size-1 axes inserted at the positions `axis` (of the result).", "axis : int or tuple of ints"),
-  "broadcast_to": ("The Tensor broadcast to `shape` (NumPy's rules; no copy).", "shape : int or tuple of ints"),
-  "flip": ("The order of elements reversed along `axis` (all axes for None); no copy.", f"{_AXIS}"),
-  "dot": ("numpy.dot with another operand.", "other : Tensor or array_like"),
-  "explain": ("The schedule realizing this Tensor runs: kernels, their C, buffers, loop-iteration counts.", "",
-              "minitensor.inspect.Explanation"),
-}
-for _name, _d in _DOCS.items(): getattr(Tensor, _name).__doc__ = _doc(*_d)
-
-broadcast_shapes.__doc__ = _doc("NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do "
-                                "not broadcast.",
-                                "*shapes : tuples of ints; op : str (the operation named in errors)", "tuple of ints")
-where.__doc__ = _doc("x where cond is true, else y (broadcast together; x and y promoted as NumPy does).",
-                     "cond : array_like of bool; x, y : array_like or scalar")
-clip.__doc__ = _doc("Values of a limited to [a_min, a_max] (NumPy's clip).",
-                    "a : array_like; a_min, a_max : scalar, array_like or None")
-round.__doc__ = _doc("Values rounded half to even to `decimals` places (NumPy's round).",
-                     "a : array_like; decimals : int, default 0")
-matmul.__doc__ = _doc("a @ b with NumPy's rules: 1-D operands are promoted and the added axis removed, batches "
-                      "broadcast.", "a, b : array_like (at least 1-D)")
-dot.__doc__ = _doc("numpy.dot: a product for scalars, matmul for up to 2-D b, a sum over a's last and b's "
-                   "second-to-last axis otherwise.", "a, b : array_like")
-tensordot.__doc__ = _doc("Sum of products over the given axes of a and b (numpy.tensordot).",
-                         "a, b : array_like; axes : int or (axes of a, axes of b), default 2")
-realize.__doc__ = _doc("Compute several Tensors together (shared work is done once); each keeps its result.",
-                       "*tensors : Tensor", "list of numpy.ndarray")
-add_where(Tensor)     # after the docs above: the wrappers extend them

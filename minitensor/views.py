@@ -86,8 +86,7 @@ def strides_of(t: Tensor) -> tuple[int, ...]:
 
 def make_view(t: Tensor, step: Step, strides: tuple[int, ...]) -> Tensor:
   """A view of t through `step` (t may itself be a view: the view hangs off t's root)."""
-  from minitensor.tensor import Tensor
-  v = Tensor(step.fwd(t.uop))
+  v = type(t)(step.fwd(t.uop))        # type(t): the Tensor class (tensor.py imports this module, not the reverse)
   if t._link is None: v._link = Link(t, (step,), strides, t._version)
   else: v._link = Link(t._link.root, t._link.steps + (step,), strides, t._link.seen)
   return v
@@ -127,9 +126,8 @@ def assign(root: Tensor, value: UOp) -> None:
 
 def reshaped(t: Tensor, shape: tuple[int, ...]) -> Tensor:
   """t.reshape(shape) as NumPy does it: a view when the strides allow one, else a new root (a copy)."""
-  from minitensor.tensor import Tensor
   st = reshape_strides(t.shape, strides_of(t), shape) if 0 not in t.shape else c_strides(shape)
-  if st is None: return Tensor(t.uop.reshape(shape))
+  if st is None: return type(t)(t.uop.reshape(shape))
   return make_view(t, Step(lambda u: u.reshape(shape), lambda src, v: v.reshape(src.shape)), st)
 
 

@@ -1,0 +1,76 @@
+"""NumPy's rules that need no Tensor: dtypes from dtype-likes, the accumulation dtypes of reductions, broadcasting
+of shapes, normalized axes and the limits of a shape. Every Tensor module builds on these (tensor.py re-exports
+the ones other modules import from it)."""
+from __future__ import annotations
+import operator
+import numpy as np
+from numpy.exceptions import AxisError
+from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.uop import prod
+
+MAX_DIMS = 64
+# the accumulator of a float reduction: one step wider, rounded once at the end
+WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
+
+
+def _dtype(d) -> DType:
+  """A DType from anything NumPy accepts as a dtype; TypeError for unsupported kinds."""
+  if isinstance(d, DType): return d
+  try: nd = np.dtype(d)
+  except TypeError as e: raise TypeError(f"data type {d!r} not understood") from e
+  return dtypes.from_numpy(nd)
+
+
+def _acc_dtype(kind: str, d: DType) -> DType:
+  """NumPy's result dtype of sum/prod/mean over d."""
+  nd = d.np
+  if kind in ("sum", "prod"): return dtypes.from_numpy((np.sum if kind == "sum" else np.prod)(np.zeros(1, nd)).dtype)
+  return dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
+
+
+def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
+  """NumPy's broadcast of shapes; ValueError naming the op and the shapes when they do not broadcast.
+
+  Parameters
+  ----------
+  *shapes : tuples of ints
+  op : str
+      The operation named in errors.
+
+  Returns
+  -------
+  tuple of ints
+  """
+  if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple: return shapes[0]   # the common case
+  n = max((len(s) for s in shapes), default=0)
+  out = []
+  for k in range(n):
+    sizes = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
+    if len(sizes) > 1:
+      raise ValueError(f"{op}: operands could not be broadcast together with shapes "
+                       f"{' '.join(str(tuple(s)) for s in shapes)}")
+    out.append(sizes.pop() if sizes else 1)
+  return tuple(out)
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
+  """axis (None, int or sequence, negative allowed) as sorted non-negative ints; AxisError when out of range."""
+  if axis is None: return tuple(range(ndim))
+  axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+  out = []
+  for a in axes:
+    try: a = operator.index(a)
+    except TypeError: raise TypeError(f"{op}: axis must be an integer or a tuple of integers, got {a!r}") from None
+    if not -ndim <= a < ndim: raise AxisError(a, ndim, f"{op}")
+    out.append(a % ndim)
+  if len(set(out)) != len(out): raise ValueError(f"{op}: duplicate value in 'axis': {axis}")
+  return tuple(sorted(out))
+
+
+def check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
+  """NumPy's limits, at the call: at most 64 dimensions, and a byte size (of the non-zero axes, as NumPy
+  counts) that fits in a signed 64-bit integer."""
+  if len(shape) > MAX_DIMS:
+    raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
+  if prod(s for s in shape if s) * itemsize >= 2 ** 63:
+    raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")
