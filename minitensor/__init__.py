@@ -17,6 +17,8 @@ from minitensor.products import matmul, dot, tensordot
 from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named functions)
 from minitensor.creation import *  # noqa: F401,F403
 from minitensor.manipulation import *  # noqa: F401,F403
+from minitensor.rearranging import *  # noqa: F401,F403
+from minitensor.reductions import *  # noqa: F401,F403
 from minitensor.inspect import explain, to_dot  # noqa: F401
 from minitensor.extra import *  # noqa: F401,F403
 from minitensor.sorting import *  # noqa: F401,F403

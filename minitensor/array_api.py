@@ -35,8 +35,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from minitensor import creation as C
 from minitensor import functions as F
-from minitensor import manipulation as M
-from minitensor import movement
+from minitensor import movement, rearranging
 from minitensor import tensor as T
 from minitensor.backend.uop import Ops, UOp
 from minitensor.tensor import Tensor, apply_ufunc, tensor_methods, where
@@ -374,7 +373,7 @@ def reshape(a, /, shape, order: str = "C", *, copy=None) -> Tensor:
   -------
   Tensor
   """
-  return M.reshape(a, shape, order)
+  return rearranging.reshape(a, shape, order)
 
 
 # ---------------------------------------------------------------------- elementwise

@@ -15,7 +15,7 @@ import operator
 import numpy as np
 from minitensor.creation import arange
 from minitensor.linalg import from_numpy
-from minitensor.manipulation import roll
+from minitensor.rearranging import roll
 from minitensor.tensor import Tensor, asarray, normalize_axes, where
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq",

@@ -23,6 +23,7 @@ from numpy.linalg import LinAlgError
 from minitensor import extra as E
 from minitensor import manipulation as M
 from minitensor import products as P
+from minitensor import rearranging as R
 from minitensor import tensor as T
 from minitensor.tensor import Tensor, apply_ufunc, asarray
 
@@ -85,7 +86,7 @@ def matmul(x1, x2, /) -> Tensor:
 
 def matrix_transpose(x, /) -> Tensor:
   """The last two axes swapped (a view); lazy."""
-  return M.matrix_transpose(x)
+  return R.matrix_transpose(x)
 
 
 def tensordot(x1, x2, /, *, axes=2) -> Tensor:
@@ -137,13 +138,13 @@ def cross(x1, x2, /, *, axis: int = -1) -> Tensor:
   a, b = asarray(x1), asarray(x2)
   if a.ndim == 0 or b.ndim == 0:
     raise ValueError(f"cross: operands must be at least 1-D, got shapes {a.shape} and {b.shape}")
-  a, b = M.moveaxis(a, axis, -1), M.moveaxis(b, axis, -1)
+  a, b = R.moveaxis(a, axis, -1), R.moveaxis(b, axis, -1)
   if a.shape[-1] != 3 or b.shape[-1] != 3:
     raise ValueError(f"cross: both input arrays must be (arrays of) 3-dimensional vectors along axis {axis}, "
                      f"got shapes {a.shape} and {b.shape} (axis moved last)")
   (a0, a1, a2), (b0, b1, b2) = ([t[..., k] for k in range(3)] for t in (a, b))
   r = M.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-  return M.moveaxis(r, -1, axis)
+  return R.moveaxis(r, -1, axis)
 
 
 def matrix_power(x, n, /) -> Tensor:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from minitensor.extra import cumprod, cumsum, diagonal, take, trace
 from minitensor.inspect import explain
-from minitensor.manipulation import repeat
+from minitensor.rearranging import repeat
 from minitensor.sorting import argsort, nonzero, searchsorted, sort
 from minitensor.tensor import asarray, clip, tensor_methods
 from minitensor.tensor import round as round_

@@ -1,17 +1,23 @@
 """Reductions of Tensor: sum prod max min mean var std any all argmax argmin, with NumPy's result dtypes and
 its where= and initial= keywords (the masked-out elements are replaced by the reduction's identity, a WHERE, so
-the result stays lazy).
+the result stays lazy); and the module functions of the same names (minitensor.sum, ...), which take array_likes.
+The module's functions named after builtins (sum, max, any, ...) shadow them here: `builtins.max` is Python's.
 
 A reduction permutes the reduced axes last and records one REDUCE over them. Float16 and float32 accumulate one
 step wider and round once at the end (NumPy accumulates float32 in float32: README, Limitations)."""
 from __future__ import annotations
+import builtins
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.uop import Ops, UOp, prod
+from minitensor.backend.uop import Ops, UOp
+from minitensor.backend.uop import prod as _prod
 from minitensor.numpy_rules import WIDER, _acc_dtype, _dtype, normalize_axes
+from minitensor.rearranging import _axis
 from minitensor.tensor import Tensor, apply_ufunc, asarray, full, tensor_methods
 from minitensor.tensor import where as where_
 
+__all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "argmax", "argmin", "any", "all",
+           "count_nonzero"]
 _IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True}
 
 
@@ -22,7 +28,7 @@ class _Reductions:
     if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None
     axes = normalize_axes(axis, self.ndim, name)
     u = self.uop.cast(acc) if acc is not None else self.uop
-    if op in (Ops.MAX, Ops.MIN) and any(self.shape[a] == 0 for a in axes):
+    if op in (Ops.MAX, Ops.MIN) and builtins.any(self.shape[a] == 0 for a in axes):
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
                        f"(shape {self.shape}, axis {axis})")
     if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
@@ -122,7 +128,7 @@ class _Reductions:
       return _masked(self, "min", where, initial, dict(axis=axis, keepdims=keepdims))
     return self._reduce(Ops.MIN, axis, keepdims, "minimum")
 
-  def _count(self, axis) -> int: return prod(self.shape[a] for a in normalize_axes(axis, self.ndim, "mean"))
+  def _count(self, axis) -> int: return _prod(self.shape[a] for a in normalize_axes(axis, self.ndim, "mean"))
 
   def mean(self, axis=None, dtype=None, keepdims: bool = False, *, where=True) -> Tensor:
     """Mean over `axis` (float64 for integer input); with an integer dtype the sum is divided in float64 and
@@ -175,14 +181,14 @@ class _Reductions:
     if self.uop.dtype.is_complex:     # NumPy: the mean of |x - mean|^2 = re^2 + im^2, in the real dtype
       d = self - self.mean(axis, dtype, keepdims=True)       # a real dtype: the mean of the real parts, as NumPy
       sq = d.real * d.real + d.imag * d.imag
-      r = sq.sum(axis, keepdims=keepdims) / float(max(self._count(axis) - ddof, 0))
+      r = sq.sum(axis, keepdims=keepdims) / float(builtins.max(self._count(axis) - ddof, 0))
       return r if dtype is None else r.astype(dtype)
     out = _dtype(dtype) if dtype is not None else _acc_dtype("mean", self.uop.dtype)
     acc = WIDER.get(out, out)
     d = (Tensor(self.uop.cast(acc)) if acc.is_float else self) - self.mean(axis, acc, keepdims=True)
     s = (d * d).sum(axis, acc, keepdims).uop
     if not s.dtype.is_float: s = s.cast(dtypes.float64)
-    return Tensor((s / s.const_like(float(max(self._count(axis) - ddof, 0)))).cast(out))
+    return Tensor((s / s.const_like(float(builtins.max(self._count(axis) - ddof, 0)))).cast(out))
 
   def std(self, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None,
           where=True) -> Tensor:
@@ -328,7 +334,7 @@ def _mask(t: Tensor, where, op: str) -> Tensor:
 def _empty_result(t: Tensor, axis, keepdims: bool, op: str) -> tuple[int, ...] | None:
   """The result shape when the reduced axes hold no element (None otherwise)."""
   axes = normalize_axes(axis, t.ndim, op)
-  if not any(t.shape[a] == 0 for a in axes): return None
+  if not builtins.any(t.shape[a] == 0 for a in axes): return None
   return tuple(1 if k in axes else s for k, s in enumerate(t.shape) if keepdims or k not in axes)
 
 
@@ -355,3 +361,261 @@ def _moment(t: Tensor, kind: str, m: Tensor, args: dict) -> Tensor:
   d = where_(m, x - x.sum(axis, keepdims=True) / m.sum(axis, keepdims=True), 0)
   v = ((d * d).sum(axis, keepdims=keepdims) / apply_ufunc(np.maximum, n - ddof, 0)).astype(out)
   return v if kind == "var" else apply_ufunc(np.sqrt, v)
+
+
+# ---------------------------------------------------------------------- reductions as functions
+def sum(a, axis=None, dtype=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  """The sum over the given axes (array_likes accepted).
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  dtype : data-type, optional
+      accumulation and result dtype (default NumPy's)
+  keepdims : bool, optional
+  initial : scalar, optional
+      joins the reduction (max/min with where= need it)
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).sum(axis, dtype, keepdims, initial=initial, where=where)
+
+
+def prod(a, axis=None, dtype=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  """The product over the given axes.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  dtype : data-type, optional
+      accumulation and result dtype (default NumPy's)
+  keepdims : bool, optional
+  initial : scalar, optional
+      joins the reduction (max/min with where= need it)
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).prod(axis, dtype, keepdims, initial=initial, where=where)
+
+
+def max(a, axis=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  """The maximum over the given axes (NaN propagates).
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  keepdims : bool, optional
+  initial : scalar, optional
+      joins the reduction (max/min with where= need it)
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).max(axis, keepdims, initial=initial, where=where)
+
+
+def min(a, axis=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:
+  """The minimum over the given axes (NaN propagates).
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  keepdims : bool, optional
+  initial : scalar, optional
+      joins the reduction (max/min with where= need it)
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).min(axis, keepdims, initial=initial, where=where)
+
+
+amax, amin = max, min
+
+
+def mean(a, axis=None, dtype=None, keepdims: bool = False, *, where=True) -> Tensor:
+  """The arithmetic mean over the given axes.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  dtype : data-type, optional
+      accumulation and result dtype (default NumPy's)
+  keepdims : bool, optional
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).mean(axis, dtype, keepdims, where=where)
+
+
+def var(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None, where=True) -> Tensor:
+  """The variance over the given axes.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  dtype : data-type, optional
+      accumulation and result dtype (default NumPy's)
+  ddof : float, optional
+      the divisor is N - ddof
+  correction : float, optional
+      the Array API's name of ddof
+  keepdims : bool, optional
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).var(axis, dtype, ddof, keepdims, correction=correction, where=where)
+
+
+def std(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, correction=None, where=True) -> Tensor:
+  """The standard deviation over the given axes.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  dtype : data-type, optional
+      accumulation and result dtype (default NumPy's)
+  ddof : float, optional
+      the divisor is N - ddof
+  correction : float, optional
+      the Array API's name of ddof
+  keepdims : bool, optional
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).std(axis, dtype, ddof, keepdims, correction=correction, where=where)
+
+
+def _arg_of(a, axis, keepdims: bool, name: str) -> Tensor:
+  t = asarray(a)
+  if axis is not None: _axis(axis, t.ndim or 1, name)     # one axis (a 0-d array counts as 1-d): TypeError for a tuple
+  return getattr(t, name)(axis, keepdims)
+
+
+def argmax(a, axis=None, keepdims: bool = False) -> Tensor:
+  """The index of the first maximum (or first NaN) along axis.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : int or None, optional
+      None: the index into the flattened array
+  keepdims : bool, optional
+
+  Returns
+  -------
+  Tensor
+  """
+  return _arg_of(a, axis, keepdims, "argmax")
+
+
+def argmin(a, axis=None, keepdims: bool = False) -> Tensor:
+  """The index of the first minimum (or first NaN) along axis.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : int or None, optional
+      None: the index into the flattened array
+  keepdims : bool, optional
+
+  Returns
+  -------
+  Tensor
+  """
+  return _arg_of(a, axis, keepdims, "argmin")
+
+
+def any(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor:
+  """Whether any element over the given axes is true.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  keepdims : bool, optional
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).any(axis, keepdims, where=where)
+
+
+def all(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor:
+  """Whether all elements over the given axes are true.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  keepdims : bool, optional
+  where : array_like of bool, optional
+      reduce only these elements (broadcast to a's shape)
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).all(axis, keepdims, where=where)
+
+
+def count_nonzero(a, axis=None, keepdims: bool = False) -> Tensor:
+  """The number of nonzero elements over the given axes, as int64.
+
+  Parameters
+  ----------
+  a : array_like
+  axis : None, int or tuple of ints, optional
+      None reduces all axes
+  keepdims : bool, optional
+
+  Returns
+  -------
+  Tensor
+  """
+  return asarray(a).astype(bool).sum(axis, np.int64, keepdims)
