@@ -3,7 +3,8 @@
     dtypes                    NumPy dtype objects (mt.float32 == x.dtype), complex64 and complex128 included
     dtype functions           isdtype, result_type, can_cast, finfo, iinfo, astype
     inspection                __array_namespace_info__(): one device "cpu"
-    creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu")
+    creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu"):
+                              array_api_creation.py
     elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
                               acosh asinh atanh copysign hypot logaddexp signbit built from existing ops (complex
                               acosh asinh atanh: glibc's cacosh casinh catanh, as NumPy's):
@@ -31,12 +32,12 @@ import inspect
 import math
 import sys
 import types
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 import numpy as np
-from minitensor import creation as C
 from minitensor import functions as F
 from minitensor import movement, rearranging
 from minitensor import tensor as T
+from minitensor.array_api_creation import _device
 from minitensor.backend.uop import Ops, UOp
 from minitensor.tensor import Tensor, apply_ufunc, tensor_methods, where
 
@@ -45,8 +46,7 @@ _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
            "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
            "complex64", "complex128", "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
-           "arange", "asarray", "empty", "empty_like", "eye", "full", "full_like", "linspace", "ones", "ones_like",
-           "zeros", "zeros_like", "from_dlpack", "clip", "expand_dims", "reshape",
+           "from_dlpack", "clip", "expand_dims", "reshape",
            "acos", "asin", "atan", "atan2", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
            "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
            "real", "imag", "conj", "conjugate", "nextafter", "cumulative_prod", "angle"]
@@ -174,10 +174,6 @@ def iinfo(type, /) -> iinfo_object:
   return iinfo_object(i.bits, int(i.max), int(i.min), i.dtype)
 
 
-def _device(device, op: str) -> None:
-  if device not in (None, "cpu"): raise ValueError(f"{op}: minitensor has one device, 'cpu'; got {device!r}")
-
-
 def astype(x, dtype, /, *, copy=True, device=None) -> Tensor:
   """x converted to dtype (C conversion rules, as NumPy's astype).
 
@@ -225,39 +221,6 @@ def __array_namespace_info__() -> _Info:
   object
   """
   return _Info()
-
-
-# ---------------------------------------------------------------------- creation with `device`
-def _on_cpu(f: Callable) -> Callable:
-  """f with the standard's keyword-only `device` (None or "cpu"); a keyword dtype=None means f's default."""
-  @functools.wraps(f)
-  def g(*args, device=None, **kwargs):
-    _device(device, f.__name__)
-    if "dtype" in kwargs and kwargs["dtype"] is None: del kwargs["dtype"]
-    return f(*args, **kwargs)
-  sig = inspect.signature(f)
-  g.__signature__ = sig.replace(parameters=[*sig.parameters.values(),
-                                            inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)])
-  g.__doc__ = " ".join((f.__doc__ or f"{f.__name__} as NumPy's.").split("\n\n")[0].split()) + f"""
-
-  Parameters
-  ----------
-  {', '.join(p for p in sig.parameters)}
-      As minitensor.{f.__module__.split('.')[-1]}.{f.__name__}.
-  device : None or "cpu", optional
-      The only device; anything else raises ValueError.
-
-  Returns
-  -------
-  Tensor
-  """
-  return g
-
-
-arange, asarray, eye, linspace = (_on_cpu(f) for f in (C.arange, T.asarray, C.eye, C.linspace))
-empty, full, ones, zeros = (_on_cpu(f) for f in (T.empty, T.full, T.ones, T.zeros))
-empty_like, full_like, ones_like, zeros_like = (_on_cpu(f)
-                                                for f in (C.empty_like, C.full_like, C.ones_like, C.zeros_like))
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:

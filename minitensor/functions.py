@@ -1,4 +1,4 @@
-"""NumPy-named module functions: the ufunc table as functions, reductions, and movement."""
+"""NumPy-named module functions: the ufunc table (ufuncs.TABLE) as functions, one per ufunc, made by `_ufunc`."""
 from __future__ import annotations
 import functools
 import numpy as np
@@ -17,21 +17,37 @@ def _at(f: np.ufunc, a, indices, b=None) -> None:
 def _ufunc(f: np.ufunc):
   # explicit positional-only parameters (the Array API's `add(x1, x2, /)`), so inspect.signature shows them
   if f.nin == 1:
-    def fn(x, /): return apply_ufunc(f, x)
+    def fn(x, /):
+      """Elementwise: the NumPy ufunc of this function's name (``numpy.<name>``) as a lazy Tensor, with NumPy's
+      dtypes. `<name>.at(a, indices)` is ``numpy.<name>.at``, unbuffered in place (into a Tensor: its aliases and
+      views see it).
+
+      Parameters
+      ----------
+      x : Tensor, array_like or Python scalar
+
+      Returns
+      -------
+      Tensor
+      """
+      return apply_ufunc(f, x)
   else:
-    def fn(x1, x2, /): return apply_ufunc(f, x1, x2)
+    def fn(x1, x2, /):
+      """Elementwise: the NumPy ufunc of this function's name (``numpy.<name>``) as a lazy Tensor, with NumPy's
+      dtypes and broadcasting. `<name>.at(a, indices, b)` is ``numpy.<name>.at``, unbuffered in place (into a
+      Tensor: its aliases and views see it; repeated indices accumulate).
+
+      Parameters
+      ----------
+      x1, x2 : Tensor, array_like or Python scalar
+
+      Returns
+      -------
+      Tensor
+      """
+      return apply_ufunc(f, x1, x2)
   fn.__name__ = fn.__qualname__ = f.__name__
   fn.at = functools.partial(_at, f)
-  fn.__doc__ = f"""Elementwise ``numpy.{f.__name__}`` as a lazy Tensor (NumPy's dtypes and broadcasting).
-
-  Parameters
-  ----------
-  {'x' if f.nin == 1 else 'x1, x2'} : Tensor, array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-  """
   return fn
 
 

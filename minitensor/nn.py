@@ -18,19 +18,51 @@ def _t(x) -> Tensor: return x if isinstance(x, Tensor) else asarray(x)
 
 
 def softmax(x, axis: int = -1) -> Tensor:
-  """exp(x - max) / sum(exp(x - max)) along axis; one fused kernel along the last axis."""
+  """exp(x - max) / sum(exp(x - max)) along axis; one fused kernel along the last axis.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+  axis : int, default -1
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   e = apply_ufunc(np.exp, x - x.max(axis=axis, keepdims=True))
   return e / e.sum(axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis: int = -1) -> Tensor:
+  """x - logsumexp(x) along axis: the log of softmax, computed stably.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+  axis : int, default -1
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   return x - logsumexp(x, axis=axis, keepdims=True)
 
 
 def logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
-  """log(sum(exp(x))) computed stably: rows of -inf give -inf, +inf gives +inf, no overflow near float max."""
+  """log(sum(exp(x))) computed stably: rows of -inf give -inf, +inf gives +inf, no overflow near float max.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+  axis : None, int or tuple of ints
+  keepdims : bool, default False
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   m = x.max(axis=axis, keepdims=True)
   m = where(apply_ufunc(np.isfinite, m), m, 0)
@@ -38,21 +70,77 @@ def logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
   return s if keepdims else s.squeeze(axis=normalize_axes(axis, x.ndim, "logsumexp"))
 
 
-def relu(x) -> Tensor: return apply_ufunc(np.maximum, _t(x), 0)
+def relu(x) -> Tensor:
+  """max(x, 0) elementwise.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+
+  Returns
+  -------
+  Tensor
+  """
+  return apply_ufunc(np.maximum, _t(x), 0)
+
+
 def sigmoid(x) -> Tensor:
+  """1 / (1 + exp(-x)) elementwise.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   return 1 / (1 + apply_ufunc(np.exp, -x))
+
+
 def silu(x) -> Tensor:
+  """x * sigmoid(x) elementwise.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   return x * sigmoid(x)
+
+
 def softplus(x) -> Tensor:
-  """log(1 + exp(x)), stable for large |x|."""
+  """log(1 + exp(x)), stable for large |x|.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   return apply_ufunc(np.maximum, x, 0) + apply_ufunc(np.log1p, apply_ufunc(np.exp, -apply_ufunc(np.absolute, x)))
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
-  """x * Phi(x); approximate="tanh" uses the tanh form."""
+  """x * Phi(x); approximate="tanh" uses the tanh form.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+  approximate : 'none' or 'tanh'
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   if approximate == "tanh":
     return 0.5 * x * (1 + apply_ufunc(np.tanh, math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
@@ -61,7 +149,19 @@ def gelu(x, approximate: str = "none") -> Tensor:
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
-  """(x - mean) / sqrt(var + eps) over the last len(normalized_shape) axes, then * weight + bias."""
+  """(x - mean) / sqrt(var + eps) over the last len(normalized_shape) axes, then * weight + bias.
+
+  Parameters
+  ----------
+  x : Tensor or array_like
+  normalized_shape : int or tuple of ints (the trailing axes)
+  weight, bias : array_like, optional
+  eps : float, default 1e-5
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
   if tuple(x.shape[len(x.shape) - len(ns):]) != ns:
@@ -143,12 +243,40 @@ def _conv(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups: int, nd
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
-  """2-D cross-correlation, NCHW input, (O, C/groups, KH, KW) weight; padding int, pair, "same" or "valid"."""
+  """2-D cross-correlation, NCHW input, (O, C/groups, KH, KW) weight; padding int, pair, "same" or "valid".
+
+  Parameters
+  ----------
+  x : (N, C, H, W)
+  weight : (O, C/groups, KH, KW)
+  bias : (O,), optional
+  stride, dilation : int or pair
+  padding : int, pair, 'same' or 'valid'
+  groups : int
+
+  Returns
+  -------
+  Tensor
+  """
   return _conv(x, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
-  """1-D cross-correlation, NCL input, (O, C/groups, K) weight."""
+  """1-D cross-correlation, NCL input, (O, C/groups, K) weight.
+
+  Parameters
+  ----------
+  x : (N, C, L)
+  weight : (O, C/groups, K)
+  bias : (O,), optional
+  stride, dilation : int
+  padding : int, 'same' or 'valid'
+  groups : int
+
+  Returns
+  -------
+  Tensor
+  """
   return _conv(x, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
@@ -170,14 +298,38 @@ def _pool(x, kernel_size, stride, padding, op: Ops, name: str, pad_value) -> Ten
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0) -> Tensor:
-  """Max over kernel_size windows of the last two axes (padding counts as -inf)."""
+  """Max over kernel_size windows of the last two axes (padding counts as -inf).
+
+  Parameters
+  ----------
+  x : Tensor or array_like (..., H, W)
+  kernel_size : int or pair
+  stride : int or pair, default kernel_size
+  padding : int or pair
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   lowest = -math.inf if x.uop.dtype.is_float else x.uop.dtype.min
   return _pool(x, kernel_size, stride, padding, Ops.MAX, "max_pool2d", lowest)
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0) -> Tensor:
-  """Mean over kernel_size windows of the last two axes (zero padding counted, as count_include_pad=True)."""
+  """Mean over kernel_size windows of the last two axes (zero padding counted, as count_include_pad=True).
+
+  Parameters
+  ----------
+  x : Tensor or array_like (..., H, W)
+  kernel_size : int or pair
+  stride : int or pair, default kernel_size
+  padding : int or pair
+
+  Returns
+  -------
+  Tensor
+  """
   x = _t(x)
   if not x.uop.dtype.is_float: x = x.astype(np.float64)
   ks = _pair(kernel_size, 2, "kernel_size")
@@ -186,7 +338,19 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0) -> Tensor:
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None) -> Tensor:
-  """softmax(q @ k^T * scale + mask) @ v, scale = 1/sqrt(d); is_causal masks j > i."""
+  """softmax(q @ k^T * scale + mask) @ v, scale = 1/sqrt(d); is_causal masks j > i.
+
+  Parameters
+  ----------
+  q, k, v : (..., L, d), (..., S, d), (..., S, dv)
+  mask : bool or additive, optional
+  is_causal : bool
+  scale : float, optional
+
+  Returns
+  -------
+  Tensor
+  """
   q, k, v = _t(q), _t(k), _t(v)
   s = (q @ k.mT) * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
   if is_causal:
@@ -199,14 +363,37 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, sc
 
 
 def one_hot(indices, num_classes: int, dtype=np.float32) -> Tensor:
-  """out[..., c] = (indices[...] == c)."""
+  """out[..., c] = (indices[...] == c).
+
+  Parameters
+  ----------
+  indices : integer Tensor or array_like
+  num_classes : int
+  dtype : dtype-like, default float32
+
+  Returns
+  -------
+  Tensor
+  """
   i = _t(indices)
   if not np.issubdtype(i.dtype, np.integer): raise TypeError(f"one_hot: indices must be integers, got {i.dtype}")
   return (i.reshape(i.shape + (1,)) == asarray(np.arange(num_classes))).astype(dtype)
 
 
 def cross_entropy(logits, target, axis: int = -1, reduction: str = "mean") -> Tensor:
-  """-log_softmax(logits)[target] with integer class targets, or -sum(target * log_softmax) with probabilities."""
+  """-log_softmax(logits)[target] with integer class targets, or -sum(target * log_softmax) with probabilities.
+
+  Parameters
+  ----------
+  logits : (..., C)
+  target : integer class indices or probabilities
+  axis : int
+  reduction : 'mean', 'sum' or 'none'
+
+  Returns
+  -------
+  Tensor
+  """
   lg = _t(logits)
   lp = log_softmax(lg, axis=axis)
   t = _t(target)
@@ -216,35 +403,3 @@ def cross_entropy(logits, target, axis: int = -1, reduction: str = "mean") -> Te
   if reduction == "sum": return loss.sum()
   if reduction == "none": return loss
   raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
-# ---------------------------------------------------------------------- NumPy-style parameter docs
-def _params(fn, params: str, returns: str = "Tensor") -> None:
-  lines = [p.strip() for p in params.split(";") if p.strip()]
-  fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n\nParameters\n----------\n" + "\n".join(lines) \
-    + f"\n\nReturns\n-------\n{returns}"
-
-
-_X = "x : Tensor or array_like"
-for _fn, _p in [(softmax, f"{_X}; axis : int, default -1"), (log_softmax, f"{_X}; axis : int, default -1"),
-                (logsumexp, f"{_X}; axis : None, int or tuple of ints; keepdims : bool, default False"),
-                (relu, _X), (sigmoid, _X), (silu, _X), (softplus, _X), (gelu, f"{_X}; approximate : 'none' or 'tanh'"),
-                (layer_norm, f"{_X}; normalized_shape : int or tuple of ints (the trailing axes); "
-                             "weight, bias : array_like, optional; eps : float, default 1e-5"),
-                (conv2d, "x : (N, C, H, W); weight : (O, C/groups, KH, KW); bias : (O,), optional; "
-                         "stride, dilation : int or pair; "
-                         "padding : int, pair, 'same' or 'valid'; groups : int"),
-                (conv1d, "x : (N, C, L); weight : (O, C/groups, K); bias : (O,), optional; stride, dilation : int; "
-                         "padding : int, 'same' or 'valid'; groups : int"),
-                (max_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; "
-                             "padding : int or pair"),
-                (avg_pool2d, f"{_X} (..., H, W); kernel_size : int or pair; stride : int or pair, default kernel_size; "
-                             "padding : int or pair"),
-                (scaled_dot_product_attention, "q, k, v : (..., L, d), (..., S, d), (..., S, dv); "
-                                               "mask : bool or additive, optional; is_causal : bool; "
-                                               "scale : float, optional"),
-                (one_hot,
-                 "indices : integer Tensor or array_like; num_classes : int; dtype : dtype-like, default float32"),
-                (cross_entropy, "logits : (..., C); target : integer class indices or probabilities; axis : int; "
-                                "reduction : 'mean', 'sum' or 'none'")]:
-  _params(_fn, _p)
