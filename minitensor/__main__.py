@@ -3,7 +3,7 @@
     python -m minitensor                 the demo (same as `demo`)
     python -m minitensor demo            softmax and a conv block next to NumPy, one generated kernel, timings
     python -m minitensor bench [--quick] W1-W9 against NumPy (see minitensor/bench.py)
-    python -m minitensor compile F.uir [--emit uir|loops|c] [--opt upcast=1:16,unroll=8,thread=0]
+    python -m minitensor compile F.uir [--emit uir|loops|c] [--opt upcast=1:16,unroll=8,local=4,thread=0]
     python -m minitensor cache info|clear
     python -m minitensor tune [--beam N] [--budget S] SCRIPT [ARGS]   run SCRIPT with the Opts search on (search.py)
 
@@ -66,8 +66,9 @@ def _parse_opts(text: str):
     if key == "upcast": o.upcast.update({int(a): int(b) for a, b in (v.split(":") for v in val.split(";"))})
     elif key == "tile": o.tile.update({int(a): int(b) for a, b in (v.split(":") for v in val.split(";"))})
     elif key == "unroll": o.unroll = int(val)
+    elif key == "local": o.local = int(val)
     elif key == "thread": o.thread = int(val)
-    else: raise ValueError(f"unknown opt {key!r} (upcast=AXIS:N, tile=AXIS:N, unroll=N, thread=AXIS)")
+    else: raise ValueError(f"unknown opt {key!r} (upcast=AXIS:N, tile=AXIS:N, unroll=N, local=N, thread=AXIS)")
   return o
 
 
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
   c.add_argument("file")
   c.add_argument("--emit", choices=("uir", "loops", "c"), default="c")
   c.add_argument("--opt", default="",
-                 help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
+                 help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,local=N,thread=AXIS,tile=AXIS:N")
   k = sub.add_parser("cache", help="show or clear the on-disk kernel cache")
   k.add_argument("action", choices=("info", "clear"))
   t = sub.add_parser("tune", help="run a script with the Opts search on, print the tuned kernels")

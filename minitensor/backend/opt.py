@@ -9,15 +9,16 @@ apply_opt to the Opts so far, or refused (OptRefused, with the reason) where low
     VECTOR  axis f   output axis as an f-wide `omp simd` loop around the reduce loops
     TILE    axis b   output axis blocked by b, the block loops outside (cache blocks)
     THREAD  axis 0   output axis run on all cores (OpenMP)
+    LOCAL   0    b   the innermost reduce axis as an outer loop around an inner loop of b iterations (a block of
+                     the reduction with a literal trip count the compiler can unroll); axis 0 only
 
 Every factor must divide its axis (and be smaller than it where lower() needs an outer loop); an axis takes
-one action of each kind, UPCAST and VECTOR exclude each other and TILE excludes VECTOR; the accumulators of a
-register tile must fit the machine's vector registers. A refused action is never wrong to skip: every Opts
-that apply_opt builds computes the same values as Opts() (up to the order of float reductions).
-
-(Local blocking of the reduce axis, a K-block loop outside the output loops with partial sums kept in the
-output, needs accumulators that outlive the output loops; rangeify's accumulators live inside them, so it is not
-an action here.)
+one action of each kind, UPCAST and VECTOR exclude each other, TILE excludes VECTOR and UNROLL excludes LOCAL;
+the accumulators of a register tile must fit the machine's vector registers. A refused action is never wrong to
+skip: every Opts that apply_opt builds computes the same values as Opts() (up to the order of float reductions).
+LOCAL blocks the reduction inside the output loops: blocking it around them (partial sums of a K block kept in
+the output, as a cache-blocked GEMM does) needs accumulators that outlive the output loops, which rangeify's
+accumulators do not.
 
 The heuristic reads the kernel's value rangeified at plain output loops: for every LOAD, the stride of its address
 along each loop (the address when that loop steps by one in the middle of its range, all others at their middle),
@@ -51,7 +52,7 @@ MAX_UPCAST = 32          # unrolled copies of the output expression at most (cod
 
 
 class OptOps(Enum):
-  UPCAST = auto(); UNROLL = auto(); VECTOR = auto(); TILE = auto(); THREAD = auto()
+  UPCAST = auto(); UNROLL = auto(); VECTOR = auto(); TILE = auto(); THREAD = auto(); LOCAL = auto()
 
 
 @dataclass(frozen=True)
@@ -98,13 +99,14 @@ def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
   """The Opts o with opt applied (o is not changed); OptRefused where lower() would not apply it as asked."""
   def no(why: str): raise OptRefused(opt, why)
   op, ax, f = opt.op, opt.axis, opt.arg
-  if op is OptOps.UNROLL:
-    if ax != 0: no("UNROLL splits the innermost reduce axis only (axis 0)")
+  if op in (OptOps.UNROLL, OptOps.LOCAL):
+    if ax != 0: no(f"{op.name} splits the innermost reduce axis only (axis 0)")
     if not info.reduce_inner: no("the kernel has no reduce")
     if o.unroll > 1: no("the reduce axis is unrolled already")
+    if o.local > 1: no("the reduce axis is blocked already (LOCAL)")
     if f < 2 or not any(n % f == 0 and n > f for n in info.reduce_inner):
       no(f"{f} does not split any innermost reduce axis {info.reduce_inner} (must divide it and be smaller)")
-    return replace(o, unroll=f)
+    return replace(o, unroll=f) if op is OptOps.UNROLL else replace(o, local=f)
   if not 0 <= ax < len(info.shape) or info.shape[ax] < 2: no(f"axis {ax} is not an output axis of {info.shape}")
   n = info.shape[ax]
   if op is OptOps.THREAD:

@@ -125,6 +125,7 @@ def actions(info: KernelInfo) -> list[Opt]:
   """The actions a search tries on each list (apply_opt refuses those that do not fit)."""
   lanes = machine().lanes(info.itemsize)
   out = [Opt(OptOps.UNROLL, 0, f) for f in (lanes // 2, lanes, 2 * lanes) if f > 1]
+  out += [Opt(OptOps.LOCAL, 0, b) for b in (4, 16, 64)]
   for ax, n in enumerate(info.shape):
     if n < 2: continue
     out += [Opt(OptOps.UPCAST, ax, f) for f in (2, 4, 8)]
@@ -136,7 +137,7 @@ def actions(info: KernelInfo) -> list[Opt]:
 
 def _okey(o: Opts) -> tuple:
   return (tuple(sorted(o.upcast.items())), o.thread, o.unroll, tuple(sorted(o.tile.items())),
-          tuple(sorted(o.vector.items())))
+          tuple(sorted(o.vector.items())), o.local)
 
 
 def _random(b: UOp, rng: np.random.Generator) -> np.ndarray:

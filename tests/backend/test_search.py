@@ -91,12 +91,13 @@ def graphs(draw):
 
 @st.composite
 def actions_for(draw, info: KernelInfo) -> Opt:
-  """An action for a kernel: any kind, mostly an axis it has and a factor dividing it (UNROLL: the reduce axis),
+  """An action for a kernel: any kind, mostly an axis it has and a factor dividing it (UNROLL, LOCAL: the reduce),
   sometimes an axis it lacks or a factor that mostly does not divide."""
   op = draw(st.sampled_from(list(OptOps)))
-  axes = [0] if op is OptOps.UNROLL else list(range(len(info.shape)))
+  red = op in (OptOps.UNROLL, OptOps.LOCAL)
+  axes = [0] if red else list(range(len(info.shape)))
   ax = draw(st.sampled_from(axes * 3 + [len(info.shape)]))
-  n = (info.reduce_inner or (1,))[0] if op is OptOps.UNROLL else info.shape[ax] if ax < len(info.shape) else 1
+  n = (info.reduce_inner or (1,))[0] if red else info.shape[ax] if ax < len(info.shape) else 1
   fits = [f for f in range(2, n + 1) if n % f == 0] or [2]
   return Opt(op, ax, 0 if op is OptOps.THREAD else draw(st.sampled_from(fits * 3 + [0, 3, 8])))
 
@@ -145,6 +146,8 @@ def test_refusals_name_the_reason():
            (Opts(), Opt(OptOps.UNROLL, 0, 4), "does not split"),
            (Opts(), Opt(OptOps.UNROLL, 1, 2), r"only \(axis 0\)"),
            (Opts(thread=0), Opt(OptOps.THREAD, 1, 0), "threaded already"),
+           (Opts(unroll=2), Opt(OptOps.LOCAL, 0, 3), "unrolled already"),
+           (Opts(local=3), Opt(OptOps.UNROLL, 0, 2), r"blocked already \(LOCAL\)"),
            (Opts(), Opt(OptOps.THREAD, 0, 4), "no factor")]
   for o, a, why in cases:
     with pytest.raises(OptRefused, match=why): apply_opt(o, a, info)
@@ -154,6 +157,15 @@ def test_refusals_name_the_reason():
   o = apply_opt(Opts(), Opt(OptOps.VECTOR, 1, 8 * machine().lanes(4)), big)
   with pytest.raises(OptRefused, match="vector registers"):
     apply_opt(o, Opt(OptOps.UPCAST, 0, machine().registers // 4), big)
+
+
+def test_local_blocks_the_reduce_inside_the_output_loops():
+  root, shapes, ref = contraction(8, 16, 12)
+  o = apply_opt(Opts(), Opt(OptOps.LOCAL, 0, 4), KernelInfo.of(root))
+  src = render_function(lower(root, buf(2, 128), Ctx(opts=o)))
+  # k = outer * 4 + inner: an outer loop of 3 and an inner one of 4 iterations, inside the two output loops
+  assert "ridx2 < 3;" in src and "ridx3 < 4;" in src and "(ridx2*4)" in src and "(ridx3*16)" in src, src
+  check(root, shapes, ref, [o])
 
 
 def test_the_heuristic_is_a_list_of_actions_that_builds_its_opts():
