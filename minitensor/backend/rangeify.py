@@ -63,7 +63,8 @@ def identity(op: Ops, d: DType):
 
 @dataclass
 class Opts:
-  """How to map a kernel onto the machine. Chosen by opt.py, applied by lower() and _reduce."""
+  """How to map a kernel onto the machine: what a list of opt.py's actions builds (opt.apply_opt checks each),
+  applied by lower() and _reduce."""
   upcast: dict[int, int] = field(default_factory=dict)   # output axis -> unroll factor (register tile)
   thread: int | None = None                              # output axis run in parallel (OpenMP)
   unroll: int = 1                                        # vector lanes of the innermost reduce axis
