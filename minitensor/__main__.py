@@ -124,6 +124,10 @@ def _tune(args) -> int:
   sys.argv = [args.script, *args.args]
   try: runpy.run_path(args.script, run_name="__main__")
   finally: sys.argv = argv
+  load, cores = os.getloadavg()[0], os.cpu_count() or 1
+  if load > cores:
+    print(f"\nminitensor tune: note: the load average was {load:.1f} on {cores} CPUs; the timings (and the winners "
+          f"stored) reflect a busy machine")
   print(f"\nminitensor tune: {sum(t.searched for t in search.tuned)} kernel(s) searched, "
         f"{sum(not t.searched for t in search.tuned)} from tuning records (beam {args.beam})")
   for t in search.tuned:

@@ -228,6 +228,7 @@ def beam_search(body: UOp, info: KernelInfo, heur: list[Opt], width: int, second
     running beside a timed kernel would slow it). A time of inf: the candidate was dropped."""
     jobs = []
     for acts, o in cands:
+      if jobs and time.perf_counter() > deadline: break       # (lowering a candidate takes time too)
       seen.add(_okey(o))
       src, slots = bench.source(o)
       if src in seen: continue
