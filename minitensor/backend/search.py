@@ -16,7 +16,8 @@ integers and bools) or that does not compile is dropped. The best N of everythin
 search stops when a round improves the best time by less than MIN_GAIN, when no candidate is left, or at the
 time budget (MINITENSOR_SEARCH_BUDGET seconds per kernel, default BUDGET). Then the best N and the heuristic are
 timed again, taking turns (CONFIRM times each): the winner must beat the heuristic by MIN_GAIN there, or the
-heuristic's actions are kept (a moment of load on the machine must not crown a candidate). A kernel whose
+heuristic's actions are kept (a moment of load on the machine must not crown a candidate; these runs come after
+the budget, at most about a second per kernel each). A kernel whose
 heuristic lowering does more than twice its minimal loop work (one the kernelizer will cut and lower again) is not
 searched.
 
@@ -86,6 +87,7 @@ def kernel_key(body: UOp) -> str:
 
 
 def describe(body: UOp, info: KernelInfo) -> str:
+  """A kernel as `tune` lists it: its shape, dtype and innermost reduced size."""
   red = f", reduce {info.reduce_inner[0]}" if info.reduce_inner else ""
   return f"{tuple(body.shape)} {body.dtype.name}{red}"
 
