@@ -3,8 +3,9 @@
     python -m minitensor                 the demo (same as `demo`)
     python -m minitensor demo            softmax and a conv block next to NumPy, one generated kernel, timings
     python -m minitensor bench [--quick] W1-W9 against NumPy (see minitensor/bench.py)
-    python -m minitensor compile F.uir [--emit uir|loops|c] [--opt upcast=1:16,unroll=8,thread=0]
+    python -m minitensor compile F.uir [--emit uir|loops|c] [--opt upcast=1:16,unroll=8,local=4,thread=0]
     python -m minitensor cache info|clear
+    python -m minitensor tune [--beam N] [--budget S] SCRIPT [ARGS]   run SCRIPT with the Opts search on (search.py)
 
 Errors in arguments or in a .uir file print one line and exit with status 2.
 """
@@ -65,8 +66,9 @@ def _parse_opts(text: str):
     if key == "upcast": o.upcast.update({int(a): int(b) for a, b in (v.split(":") for v in val.split(";"))})
     elif key == "tile": o.tile.update({int(a): int(b) for a, b in (v.split(":") for v in val.split(";"))})
     elif key == "unroll": o.unroll = int(val)
+    elif key == "local": o.local = int(val)
     elif key == "thread": o.thread = int(val)
-    else: raise ValueError(f"unknown opt {key!r} (upcast=AXIS:N, tile=AXIS:N, unroll=N, thread=AXIS)")
+    else: raise ValueError(f"unknown opt {key!r} (upcast=AXIS:N, tile=AXIS:N, unroll=N, local=N, thread=AXIS)")
   return o
 
 
@@ -97,12 +99,41 @@ def _cache(args) -> int:
   d = cache_dir()
   files = [os.path.join(dp, f) for dp, _, fs in os.walk(d) for f in fs]
   libs, plans = sum(f.endswith(".so") for f in files), sum(f.endswith(".plan") for f in files)
+  tunes = sum(f.endswith(".tune") for f in files)
   if args.action == "clear":
     shutil.rmtree(d, ignore_errors=True)
-    print(f"removed {libs} kernel(s) and {plans} run plan(s) from {d}")
+    print(f"removed {libs} kernel(s), {plans} run plan(s) and {tunes} tuning record(s) from {d}")
   else:
     size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
-    print(f"cache directory: {d}\nkernels: {libs}\nrun plans: {plans}\nsize: {size / 1e6:.2f} MB")
+    print(f"cache directory: {d}\nkernels: {libs}\nrun plans: {plans}\ntuning records: {tunes}\n"
+          f"size: {size / 1e6:.2f} MB")
+  return 0
+
+
+def _tune(args) -> int:
+  """Run the script (runpy, as `python SCRIPT ARGS` would) with MINITENSOR_SEARCH on, then list the kernels it
+  searched and those whose tuning record it used, with the heuristic's and the chosen Opts' times."""
+  import runpy
+  from minitensor.backend import search
+  if args.beam < 1: raise ValueError(f"--beam must be at least 1, got {args.beam}")
+  if not os.path.isfile(args.script): raise OSError(f"tune: no script {args.script!r}")
+  os.environ["MINITENSOR_SEARCH"] = str(args.beam)
+  if args.budget is not None: os.environ["MINITENSOR_SEARCH_BUDGET"] = str(args.budget)
+  search.budget()                                    # a bad budget fails before the script runs
+  argv = sys.argv
+  sys.argv = [args.script, *args.args]
+  try: runpy.run_path(args.script, run_name="__main__")
+  finally: sys.argv = argv
+  load, cores = os.getloadavg()[0], os.cpu_count() or 1
+  if load > cores:
+    print(f"\nminitensor tune: note: the load average was {load:.1f} on {cores} CPUs; the timings (and the winners "
+          f"stored) reflect a busy machine")
+  print(f"\nminitensor tune: {sum(t.searched for t in search.tuned)} kernel(s) searched, "
+        f"{sum(not t.searched for t in search.tuned)} from tuning records (beam {args.beam})")
+  for t in search.tuned:
+    acts = ", ".join(f"{a.op.name} {a.axis} {a.arg}" for a in t.actions) or "none"
+    print(f"  {'searched' if t.searched else 'record  '}  {t.what:40s} {t.before * 1e3:9.3f} ms -> "
+          f"{t.after * 1e3:9.3f} ms  ({t.before / max(t.after, 1e-12):.2f}x)  [{acts}]")
   return 0
 
 
@@ -121,15 +152,21 @@ def main(argv: list[str] | None = None) -> int:
   c.add_argument("file")
   c.add_argument("--emit", choices=("uir", "loops", "c"), default="c")
   c.add_argument("--opt", default="",
-                 help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,thread=AXIS,tile=AXIS:N")
+                 help="Opts for a shaped program: upcast=AXIS:N;AXIS:N,unroll=N,local=N,thread=AXIS,tile=AXIS:N")
   k = sub.add_parser("cache", help="show or clear the on-disk kernel cache")
   k.add_argument("action", choices=("info", "clear"))
+  t = sub.add_parser("tune", help="run a script with the Opts search on, print the tuned kernels")
+  t.add_argument("--beam", type=int, default=2, help="beam width (MINITENSOR_SEARCH; default 2)")
+  t.add_argument("--budget", type=float, default=None, help="seconds of search per kernel (MINITENSOR_SEARCH_BUDGET)")
+  t.add_argument("script")
+  t.add_argument("args", nargs=argparse.REMAINDER)
   argv = sys.argv[1:] if argv is None else argv
   if argv[:1] == ["bench"]: return _bench(argparse.Namespace(rest=argv[1:]))     # bench parses its own options
   args = p.parse_args(argv)
   try:
     if args.cmd == "compile": return _compile(args)
     if args.cmd == "cache": return _cache(args)
+    if args.cmd == "tune": return _tune(args)
     return _demo(args)
   except (ValueError, OSError) as e:
     msg = str(e).splitlines()

@@ -68,7 +68,7 @@ def test_bad_arguments_exit_2():
 
 
 def test_help_everywhere():
-  for args in ([], ["demo"], ["compile"], ["cache"], ["bench"]):
+  for args in ([], ["demo"], ["compile"], ["cache"], ["bench"], ["tune"]):
     assert run(*args, "--help").stdout.lower().startswith("usage")
 
 
@@ -78,7 +78,7 @@ def test_cache_info_and_clear(tmp_path):
                  env={**os.environ, **env}, check=True)
   info = run("cache", "info", env=env).stdout
   assert str(tmp_path) in info and "kernels: 1" in info and "run plans: 1" in info
-  assert "removed 1 kernel(s) and 1 run plan(s)" in run("cache", "clear", env=env).stdout
+  assert "removed 1 kernel(s), 1 run plan(s) and 0 tuning record(s)" in run("cache", "clear", env=env).stdout
   assert "kernels: 0" in run("cache", "info", env=env).stdout
 
 

@@ -35,9 +35,10 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.linearize import variables
-from minitensor.backend.opt import choose_opts, divisor
+from minitensor.backend.opt import divisor
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.scan import lower_scan
+from minitensor.backend.search import opts_for
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, buf, prod
 
 
@@ -158,7 +159,7 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   if optimize and (f := flat_elementwise(body)) is not None:
     ctx = Ctx(opts=Opts(thread=0))
     return lower(f, out, ctx), ctx, body, orig, (f.shape[0],)
-  ctx = Ctx(opts=choose_opts(body) if optimize else Opts(), sizes=sizes)
+  ctx = Ctx(opts=opts_for(body) if optimize else Opts(), sizes=sizes)
   return lower(body, out, ctx), ctx, body, orig, None
 
 

@@ -1,8 +1,28 @@
-"""opt: choose the Opts of a kernel from its shape and its access strides.
+"""opt: the Opts of a kernel as a list of actions, and the heuristic that proposes them.
 
-What to compute is fixed by the graph; Opts only decide how the ranges are built (the seed's Halide split).
-The choice reads the kernel's value rangeified at plain output loops: for every LOAD, the stride of its address along
-each loop (the address when that loop steps by one in the middle of its range, all others at their middle), then:
+What to compute is fixed by the graph; Opts only decide how the ranges are built (the seed's Halide split). An
+Opts is built from a list of actions `Opt(op, axis, arg)` (tinygrad's Opt is the model), each applied by
+apply_opt to the Opts so far, or refused (OptRefused, with the reason) where lower() would ignore it:
+
+    UPCAST  axis f   output axis unrolled by f inside its loop (a register tile of rows)
+    UNROLL  0    f   the innermost reduce axis as f independent accumulators (vector lanes); axis 0 only
+    VECTOR  axis f   output axis as an f-wide `omp simd` loop around the reduce loops
+    TILE    axis b   output axis blocked by b, the block loops outside (cache blocks)
+    THREAD  axis 0   output axis run on all cores (OpenMP)
+    LOCAL   0    b   the innermost reduce axis as an outer loop around an inner loop of b iterations (a block of
+                     the reduction with a literal trip count the compiler can unroll); axis 0 only
+
+Every factor must divide its axis (and be smaller than it where lower() needs an outer loop); an axis takes
+one action of each kind, UPCAST and VECTOR exclude each other, TILE excludes VECTOR and UNROLL excludes LOCAL;
+the accumulators of a register tile must fit the machine's vector registers. A refused action is never wrong to
+skip: every Opts that apply_opt builds computes the same values as Opts() (up to the order of float reductions).
+LOCAL blocks the reduction inside the output loops: blocking it around them (partial sums of a K block kept in
+the output, as a cache-blocked GEMM does) needs accumulators that outlive the output loops, which rangeify's
+accumulators do not.
+
+The heuristic reads the kernel's value rangeified at plain output loops: for every LOAD, the stride of its address
+along each loop (the address when that loop steps by one in the middle of its range, all others at their middle),
+then proposes:
 
     unroll   the innermost reduce axis is split into LANES accumulators when the loads walk it with stride 1:
              independent chains the C compiler keeps in one vector register (sums, max, dot products)
@@ -16,16 +36,112 @@ each loop (the address when that loop steps by one in the middle of its range, a
     thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
              least THREAD_WORK loop iterations (outputs plus, per reduce, its loops around and inside)
 
-Factors must divide the axis; otherwise the axis is left as it is (correct, only slower). LANES, the register
-tile and the column-sum width come from the machine model (machine.py).
+Factors are chosen to divide their axes (an axis they would not divide is left as it is: correct, only slower).
+LANES, the register tile and the column-sum width come from the machine model (machine.py).
 """
 from __future__ import annotations
+from dataclasses import dataclass, field, replace
+from enum import Enum, auto
 from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import Ctx, Opts, rangeify
 from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17
 TILE = 32
+MAX_UPCAST = 32          # unrolled copies of the output expression at most (code size)
+
+
+class OptOps(Enum):
+  UPCAST = auto(); UNROLL = auto(); VECTOR = auto(); TILE = auto(); THREAD = auto(); LOCAL = auto()
+
+
+@dataclass(frozen=True)
+class Opt:
+  """One action on a kernel's loops (see the module docstring)."""
+  op: OptOps
+  axis: int
+  arg: int
+
+  def __repr__(self) -> str: return f"Opt({self.op.name}, {self.axis}, {self.arg})"
+
+
+class OptRefused(ValueError):
+  """apply_opt cannot apply the action to this kernel: `reason` says why."""
+  def __init__(self, opt: Opt, reason: str):
+    super().__init__(f"{opt!r} refused: {reason}")
+    self.opt, self.reason = opt, reason
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+  """What apply_opt checks an action against: the kernel's output shape, the innermost reduced size of each of
+  its reduces, and the item size its vectors hold."""
+  shape: tuple[int, ...]
+  reduce_inner: tuple[int, ...] = field(default=())
+  itemsize: int = 4
+
+  @staticmethod
+  def of(root: UOp) -> KernelInfo:
+    """The info of the kernel computing shaped `root` (its reduces: every REDUCE below it)."""
+    nodes = root.toposort()
+    red = tuple(u.src[0].shape[-1] for u in nodes if u.op is Ops.REDUCE and u.arg[1] > 0)
+    sizes = [u.dtype.itemsize for u in nodes if u.op is Ops.BUFFER] or [root.dtype.itemsize]
+    return KernelInfo(tuple(root.shape), red, max(sizes))
+
+
+def _registers(o: Opts, info: KernelInfo) -> int:
+  """Vector registers the accumulators of a register tile hold: unrolled rows x vectors per row."""
+  lanes = machine().lanes(info.itemsize)
+  return prod(o.upcast.values()) * max(1, max(o.vector.values(), default=1) // lanes)
+
+
+def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
+  """The Opts o with opt applied (o is not changed); OptRefused where lower() would not apply it as asked."""
+  def no(why: str): raise OptRefused(opt, why)
+  op, ax, f = opt.op, opt.axis, opt.arg
+  if op in (OptOps.UNROLL, OptOps.LOCAL):
+    if ax != 0: no(f"{op.name} splits the innermost reduce axis only (axis 0)")
+    if not info.reduce_inner: no("the kernel has no reduce")
+    if o.unroll > 1: no("the reduce axis is unrolled already")
+    if o.local > 1: no("the reduce axis is blocked already (LOCAL)")
+    if f < 2 or not any(n % f == 0 and n > f for n in info.reduce_inner):
+      no(f"{f} does not split any innermost reduce axis {info.reduce_inner} (must divide it and be smaller)")
+    return replace(o, unroll=f) if op is OptOps.UNROLL else replace(o, local=f)
+  if not 0 <= ax < len(info.shape) or info.shape[ax] < 2: no(f"axis {ax} is not an output axis of {info.shape}")
+  n = info.shape[ax]
+  if op is OptOps.THREAD:
+    if o.thread is not None: no(f"axis {o.thread} is threaded already")
+    if f != 0: no("THREAD takes no factor (arg 0)")
+    return replace(o, thread=ax)
+  if f < 2 or n % f: no(f"{f} does not divide axis {ax} of size {n}")
+  if op is OptOps.UPCAST:
+    if ax in o.upcast: no(f"axis {ax} is upcast already")
+    if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
+    if ax in o.tile and o.tile[ax] % f: no(f"{f} does not divide the tile {o.tile[ax]} of axis {ax}")
+    new = replace(o, upcast={**o.upcast, ax: f})
+    if prod(new.upcast.values()) > MAX_UPCAST: no(f"more than {MAX_UPCAST} unrolled copies of the output")
+  elif op is OptOps.VECTOR:
+    if o.vector: no(f"axis {next(iter(o.vector))} is the VECTOR axis already")
+    if ax in o.upcast: no(f"axis {ax} is upcast")
+    if ax in o.tile: no(f"axis {ax} is tiled")
+    new = replace(o, vector={**o.vector, ax: f})
+  elif op is OptOps.TILE:
+    if ax in o.tile: no(f"axis {ax} is tiled already")
+    if f >= n: no(f"a tile of {f} is not smaller than axis {ax} of size {n}")
+    if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
+    if o.upcast.get(ax, 1) > 1 and f % o.upcast[ax]: no(f"the upcast {o.upcast[ax]} of axis {ax} does not divide {f}")
+    new = replace(o, tile={**o.tile, ax: f})
+  else: no(f"unknown action {op}")
+  if op in (OptOps.UPCAST, OptOps.VECTOR) and new.upcast and _registers(new, info) > machine().registers:
+    no(f"the register tile needs {_registers(new, info)} vector registers, the machine has {machine().registers}")
+  return new
+
+
+def build(actions: list[Opt], info: KernelInfo) -> Opts:
+  """The Opts the actions build, applied in order from Opts() (OptRefused at the first that does not apply)."""
+  o = Opts()
+  for a in actions: o = apply_opt(o, a, info)
+  return o
 
 
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register
@@ -62,10 +178,10 @@ def _stride(addr: UOp, r: UOp) -> int | None:
   return a1.arg - a0.arg if a0.op is Ops.CONST and a1.op is Ops.CONST else None
 
 
-def choose_opts(root: UOp) -> Opts:
-  """The Opts for the kernel computing shaped `root` (see the module docstring for the rules)."""
+def heuristic(root: UOp) -> list[Opt]:
+  """The actions proposed for the kernel computing shaped `root` (see the module docstring for the rules)."""
   shape = root.shape
-  if not shape or prod(shape) == 0: return Opts()
+  if not shape or prod(shape) == 0: return []
   # rangeify once at plain output ranges (no lowering, no final simplify): enough to read the load addresses
   ctx = Ctx()
   idx = tuple(ctx.rng(s) if s > 1 else UOp.const(0) for s in shape)
@@ -78,7 +194,13 @@ def choose_opts(root: UOp) -> Opts:
     return sum(1 for i in loads if (s := _stride(i.src[1], r)) is not None and abs(s) > 1)
   itemsize = max((i.dtype.itemsize for i in loads), default=root.dtype.itemsize)
   lanes = _lanes(itemsize)
-  opts = Opts()
+  acts: list[Opt] = []
+  info, o = KernelInfo.of(root), Opts()
+  def add(opt: Opt) -> None:             # a refused action is one lower() would ignore: it is left out
+    nonlocal o
+    try: o = apply_opt(o, opt, info)
+    except OptRefused: return
+    acts.append(opt)
   inner = max((r for r in axis_of), key=lambda r: r.arg.idx, default=None)
   reduce_inner = [parts[-1][0] for parts in ctx.reduce_ranges.values() if parts and parts[-1][0].op is Ops.RANGE]
   work = prod(shape) + sum(prod(r.arg.size for r in rs) * prod(u.src[0].shape[len(u.shape):])
@@ -88,26 +210,32 @@ def choose_opts(root: UOp) -> Opts:
     gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1
                                           for i in loads)
     reduce_lanes = divisor(rr.arg.size, lanes) if unit(rr) else 1
-    if reduce_lanes > 1 and not gemm_like: opts.unroll = reduce_lanes
-    elif inner is not None and unit(inner) and (f := divisor(shape[axis_of[inner]], lanes)) > 1:
-      opts.vector[axis_of[inner]] = f
+    if reduce_lanes > 1 and not gemm_like: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
+    elif inner is not None and unit(inner) and (vec := divisor(shape[axis_of[inner]], lanes)) > 1:
       # a register tile: rows that one load broadcasts (stride 0) while another walks them
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
       if rows and (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], _tile_rows())) > 1:
-        opts.upcast[axis_of[max(rows, key=lambda r: r.arg.idx)]] = f
-        opts.vector[axis_of[inner]] = divisor(shape[axis_of[inner]], 2 * lanes)
+        add(Opt(OptOps.UPCAST, axis_of[max(rows, key=lambda r: r.arg.idx)], f))
+        vec = divisor(shape[axis_of[inner]], 2 * lanes)
       elif not rows and len(axis_of) == 1:
         # nothing to reuse in registers (a column sum): _wide() lanes, as many accumulators as the registers
         # hold, each pass over the rows reading a 512-byte run per row; the blocks are shared by the threads
         n = shape[axis_of[inner]]
-        opts.vector[axis_of[inner]] = divisor(n, min(_wide(), n // 2 if work >= THREAD_WORK else n))
+        vec = divisor(n, min(_wide(), n // 2 if work >= THREAD_WORK else n))
+      add(Opt(OptOps.VECTOR, axis_of[inner], vec))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0:
-      opts.tile = {axis_of[inner]: TILE, axis_of[other[0]]: TILE}
+      add(Opt(OptOps.TILE, axis_of[inner], TILE))
+      add(Opt(OptOps.TILE, axis_of[other[0]], TILE))
   if work >= THREAD_WORK:
     first = min(axis_of, key=lambda r: r.arg.idx, default=None)
     if first is not None and \
-        shape[axis_of[first]] // (opts.upcast.get(axis_of[first], 1) * opts.vector.get(axis_of[first], 1)) >= 2:
-      opts.thread = axis_of[first]
-  return opts
+        shape[axis_of[first]] // (o.upcast.get(axis_of[first], 1) * o.vector.get(axis_of[first], 1)) >= 2:
+      add(Opt(OptOps.THREAD, axis_of[first], 0))
+  return acts
+
+
+def choose_opts(root: UOp) -> Opts:
+  """The Opts the heuristic's actions build for the kernel computing shaped `root`."""
+  return build(heuristic(root), KernelInfo.of(root))

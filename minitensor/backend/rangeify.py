@@ -63,12 +63,14 @@ def identity(op: Ops, d: DType):
 
 @dataclass
 class Opts:
-  """How to map a kernel onto the machine. Chosen by opt.py, applied by lower() and _reduce."""
+  """How to map a kernel onto the machine: what a list of opt.py's actions builds (opt.apply_opt checks each),
+  applied by lower() and _reduce."""
   upcast: dict[int, int] = field(default_factory=dict)   # output axis -> unroll factor (register tile)
   thread: int | None = None                              # output axis run in parallel (OpenMP)
   unroll: int = 1                                        # vector lanes of the innermost reduce axis
   tile: dict[int, int] = field(default_factory=dict)     # output axis -> cache block size
   vector: dict[int, int] = field(default_factory=dict)   # output axis -> lanes of an innermost `omp simd` loop
+  local: int = 1                                         # innermost reduce axis as outer loop x inner loop of this
 
 
 @dataclass
@@ -196,12 +198,24 @@ def _axis_parts(ctx: Ctx, size: int, factor: int, kind: AxisType) -> tuple[UOp, 
 
 
 def _combos(parts: list[tuple[UOp, int]]) -> list[tuple[UOp, ...]]:
-  """Every index tuple obtained by fixing the unrolled part of each axis to a constant."""
+  """Every index tuple obtained by fixing the unrolled part of each axis to a constant. A part of factor -1 is the
+  inner loop of a split axis: it joins the part before it (index = outer * its size + inner)."""
   out: list[tuple[UOp, ...]] = [()]
   for b, f in parts:
+    if f == -1:
+      out = [c[:-1] + (c[-1] * b.arg.size + b,) for c in out]
+      continue
     known0 = b.op is Ops.CONST and b.arg == 0
     out = [c + (UOp.const(k) if known0 else (b * f + k if f > 1 else b),) for c in out for k in range(f)]
   return out
+
+
+def _split(ctx: Ctx, n: int) -> list[tuple[UOp, int]]:
+  """The parts of an innermost reduce axis of size n: split into an outer loop and an inner loop of
+  ctx.opts.local iterations (the inner part of factor -1, see _combos) when that divides n, else one loop."""
+  b = ctx.opts.local
+  if b > 1 and n % b == 0 and n > b: return [(ctx.rng(n // b, AxisType.REDUCE), 1), (ctx.rng(b, AxisType.REDUCE), -1)]
+  return [_axis_parts(ctx, n, 1, AxisType.REDUCE)]
 
 
 def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
@@ -219,7 +233,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   parts = ctx.reduce_ranges.get(rkey)
   if (vec := [r for r in rkey[1] if r.arg.kind is AxisType.VECTOR]) and prod(rshape) > 1:
     if parts is None:
-      parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape]
+      parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]] + _split(ctx, rshape[-1])
       parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
       ctx.reduce_ranges[rkey] = parts
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
@@ -227,8 +241,7 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
     # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
-    parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes) if lanes > 1
-              else _axis_parts(ctx, rshape[-1], 1, AxisType.REDUCE)]
+    parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes)] if lanes > 1 else _split(ctx, rshape[-1])
     if lanes > 1: parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
@@ -274,7 +287,7 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   rop = u.arg[0]
   (upd_lane, _), (init_lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE]
-  inner = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx) + tuple(r for r, _ in parts[:-2])
+  inner = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx) + _combos(parts[:-2])[0]
   v = yield (u.src[0], inner)
   if (f := _folded(u, v.substitute({upd_lane: lane}), real + [upd_lane], ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype, lane.arg.size)

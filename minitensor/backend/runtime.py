@@ -517,15 +517,16 @@ def install(path: str, data: bytes) -> None:
 
 
 def _entries(root: str) -> Iterator[tuple[float, int, str]]:
-  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so` and `.plan` only, never anything
-  inside a build directory. Stale build directories met on the way are swept."""
+  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan` and `.tune` only, never
+  anything inside a build directory. Stale build directories met on the way are swept."""
   with os.scandir(root) as shards:
     for s in shards:
       if len(s.name) != 2 or s.name.startswith(".") or not s.is_dir(follow_symlinks=False): continue
       _sweep(s.path)
       with os.scandir(s.path) as it:
         for e in it:
-          if e.name.endswith((".so", ".plan")) and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+          if e.name.endswith((".so", ".plan", ".tune")) and not e.name.startswith(".") and \
+              e.is_file(follow_symlinks=False):
             with contextlib.suppress(OSError):
               st = e.stat(follow_symlinks=False)
               yield st.st_mtime, st.st_size, e.path
