@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 import minitensor as mt
 from minitensor import nn
-from minitensor.backend import realize as realize_mod
+from minitensor.backend import attention, realize as realize_mod
 from minitensor.backend.attention import Attention
 from minitensor.backend.realize import scheduled
 from minitensor.backend.render_c import PRELUDE, render_function
@@ -64,10 +64,12 @@ def problems(draw):
   return batch, L, S, d, dv, dt, mask, causal, scale, seed
 
 
-@given(problems())
-def test_fused_equals_numpy(p):
+@given(problems(), st.sampled_from([1, 2, 3, 6]), st.sampled_from([4, 8, 16]), st.integers(1, 3), st.integers(1, 3))
+def test_fused_equals_numpy(p, tr, tw, rows, cols):
+  """Random problems on random blocks and register tiles (several row and key blocks, partial last ones)."""
   with pytest.MonkeyPatch.context() as mp:
     mp.setattr(realize_mod, "SYMBOLIC_MAX", 0)
+    mp.setattr(attention, "blocks", lambda m: (tr * rows, tw * cols, tr, tw))
     check_problem(*p)
 
 
@@ -85,17 +87,19 @@ def check_problem(batch, L, S, d, dv, dt, mkind, causal, scale, seed):
 
 
 @pytest.mark.parametrize("tier", ["0", "1"])
-@pytest.mark.parametrize("L,S,d,dv", [(200, 131, 64, 64), (97, 301, 33, 7)])
-def test_composition_is_one_kernel_without_scores(tier, L, S, d, dv, monkeypatch):
-  """The benchmark's spelling, at sizes no block divides, at both compiler tiers: one kernel, no L x S buffer."""
+@pytest.mark.parametrize("L,S,d,dv,scale", [(200, 131, 64, 64, 8), (97, 301, 33, 7, 1)])
+def test_composition_is_one_kernel_without_scores(tier, L, S, d, dv, scale, monkeypatch):
+  """The benchmark's spelling (and one without a scale), at sizes no block divides, at both compiler tiers: one
+  kernel, no L x S buffer."""
   monkeypatch.setenv("MINITENSOR_TIER", tier)
   rng = np.random.default_rng(L)
   q, k, v = (rng.standard_normal(s, dtype=np.float32) for s in ((L, d), (S, d), (S, dv)))
-  out = nn.softmax(mt.asarray(q) @ mt.asarray(k).T / 8, axis=-1) @ mt.asarray(v)
+  s = mt.asarray(q) @ mt.asarray(k).T
+  out = nn.softmax(s / 8 if scale == 8 else s, axis=-1) @ mt.asarray(v)
   sched, _ = scheduled([out.uop])
   assert len(sched.kernels) == 1 and isinstance(sched.kernels[0].sink.arg, Attention)
   assert [n for n, _ in sched.buffers] == [L * dv]            # the output is the only buffer written
-  np.testing.assert_allclose(out.numpy(), _softmax(q @ k.T / 8) @ v, rtol=2e-4, atol=2e-5)
+  np.testing.assert_allclose(out.numpy(), _softmax(q @ k.T / scale) @ v, rtol=2e-4, atol=2e-5)
 
 
 def test_large_logits_and_masked_rows(concrete):
