@@ -133,11 +133,12 @@ def _uncast(u: UOp, idx, d: DType) -> tuple[UOp, tuple, DType]:
   return u, idx, d
 
 
-def _reduced(u: UOp, idx, rop: Ops, axis: UOp) -> tuple[UOp, tuple] | None:
-  """u read at idx is a one-axis REDUCE(rop) over `axis`'s length: (its source node, index) with `axis` as the
-  reduced counter."""
-  if u.op is not Ops.REDUCE or u.arg != (rop, 1) or u.src[0].shape[-1] != axis.arg.size: return None
-  return _view(u.src[0], idx + (axis,))
+def _reduced(u: UOp, idx, rop: Ops, ctx: _Ctx) -> tuple[UOp, tuple] | None:
+  """When u read at idx is one value per row (idx free of j, c and e) of a one-axis REDUCE(rop) of S elements: its
+  source's (node, index) with the reduced counter named j; else None."""
+  if u.op is not Ops.REDUCE or u.arg != (rop, 1) or u.src[0].shape[-1] != ctx.j.arg.size: return None
+  if frozenset().union(*(x.ranges for x in idx)) & {ctx.j, ctx.c, ctx.e}: return None
+  return _view(u.src[0], idx + (ctx.j,))
 
 
 def match(r: UOp) -> Match | None:
@@ -154,20 +155,20 @@ def match(r: UOp) -> Match | None:
 
 
 def _attention(ctx: _Ctx, p: UOp, v: UOp, idx, dt: DType) -> Match | None:
-  i, j, e = ctx.i, ctx.j, ctx.e
+  """The match when p is the softmax and v the values, else None."""
   P, pidx = _view(p, idx)
   if P.op is not Ops.FDIV: return None
   E, eidx = _view(P.src[0], pidx)
   den, didx, sum_dt = _uncast(P.src[1], pidx, dt)
-  if E.op is not Ops.EXP or (s := _reduced(den, didx, Ops.ADD, j)) is None: return None
-  if _uncast(*s, dt)[:2] != (E, eidx) or e in frozenset().union(*(u.ranges for u in eidx)): return None
+  if E.op is not Ops.EXP or (s := _reduced(den, didx, Ops.ADD, ctx)) is None: return None
+  if _uncast(*s, dt)[:2] != (E, eidx) or ctx.e in frozenset().union(*(u.ranges for u in eidx)): return None
   z, zidx = _view(E.src[0], eidx)
   if z.op is not Ops.ADD: return None
   for t, nm in (z.src, z.src[::-1]):
     if (mx := _neg(nm)) is None: continue
     T, tidx = _view(t, zidx)
     M, midx = _view(mx, zidx)
-    if (mr := _reduced(M, midx, Ops.MAX, j)) is None or mr != (T, tidx): continue
+    if (mr := _reduced(M, midx, Ops.MAX, ctx)) is None or mr != (T, tidx): continue
     return _logits(ctx, T, tidx, v, idx, dt, sum_dt)
   return None
 

@@ -136,17 +136,23 @@ NEAR_MISSES = {
   "max in the denominator": lambda s, v: _sm_custom(s, lambda e: e.max(-1, keepdims=True), "den") @ v,
   "scores sliced after the softmax": lambda s, v: _sm_axis(s, -1)[..., :-1] @ v[..., :-1, :],
   "log instead of exp": lambda s, v: _sm_custom(s, None, "log") @ v,
+  "values that depend on the query row": lambda s, v: _ns(s).einsum("ij,ijd->id", _sm_axis(s, -1),
+                                                                    v * _ns(s).asarray(ROWS)),
 }
+ROWS = np.arange(1, 41, dtype=np.float32)[:, None, None]
+
+
+def _ns(x): return mt if isinstance(x, mt.Tensor) else np
 
 
 def _sm_axis(s, axis):
-  m = mt if isinstance(s, mt.Tensor) else np
+  m = _ns(s)
   e = m.exp(s - s.max(axis=axis, keepdims=True))
   return e / e.sum(axis=axis, keepdims=True)
 
 
 def _sm_custom(s, fn, kind):
-  m = mt if isinstance(s, mt.Tensor) else np
+  m = _ns(s)
   if kind == "sum": e = m.exp(s - fn(s))
   elif kind == "log": e = m.log(m.abs(s - s.max(axis=-1, keepdims=True)) + 1)
   else: e = m.exp(s - s.max(axis=-1, keepdims=True))
