@@ -45,9 +45,10 @@ _STEP_OPS = (Ops.ADD, Ops.MUL, Ops.FDIV, Ops.WHERE)
 
 @dataclass(frozen=True)
 class Read:
-  """A tensor read by the kernel: `base` (a BUFFER in a kernel, any node before staging) at flat position
-  offset + sum(stride * counter) over the kernel's counters (b..., i, j, c, e); or a constant (base CONST)."""
-  base: UOp
+  """A tensor read by the kernel: `base` (a BUFFER in a kernel, any node before staging; in an `Attention`, the
+  position of the BUFFER in its SINK's sources) at flat position offset + sum(stride * counter) over the kernel's
+  counters (b..., i, j, c, e); or a constant (base CONST)."""
+  base: UOp | int
   offset: int = 0
   strides: tuple[int, ...] = ()
 
@@ -70,7 +71,8 @@ def _view(u: UOp, idx: tuple[UOp, ...]) -> tuple[UOp, tuple[UOp, ...]]:
   while u.op in _MOVES:
     x = u.src[0]
     if u.op is Ops.RESHAPE: idx = tuple(simplify(i) for i in unravel(ravel(idx, u.shape), x.shape))
-    elif u.op is Ops.EXPAND: idx = tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, x.shape, u.shape))
+    elif u.op is Ops.EXPAND:
+      idx = tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, x.shape, u.shape))
     elif u.op is Ops.PERMUTE:
       inv = list(idx)
       for k, p in enumerate(u.arg): inv[p] = idx[k]
@@ -206,7 +208,8 @@ def stage_operands(outputs: list[UOp]) -> list[UOp]:
     src = tuple(new[x] for x in u.src)
     v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
     if v.op is Ops.REDUCE and (m := match(v)) is not None:
-      v = v.substitute({r.base: r.base.stage() for r in m.reads() if r.base.op not in (Ops.BUFFER, Ops.CONST, Ops.STAGE)})
+      v = v.substitute({r.base: r.base.stage() for r in m.reads()
+                        if r.base.op not in (Ops.BUFFER, Ops.CONST, Ops.STAGE)})
       v = v.stage()
     new[u] = v
   return [new[o] for o in outputs]
@@ -239,9 +242,9 @@ def blocks(m: Match) -> tuple[int, int, int, int]:
   dvp = _up(m.DV, tw)
   bc = max(tw, min(128, _up(m.S, tw), mc.l1 // ((m.D + dvp) * sz) // tw * tw))
   rows = max(tr, min(16 * tr, (mc.l2 // 2) // ((m.D + dvp + bc) * sz) // tr * tr))
-  n = prod(m.batch)
-  parts = max(1, -(-mc.cores // n)) * -(-m.L // (rows * max(1, -(-mc.cores // n))))    # row blocks, a multiple of the
-  br = min(rows, _up(-(-m.L // parts), tr))                                             # cores when the batch is small
+  per = max(1, -(-mc.cores // prod(m.batch)))       # row blocks per batch element that give every core work
+  parts = _up(-(-m.L // rows), per)
+  br = min(rows, _up(-(-m.L // parts), tr))
   return br, bc, tr, tw
 
 
@@ -307,10 +310,12 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
     if any(r.strides[k] for r in bufreads): emit(f"    int64_t b{k} = (bb / {prod(m.batch[k + 1:])}) % {n};")
   for n, r in enumerate(bufreads):
     reads[id(r)] = f"o{n}"
-    emit(f"    int64_t o{n} = {' + '.join([str(r.offset)] + [f'b{k} * {s}' for k, s in enumerate(r.strides[:nb]) if s])};")
+    terms = [str(r.offset)] + [f"b{k} * {s}" for k, s in enumerate(r.strides[:nb]) if s]
+    emit(f"    int64_t o{n} = {' + '.join(terms)};")
   step_reads = [r for _, _, rs in m.steps for r in rs if not isinstance(r.base, UOp)]
   uses = [any(r.strides[nb + k] for r in step_reads) for k in (0, 1)]     # whether the steps read at i, at j
-  emit(f"    {T} qb[{BR}][{m.D}], kt[{m.D}][{BC}], vb[{BC}][{DVP}], sb[{BR}][{BC}], acc[{BR}][{DVP}], mx[{BR}], cr[{BR}];")
+  emit(f"    {T} qb[{BR}][{m.D}], kt[{m.D}][{BC}], vb[{BC}][{DVP}], sb[{BR}][{BC}], acc[{BR}][{DVP}];")
+  emit(f"    {T} mx[{BR}], cr[{BR}];")
   emit(f"    {A} l[{BR}];")
   emit(f"    for (int64_t r = 0; r < {BR}; r++) {{")
   emit(f"      for (int64_t c = 0; c < {m.D}; c++) qb[r][c] = r < rows ? {load(m.q, 'i0 + r', c='c')} : 0;")
@@ -321,7 +326,8 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   emit(f"      int64_t cols = {m.S} - j0 < {BC} ? {m.S} - j0 : {BC};")
   emit(f"      for (int64_t x = 0; x < {BC}; x++) {{")
   emit(f"        for (int64_t c = 0; c < {m.D}; c++) kt[c][x] = x < cols ? {load(m.k, j='j0 + x', c='c')} : 0;")
-  emit(f"        for (int64_t e = 0; e < {DVP}; e++) vb[x][e] = x < cols && e < {m.DV} ? {load(m.v, j='j0 + x', e='e')} : 0;")
+  emit(f"        for (int64_t e = 0; e < {DVP}; e++)")
+  emit(f"          vb[x][e] = x < cols && e < {m.DV} ? {load(m.v, j='j0 + x', e='e')} : 0;")
   emit(f"      }}")
   # s = Q K^T by TR x TW register tiles
   acc = [f"a{r}" for r in range(TR)]
@@ -343,7 +349,8 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   emit(f"        {T}* s = sb[r];")
   emit(f"        if (r >= rows) {{ for (int64_t x = 0; x < {BC}; x++) s[x] = 0; cr[r] = 0; continue; }}")
   if uses[0]: emit(f"        int64_t i = i0 + r;")
-  emit(f"        for (int64_t x = 0; x < cols; x++) {{ {'int64_t j = j0 + x; ' if uses[1] else ''}s[x] = {logit('s[x]')}; }}")
+  jdef = "int64_t j = j0 + x; " if uses[1] else ""
+  emit(f"        for (int64_t x = 0; x < cols; x++) {{ {jdef}s[x] = {logit('s[x]')}; }}")
   emit(f"        for (int64_t x = cols; x < {BC}; x++) s[x] = -INFINITY;")
   emit(f"        {T} ml[{TW}], pl[{TW}];")
   emit(f"        for (int w = 0; w < {TW}; w++) {{ ml[w] = mx[r]; pl[w] = 0; }}")
