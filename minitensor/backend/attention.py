@@ -3,7 +3,7 @@
 What is matched (`match`; anything else keeps the ordinary lowering). In kernel index terms (b: the batch axes,
 i < L query rows, j < S keys, c < D the contracted axis, e < DV value columns), a REDUCE(ADD) node
 
-    out[b, i, e] = sum_j  P[b, i, j] * V[b, j, e]                (either operand order of the MUL)
+    out[b, i, e] = sum_j  P[b, i, j] * V[b, j, e]     (either operand order of the MUL; or out[b, e, i]: V^T P^T)
     P = E / sum_j E            (the sum over the same j, optionally accumulated in a wider float: CASTs)
     E = exp(T - max_j T)       (x - m written as x + m * -1, as the frontend records a subtraction)
     T = f(s),  s[b, i, j] = sum_c Q[b, i, c] * K[b, j, c]     (a REDUCE(ADD) of a MUL, either order)
@@ -31,7 +31,7 @@ above the running maximum, so large ones do not overflow. The summation order di
 tiers give the same bits except where libm and libmvec's exp differ (tiers.py).
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import ravel, unravel
@@ -61,6 +61,7 @@ class Match:
   sum_dtype: DType
   q: Read; k: Read; v: Read
   steps: tuple[tuple[Ops, int, tuple[Read, ...]], ...]    # innermost first: (op, the chain's position, other operands)
+  transposed: bool = False                                # the output is out[b, e, i] (V^T P^T), not out[b, i, e]
 
   def reads(self) -> list[Read]:
     return [self.q, self.k, self.v] + [r for _, _, rs in self.steps for r in rs]
@@ -148,11 +149,12 @@ def match(r: UOp) -> Match | None:
   if r.op is not Ops.REDUCE or r.arg != (Ops.ADD, 1) or r.dtype not in (dtypes.float32, dtypes.float64): return None
   x = r.src[0]
   if x.op is not Ops.MUL or len(x.shape) < 3 or 0 in x.shape: return None
-  batch, (L, DV, S) = x.shape[:-3], x.shape[-3:]
-  ctx = _Ctx(batch, L, S, 1, DV)
-  idx = ctx.b + (ctx.i, ctx.e, ctx.j)
-  for p, v in (x.src, x.src[::-1]):
-    if (m := _attention(ctx, p, v, idx, r.dtype)) is not None: return m
+  batch, (A, B, S) = x.shape[:-3], x.shape[-3:]
+  for transposed in (False, True):
+    ctx = _Ctx(batch, B if transposed else A, S, 1, A if transposed else B)
+    idx = ctx.b + ((ctx.e, ctx.i) if transposed else (ctx.i, ctx.e)) + (ctx.j,)
+    for p, v in (x.src, x.src[::-1]):
+      if (m := _attention(ctx, p, v, idx, r.dtype)) is not None: return replace(m, transposed=transposed)
   return None
 
 
@@ -225,8 +227,7 @@ def fused(body: UOp, out: UOp) -> UOp | None:
   bufs = [out] + list(dict.fromkeys(r.base for r in m.reads() if r.base.op is Ops.BUFFER))
   pos = {b: k for k, b in enumerate(bufs)}
   ref = lambda r: r if r.base.op is Ops.CONST else Read(pos[r.base], r.offset, r.strides)   # noqa: E731
-  m = Match(m.batch, m.L, m.S, m.D, m.DV, m.dtype, m.sum_dtype, ref(m.q), ref(m.k), ref(m.v),
-            tuple((op, k, tuple(ref(r) for r in rs)) for op, k, rs in m.steps))
+  m = replace(m, q=ref(m.q), k=ref(m.k), v=ref(m.v), steps=tuple((op, k, tuple(map(ref, rs))) for op, k, rs in m.steps))
   return UOp(Ops.SINK, tuple(bufs), Attention(m, br, bc, tr, tw))
 
 
@@ -382,7 +383,7 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   emit(f"        }}")
   emit(f"    }}")
   out = bufs[0]
-  oi = f"(bb * {m.L} + i0 + r) * {m.DV} + e"
+  oi = f"(bb * {m.DV} + e) * {m.L} + i0 + r" if m.transposed else f"(bb * {m.L} + i0 + r) * {m.DV} + e"
   st = f"data{out.arg.slot}[{oi}] = acc[r][e] / ({T})l[r];"
   if checked: st = f"if ((uint64_t)({oi}) < {out.arg.shape[0]}ULL) {st} else mt_oob(mt_err, {out.arg.slot}, {oi});"
   emit(f"    for (int64_t r = 0; r < rows; r++)")

@@ -182,3 +182,26 @@ def test_checked_mode(concrete, monkeypatch):
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   out = nn.scaled_dot_product_attention(q, k, v, mask=mask)
   np.testing.assert_allclose(out.numpy(), sdpa_np(q, k, v, mask), **tol(np.float64))
+
+
+SPELLINGS = {
+  "fill as the true branch": lambda s, m, v: _sm_axis(_ns(s).where(~m, np.float32(-np.inf), s), -1) @ v,
+  "scale on the left, mask added on the left": lambda s, m, v: _sm_axis(m.astype(np.float32) + 0.125 * s, -1) @ v,
+  "values first (V^T P^T)^T": lambda s, m, v: _t(_t(v) @ _t(_sm_axis(s / 3, -1))),
+  "two masks": lambda s, m, v: _sm_axis(_ns(s).where(m, s + m.astype(np.float32), np.float32(-np.inf)), -1) @ v,
+}
+
+
+def _t(x): return _ns(x).swapaxes(x, -1, -2)
+
+
+@pytest.mark.parametrize("name", SPELLINGS)
+def test_other_spellings_are_fused(concrete, name):
+  rng = np.random.default_rng(5)
+  q, k, v = (rng.standard_normal(s, dtype=np.float32) for s in ((3, 37, 8), (3, 45, 8), (3, 45, 6)))
+  mask = rng.random((37, 45)) < 0.8
+  fn = SPELLINGS[name]
+  out = fn(mt.asarray(q) @ _t(mt.asarray(k)), mt.asarray(mask), mt.asarray(v))
+  assert len(fused_kernels(out)) == 1
+  with np.errstate(invalid="ignore"):
+    np.testing.assert_allclose(out.numpy(), fn(q @ _t(k), mask, v), rtol=2e-4, atol=2e-5)
