@@ -14,7 +14,9 @@ are constants or tensors read at (b, i, j). Every operand read (Q, K, V and the 
 movement ops only, its index must be affine in the kernel's loop counters and must not depend on the axes it
 is broadcast along (Q not on j or e, K not on i or e, V not on i, the step operands not on c or e). A softmax
 over another axis, a sum where the max is expected, a max over other values than the sum's exponentials, or a
-reduction whose length is not S do not match. float32 and float64.
+reduction whose length is not S do not match. float32 and float64. Only schedules lowered for their shapes (the
+kernelizer's `optimize`: graphs with a value over realize.SYMBOLIC_MAX elements) are fused, and only where the
+packed blocks of one thread stay under STACK_LIMIT bytes.
 
 `stage_operands` (run by the kernelizer before scheduling) materializes the operands that are computed values,
 so the kernel reads buffers, and marks each match with a STAGE so it is a kernel of its own; `fused` lowers a
@@ -22,9 +24,10 @@ matched kernel body to a SINK over its buffers whose arg (an `Attention`) render
 
 The kernel, per block of BR query rows (one OpenMP task each): Q rows packed, then for every block of BC keys:
 K^T and V rows packed (zero-padded past S, DV rounded up to the register tile), s = Q K^T by a TR x TW register
-tile, f applied, the block's row maximum m_new (NaN-propagating, as NumPy's max), p = exp(t - m_new), the
-accumulators rescaled by exp(m_old - m_new), l = l * that + sum p, acc += p V by the same tile; at the end
-out = acc / l. No L x S value is ever stored. A row with every logit -inf subtracts 0 instead of -inf
+tile, f applied, the running row maximum m_new, p = exp(t - m_new), the accumulators rescaled by
+exp(m_old - m_new), l = l * that + sum p (l in the sum's dtype), acc += p V by the same tile; at the end
+out = acc / l. No L x S value is ever stored. A NaN logit is passed over by the maximum, but its p is NaN, and
+so is its row, as NumPy's. A row with every logit -inf subtracts 0 instead of -inf
 (so p = 0, not NaN) and ends as 0 / 0 = NaN, as NumPy's composition gives; logits are never exponentiated
 above the running maximum, so large ones do not overflow. The summation order differs from the composition's
 (blocks), within float rounding. Plain C loops (tcc compiles them at tier 0); sums are in fixed lanes, so both
