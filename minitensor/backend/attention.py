@@ -22,7 +22,8 @@ packed blocks of one thread stay under STACK_LIMIT bytes.
 so the kernel reads buffers, and marks each match with a STAGE so it is a kernel of its own; `fused` lowers a
 matched kernel body to a SINK over its buffers whose arg (an `Attention`) renders the C and states its work.
 
-The kernel, per block of BR query rows (one OpenMP task each): Q rows packed, then for every block of BC keys:
+The kernel, per block of BR query rows (one OpenMP task each, handed out dynamically: the rows' results do not
+depend on the thread, and a core slowed by other work takes fewer blocks): Q rows packed, then for every block of BC keys:
 K^T and V rows packed (zero-padded past S, DV rounded up to the register tile), s = Q K^T by a TR x TW register
 tile, f applied, the running row maximum m_new, p = exp(t - m_new), the accumulators rescaled by
 exp(m_old - m_new), l = l * that + sum p (l in the sum's dtype), acc += p V by the same tile; at the end
@@ -306,7 +307,7 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
     return s
 
   emit = lines.append
-  emit(f"  #pragma omp parallel for schedule(static) if(!mt_serial)")
+  emit(f"  #pragma omp parallel for schedule(dynamic, 1) if(!mt_serial)")
   emit(f"  for (int64_t t = 0; t < {prod(m.batch) * NRB}; t++) {{")
   emit(f"    int64_t bb = t / {NRB}, i0 = (t % {NRB}) * {BR}, rows = {m.L} - i0 < {BR} ? {m.L} - i0 : {BR};")
   bufreads = [r for r in [m.q, m.k, m.v] + [r for _, _, rs in m.steps for r in rs] if not isinstance(r.base, UOp)]
