@@ -23,16 +23,16 @@ so the kernel reads buffers, and marks each match with a STAGE so it is a kernel
 matched kernel body to a SINK over its buffers whose arg (an `Attention`) renders the C and states its work.
 
 The kernel, per block of BR query rows (one OpenMP task each, handed out dynamically: the rows' results do not
-depend on the thread, and a core slowed by other work takes fewer blocks): Q rows packed, then for every block of BC keys:
-K^T and V rows packed (zero-padded past S, DV rounded up to the register tile), s = Q K^T by a TR x TW register
-tile, f applied, the running row maximum m_new, p = exp(t - m_new), the accumulators rescaled by
+depend on the thread, and a core slowed by other work takes fewer blocks): Q rows packed, then for every block of
+BC keys: K^T and V rows packed (zero-padded past S, DV rounded up to the register tile), s = Q K^T by a TR x TW
+register tile, f applied, the running row maximum m_new, p = exp(t - m_new), the accumulators rescaled by
 exp(m_old - m_new), l = l * that + sum p (l in the sum's dtype), acc += p V by the same tile; at the end
-out = acc / l. No L x S value is ever stored. A NaN logit is passed over by the maximum, but its p is NaN, and
-so is its row, as NumPy's. A row with every logit -inf subtracts 0 instead of -inf
-(so p = 0, not NaN) and ends as 0 / 0 = NaN, as NumPy's composition gives; logits are never exponentiated
-above the running maximum, so large ones do not overflow. The summation order differs from the composition's
-(blocks), within float rounding. Plain C loops (tcc compiles them at tier 0); sums are in fixed lanes, so both
-tiers give the same bits except where libm and libmvec's exp differ (tiers.py).
+out = acc / l. No L x S value is ever stored. A NaN logit is passed over by the maximum, but its p is NaN, and so
+is its row, as NumPy's. A row with every logit -inf subtracts 0 instead of -inf (so p = 0, not NaN) and ends as
+0 / 0 = NaN, as NumPy's composition gives; logits are never exponentiated above the running maximum, so large ones
+do not overflow. The summation order differs from the composition's (blocks), within float rounding. Plain C loops
+(tcc compiles them at tier 0); sums are in fixed lanes, so both tiers give the same bits except where libm and
+libmvec's exp differ (tiers.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
