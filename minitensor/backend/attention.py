@@ -256,7 +256,7 @@ def blocks(m: Match) -> tuple[int, int, int, int]:
 def _up(n: int, k: int) -> int: return -(-n // k) * k
 
 
-STACK_LIMIT = 1 << 20      # bytes of packed blocks per thread (on its stack); larger problems are not fused
+STACK_LIMIT = 1 << 19      # bytes of packed blocks per thread (on its stack); larger problems are not fused
 
 
 @dataclass(frozen=True)
