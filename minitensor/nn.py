@@ -338,7 +338,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0) -> Tensor:
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal: bool = False, scale: float | None = None) -> Tensor:
-  """softmax(q @ k^T * scale + mask) @ v, scale = 1/sqrt(d); is_causal masks j > i.
+  """softmax(q @ k^T * scale + mask) @ v, scale = 1/sqrt(d); is_causal masks j > i. A composition: the compiler
+  runs it (and the same composition written out) as one fused kernel (backend/attention.py).
 
   Parameters
   ----------

@@ -34,6 +34,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
+from minitensor.backend.attention import fused, stage_operands
 from minitensor.backend.linearize import variables
 from minitensor.backend.opt import divisor
 from minitensor.backend.rangeify import Ctx, Opts, lower
@@ -150,6 +151,7 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
     new[u] = n = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
     orig[n] = u
   body = new[body]
+  if optimize and (f := fused(body, out)) is not None: return f, Ctx(), body, orig, ()     # attention.py
   if body.op is Ops.SCAN:
     ctx = Ctx(sizes=sizes)
     return lower_scan(body, out, ctx), ctx, body, orig, None
@@ -244,7 +246,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
   split reductions (their choices depend on the sizes). flat: the graph is elementwise over whole operands of
   sizes' one size; every kernel is lowered as one loop over it (`flat_elementwise`), whatever the rank."""
   if sizes is not None: optimize = False
-  if optimize: outputs = split_reduces(outputs)
+  if optimize: outputs = stage_operands(split_reduces(outputs))
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):
