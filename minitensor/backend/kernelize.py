@@ -35,6 +35,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.linearize import variables
+from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.opt import choose_opts, divisor
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.scan import lower_scan
@@ -63,8 +64,6 @@ class Schedule:
   shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
 
 
-_EXPENSIVE = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SIN, Ops.COS, Ops.TAN,
-              Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH, Ops.ERF, Ops.POW, Ops.ATAN2}
 RECOMPUTE_LIMIT = 4      # an elementwise value with transcendentals may be computed this many times per element
 
 
@@ -102,13 +101,13 @@ def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
   evals: dict[UOp, int] = {}
   live: dict[UOp, frozenset] = {}
   for (u, _), v in ctx.memo.items():
-    if u.op in _EXPENSIVE or (u.op in ALU and u.shape):
+    if u.op in TRANSCENDENTAL or (u.op in ALU and u.shape):
       evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
   heavy: set[UOp] = set()
   best = None
   for u in root.toposort():
     if u.op is Ops.REDUCE: continue
-    if u.op in _EXPENSIVE or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
+    if u.op in TRANSCENDENTAL or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
     if u in heavy and u is not root and evals.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
   return best
 
