@@ -327,7 +327,7 @@ class UOp:
 
   def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
     """self with every node in `mapping` replaced, the rest rebuilt on top of the replacements."""
-    return rewrite(self, _keep, dict(mapping))
+    return rewrite(self, memo=dict(mapping))
 
   @property
   def ranges(self) -> frozenset[UOp]:
@@ -444,15 +444,13 @@ class UOp:
   __eq__ = object.__eq__
 
 
-def _keep(u: UOp, src: tuple[UOp, ...]) -> None: return None
-
-
-def rewrite(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp | None], memo=None) -> UOp:
+def rewrite(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp | None] | None = None, memo=None) -> UOp:
   """root rebuilt bottom-up, the one graph-rewrite walker of the compiler: every node once, after its sources.
-  fn(u, src) is u's result given its sources' results src, or None for the default: u itself when src are its own
-  sources, else u with src. Results are kept in `memo` (node -> result; `in`, `[]`, `get` and assignment are all it
-  uses): a node already in it is not entered, so a memo seeded with {node: replacement} is a substitution, and a
-  memo kept across calls continues earlier walks. Iterative: graphs may be far deeper than Python's stack."""
+  fn(u, src) is u's result given its sources' results src, or None for the default (also without fn): u itself when
+  src are its own sources, else u with src. Results are kept in `memo` (node -> result; it is used through `in`,
+  `[]`, `get` and assignment only): a node already in it is not entered, so a memo seeded with {node: replacement}
+  is a substitution, and a memo kept across calls continues earlier walks (simplify's lives on the nodes).
+  Iterative: graphs may be far deeper than Python's stack."""
   if memo is None: memo = {}
   if (r := memo.get(root)) is not None: return r
   stack: list[tuple[UOp, bool]] = [(root, False)]
@@ -461,7 +459,7 @@ def rewrite(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp | None], memo=No
     if u in memo: continue
     if ready:
       src = tuple([memo[s] for s in u.src])
-      if (r := fn(u, src)) is None:
+      if fn is None or (r := fn(u, src)) is None:
         r = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
       memo[u] = r
       continue
