@@ -10,20 +10,22 @@ The cost model is the loop-iteration count. For a REDUCE u lowered inline,
     inline(u)   = sum over its accumulators of  prod(sizes of the loops around the accumulator) * prod(reduce axes)
     staged(u)   = prod(u.shape) * prod(reduce axes)          (computed once into a buffer, then loaded)
 
-and u is materialized (cut into a kernel of its own) when inline(u) > staged(u): some element is computed more than
-once. The same count, for an elementwise value containing transcendental functions, is the number of times it is
-evaluated (the loops around each place rangeify put it); above RECOMPUTE_LIMIT times its element count it is
-materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column of V). Both counts come from
-the lowering's public summary (rangeify.summarize: a Lowering, per REDUCE the iterations of its accumulators, per
-ALU node its evaluations); each kernel is lowered once per body: after a cut, only the kernels containing the cut
-node are lowered again. A REDUCE reached from two outputs of one realize is materialized too (shared work is done
-once), an output used by another output is loaded from its buffer, STAGE marks a cut explicitly, and a SCAN is
-always a kernel of its own (scan.py). A value read at more than RECOMPUTE_LIMIT index maps is materialized before
-lowering (fanout_cuts: stencils of stencils), and an expression deeper than MAX_DEPTH operations is cut every
-MAX_DEPTH levels (no C compiler sees a chain of 100,000 operations as one expression; equal pieces share one
-compiled function). Everything else fuses: elementwise chains, a reduce with its producers and consumers, softmax
-and layernorm along the last axis (their reductions become sibling loops inside the row loop, where each runs once
-per row).
+and u is materialized (cut into a kernel of its own) when inline(u) > staged(u): some element is computed
+more than once. The same count, for an elementwise value containing transcendental functions, is the number
+of times it is evaluated (the loops around each place rangeify put it); above RECOMPUTE_LIMIT times its
+element count it is materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column
+of V). A REDUCE reached from two outputs of one realize is materialized too (shared work is done
+once), an output used by another output is loaded from its buffer, STAGE marks a cut explicitly, and a SCAN
+is always a kernel of its own (scan.py). A value read at more than RECOMPUTE_LIMIT index maps is materialized
+before lowering (fanout_cuts: stencils of stencils), and an expression deeper than MAX_DEPTH operations is cut
+every MAX_DEPTH levels (no C compiler sees a chain of 100,000 operations as one expression; equal pieces share
+one compiled function). Everything else fuses: elementwise chains, a reduce with its producers and consumers,
+softmax and layernorm
+along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
+
+Both counts come from the lowering's public summary (rangeify.summarize: a Lowering, per REDUCE the iterations of its
+accumulators, per ALU node its evaluations). Each kernel is lowered once per body: after a cut, only the kernels
+containing the cut node are lowered again.
 
 schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer
 slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
