@@ -14,9 +14,11 @@ the loops they mention, the constant last. On that form:
     bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
                                 comparisons, MAX/MIN and WHERE decided when the bounds decide them
 
-The bounds it reads, (vmin, vmax) of integer and bool nodes from RANGE sizes and constants, are computed in uop.py
-(`bounds`, `u.vmin`, `u.vmax`: they live with the node, so the IR needs no import of this pass); simplify's result
-is cached on the node as the bounds are (nodes are immutable, so both are pure functions of the node).
+The rules are the table RULES (one rule per line, named as above, tried in order on each node once its sources are
+simplified); the walk is uop.rewrite. The bounds it reads, (vmin, vmax) of integer and bool nodes from RANGE sizes
+and constants, are computed in uop.py (`bounds`, `u.vmin`, `u.vmax`: they live with the node, so the IR needs no
+import of this pass); simplify's result is cached on the node as the bounds are (nodes are immutable, so both are
+pure functions of the node).
 """
 from __future__ import annotations
 import math

@@ -32,6 +32,10 @@ equality and a dict keyed on UOps is a CSE table. The cons table holds nodes wea
 keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`, `>=`, `.eq()` and `.ne()`.
 Every malformed node raises UOpError when it is built.
 
+Ops and the table of the ALU ops (arity, dtype rule, C spelling, cost, NumPy ufunc) are ops.py's, re-exported here;
+the type rule of an ALU op reads that table. `rewrite(root, fn)` is the one walker that rebuilds a graph bottom-up
+(substitute, simplify and kernelize use it).
+
 `bounds(u)` (also `u.vmin`, `u.vmax`): the range of an integer or bool node's value from RANGE sizes, VAR limits
 and constants, cached on the node; symbolic.py simplifies with it.
 """
