@@ -418,8 +418,8 @@ class Lowering:
 def summarize(ctx: Ctx, program: UOp) -> Lowering:
   """The Lowering of `program`, lowered with ctx. A loop lives inside the loops of the index that created it: an
   accumulator's loops are its index's loops and the loops around those."""
-  out_ranges = sorted((r for r in program.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP,
-                                                                                               AxisType.THREAD)),
+  kinds = (AxisType.LOOP, AxisType.THREAD)
+  out_ranges = sorted((r for r in program.toposort() if r.op is Ops.RANGE and r.arg.kind in kinds),
                       key=lambda r: r.arg.idx)
   around: dict[UOp, frozenset] = {r: frozenset(out_ranges[:k]) for k, r in enumerate(out_ranges)}
   def closure(rs: frozenset) -> frozenset: return rs.union(*(around.get(r, frozenset()) for r in rs))
