@@ -11,6 +11,8 @@ the loops they mention, the constant last. On that form:
     recombination               (x//c)*c + x%c -> x
     division                    (a*c + b)//c -> a + b//c;  (a*c + b)%c -> b%c;  gcd cancellation
     nested division             (x//a)//b -> x//(a*b);  (x%(k*c))%c -> x%c
+    division by a size          x//s, x%s for a symbolic size s (a product of VARs): the terms s divides are the
+                                quotient when the rest lies in [0, s)
     bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
                                 comparisons, MAX/MIN and WHERE decided when the bounds decide them
 
@@ -316,13 +318,11 @@ _cdiv = lambda u: u.dtype is dtypes.index and u.src[1].op is Ops.CONST and u.src
 
 
 def _fold(u: UOp) -> UOp | None:
-  if not all(s.op is Ops.CONST for s in u.src): return None
   v = exec_alu(u.op, u.src[-1].dtype, tuple(s.arg for s in u.src))
   return None if v is None else UOp.const(v, u.dtype)
 
 
 def _fold_cast(u: UOp) -> UOp | None:
-  if u.src[0].op is not Ops.CONST: return None
   v = _cast_const(u.src[0].arg, u.dtype)
   return None if v is None else UOp.const(v, u.dtype)
 
