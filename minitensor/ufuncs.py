@@ -20,6 +20,7 @@ import math
 from typing import Callable
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.ops import ALU_OPS
 from minitensor.backend.uop import Ops, UOp
 
 PY_SCALARS = (bool, int, float, complex)
@@ -123,30 +124,29 @@ def _compare(op: Callable[[UOp, UOp], UOp], np_op: np.ufunc) -> Callable[[UOp, U
   return f
 
 
-TABLE: dict[np.ufunc, Callable[..., UOp]] = {
-  np.add: _add, np.subtract: _sub, np.multiply: _mul, np.true_divide: lambda a, b: a / b,
-  np.floor_divide: _binary(Ops.FLOORDIV), np.remainder: _binary(Ops.FLOORMOD), np.power: _binary(Ops.POW),
-  np.maximum: _binary(Ops.MAX), np.minimum: _binary(Ops.MIN), np.arctan2: _binary(Ops.ATAN2),
-  np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
-  np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
+def _op(op: Ops) -> Callable[..., UOp]: return _unary(op) if ALU_OPS[op].arity == 1 else _binary(op)
+
+
+# np.<ufunc> -> its UOp builder: every ufunc the op table names is its op alone, unless NumPy's semantics need more
+# (bool + and *, integer and complex rounding and abs, mixed-sign and complex comparisons), and the ufuncs that are
+# built from several ops follow
+TABLE: dict[np.ufunc, Callable[..., UOp]] = {getattr(np, d.ufunc): _op(o) for o, d in ALU_OPS.items() if d.ufunc}
+TABLE.update({
+  np.add: _add, np.subtract: _sub, np.multiply: _mul, np.absolute: _abs,
+  np.floor: _round_like(Ops.FLOOR), np.ceil: _round_like(Ops.CEIL), np.trunc: _round_like(Ops.TRUNC),
+  np.rint: _round_like(Ops.RINT),
   np.less: _compare(lambda a, b: a < b, np.less), np.less_equal: _compare(lambda a, b: a <= b, np.less_equal),
   np.greater: _compare(lambda a, b: a > b, np.greater),
   np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
   np.equal: _compare(lambda a, b: a.eq(b), np.equal), np.not_equal: _compare(lambda a, b: a.ne(b), np.not_equal),
+  np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
+  np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
   np.logical_and: lambda a, b: _bool(a) & _bool(b), np.logical_or: lambda a, b: _bool(a) | _bool(b),
   np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
-  np.bitwise_and: lambda a, b: a & b, np.bitwise_or: lambda a, b: a | b, np.bitwise_xor: lambda a, b: a ^ b,
-  np.invert: _invert, np.left_shift: lambda a, b: a << b, np.right_shift: lambda a, b: a >> b,
-  np.negative: _neg, np.conjugate: _conj, np.positive: lambda x: x, np.absolute: _abs, np.sign: _sign,
-  np.square: lambda x: _mul(x, x), np.reciprocal: _reciprocal, np.sqrt: _unary(Ops.SQRT),
-  np.exp: _unary(Ops.EXP), np.exp2: _unary(Ops.EXP2), np.expm1: _unary(Ops.EXPM1), np.log: _unary(Ops.LOG),
-  np.log2: _unary(Ops.LOG2), np.log10: _unary(Ops.LOG10), np.log1p: _unary(Ops.LOG1P), np.sin: _unary(Ops.SIN),
-  np.cos: _unary(Ops.COS), np.tan: _unary(Ops.TAN), np.arcsin: _unary(Ops.ASIN), np.arccos: _unary(Ops.ACOS),
-  np.arctan: _unary(Ops.ATAN), np.sinh: _unary(Ops.SINH), np.cosh: _unary(Ops.COSH), np.tanh: _unary(Ops.TANH),
-  np.floor: _round_like(Ops.FLOOR), np.ceil: _round_like(Ops.CEIL), np.trunc: _round_like(Ops.TRUNC),
-  np.rint: _round_like(Ops.RINT), np.isnan: _isnan, np.isinf: _isinf,
+  np.invert: _invert, np.negative: _neg, np.conjugate: _conj, np.positive: lambda x: x, np.sign: _sign,
+  np.square: lambda x: _mul(x, x), np.reciprocal: _reciprocal, np.isnan: _isnan, np.isinf: _isinf,
   np.isfinite: lambda x: (_isnan(x) | _isinf(x)) ^ True,
-}
+})
 
 
 COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)

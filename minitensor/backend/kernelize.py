@@ -23,6 +23,10 @@ one compiled function). Everything else fuses: elementwise chains, a reduce with
 softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
+Both counts come from the lowering's public summary (rangeify.summarize: a Lowering, per REDUCE the iterations of its
+accumulators, per ALU node its evaluations). Each kernel is lowered once per body: after a cut, only the kernels
+containing the cut node are lowered again.
+
 schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer
 slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
 linearize) counts the loop iterations of a lowered kernel: the work accounting tests and `explain` use.
@@ -36,11 +40,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.attention import fused, stage_operands
 from minitensor.backend.linearize import variables
+from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.opt import divisor
-from minitensor.backend.rangeify import Ctx, Opts, lower
+from minitensor.backend.rangeify import Ctx, Lowering, Opts, lower, summarize
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.search import opts_for
-from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, buf, prod
+from minitensor.backend.uop import ALU, Ops, ParamArg, UOp, buf, prod, rewrite
 
 
 @dataclass(frozen=True)
@@ -65,53 +70,21 @@ class Schedule:
   shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
 
 
-_EXPENSIVE = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SIN, Ops.COS, Ops.TAN,
-              Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH, Ops.ERF, Ops.POW, Ops.ATAN2}
 RECOMPUTE_LIMIT = 4      # an elementwise value with transcendentals may be computed this many times per element
 
 
-def _evaluations(ctx: Ctx, out_ranges: list[UOp]):
-  """Per REDUCE the iterations its inline accumulators cost, and a function giving the loops around a set of
-  ranges (a loop lives inside the loops of the index that created it)."""
-  around: dict[UOp, frozenset] = {r: frozenset(out_ranges[:k]) for k, r in enumerate(out_ranges)}
-  def closure(rs: frozenset) -> frozenset:
-    return rs.union(*(around.get(r, frozenset()) for r in rs))
-  cost: dict[UOp, int] = {}
-  for (u, rs), parts in ctx.reduce_ranges.items():
-    enclosing = closure(rs)
-    for r, _ in parts:
-      if r.op is Ops.RANGE: around[r] = enclosing
-    rsize = prod(u.src[0].shape[len(u.shape):])
-    cost[u] = cost.get(u, 0) + prod(r.arg.size for r in enclosing) * rsize
-  return cost, closure
-
-
-def _open(v: UOp, live: dict[UOp, frozenset]) -> frozenset:
-  """The loops v is inside: the RANGEs it mentions that no END on the way has closed."""
-  for u in v.toposort(live):
-    o = frozenset((u,)) if u.op is Ops.RANGE else frozenset().union(*(live[s] for s in u.src))
-    live[u] = o - frozenset(u.src[1:]) if u.op is Ops.END else o
-  return live[v]
-
-
-def _recomputed(root: UOp, ctx: Ctx, out_ranges: list[UOp]) -> UOp | None:
+def _recomputed(root: UOp, low: Lowering) -> UOp | None:
   """The node to materialize next in this kernel, or None: a REDUCE whose inline accumulators cost more than
   computing it once, else the outermost elementwise value with transcendentals that is computed more than
   RECOMPUTE_LIMIT times per element."""
-  cost, closure = _evaluations(ctx, out_ranges)
-  for r, c in cost.items():
+  for r, c in low.reduce_work.items():
     if c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]): return r
-  evals: dict[UOp, int] = {}
-  live: dict[UOp, frozenset] = {}
-  for (u, _), v in ctx.memo.items():
-    if u.op in _EXPENSIVE or (u.op in ALU and u.shape):
-      evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
   heavy: set[UOp] = set()
   best = None
   for u in root.toposort():
     if u.op is Ops.REDUCE: continue
-    if u.op in _EXPENSIVE or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
-    if u in heavy and u is not root and evals.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
+    if u.op in TRANSCENDENTAL or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
+    if u in heavy and u is not root and low.evaluations.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
   return best
 
 
@@ -125,16 +98,20 @@ def flat_elementwise(body: UOp) -> UOp | None:
   own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
   n = prod(body.shape)
   if n < 2: return None
-  new: dict[UOp, UOp] = {}
-  for u in body.toposort():
-    if u.op in (Ops.CONST, Ops.BUFFER): new[u] = u
-    elif u.op is Ops.RESHAPE: new[u] = new[u.src[0]]
-    elif u.op is Ops.EXPAND and _scalar(c := new[u.src[0]]): new[u] = c
-    elif u.op in ALU:
-      m = prod(u.shape)
-      new[u] = u.replace(src=tuple(x.reshape((1,)).expand((m,)) if _scalar(x) else x for x in (new[s] for s in u.src)))
-    else: return None
-  return new[body] if new[body].shape == (n,) else None
+  try: flat = rewrite(body, _flat)
+  except _NotFlat: return None
+  return flat if flat.shape == (n,) else None
+
+
+class _NotFlat(Exception): pass
+
+
+def _flat(u: UOp, src: tuple[UOp, ...]) -> UOp:
+  if u.op in (Ops.CONST, Ops.BUFFER): return u
+  if u.op is Ops.RESHAPE or (u.op is Ops.EXPAND and _scalar(src[0])): return src[0]
+  if u.op not in ALU: raise _NotFlat
+  m = prod(u.shape)
+  return u.replace(src=tuple(x.reshape((1,)).expand((m,)) if _scalar(x) else x for x in src))
 
 
 def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool, sizes: dict | None,
@@ -145,12 +122,8 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   body = root.src[0] if root.op is Ops.STAGE else root
   # the walk stops at other kernels' outputs: a kernel costs its own nodes, not the whole graph below it
   new: dict[UOp, UOp] = {u: b for u, b in staged_bufs.items() if u is not root}
-  orig: dict[UOp, UOp] = {}
-  for u in body.toposort(new):
-    src = tuple(new[x] for x in u.src)
-    new[u] = n = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-    orig[n] = u
-  body = new[body]
+  body = rewrite(body, memo=new)
+  orig = {n: u for u, n in new.items() if u is root or u not in staged_bufs}
   if optimize and (f := fused(body, out)) is not None: return f, Ctx(), body, orig, ()     # attention.py
   if body.op is Ops.SCAN:
     ctx = Ctx(sizes=sizes)
@@ -227,16 +200,14 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
   consecutive elements (staged: a kernel whose C outputs the threads share, each reduced in vector lanes),
   then one over the C partials. The terms still combine in an order fixed by the graph (the same bits on any
   number of threads), in two levels (a smaller rounding error for sums)."""
-  new: dict[UOp, UOp] = {}
-  for u in UOp(Ops.SINK, tuple(outputs)).toposort():
-    src = tuple(new[x] for x in u.src)
-    v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-    if v.op is Ops.REDUCE and prod(v.shape) == 1:
-      r = prod(v.src[0].shape[len(v.shape):])
-      if r >= SPLIT_MIN and (c := divisor(r, SPLIT_PARTS)) > 1:
-        v = v.src[0].reshape(v.shape + (c, r // c)).reduce(v.arg[0], 1).stage().reduce(v.arg[0], 1)
-    new[u] = v
-  return [new[o] for o in outputs]
+  return list(rewrite(UOp(Ops.SINK, tuple(outputs)), _split).src)
+
+
+def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+  if u.op is not Ops.REDUCE or prod(u.shape) != 1: return None
+  v, r = u.replace(src=src), prod(u.src[0].shape[len(u.shape):])
+  if r < SPLIT_MIN or (c := divisor(r, SPLIT_PARTS)) == 1: return v
+  return v.src[0].reshape(v.shape + (c, r // c)).reduce(v.arg[0], 1).stage().reduce(v.arg[0], 1)
 
 
 def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None,
@@ -289,10 +260,7 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
   out = buf(out_slot, prod(u.shape), u.dtype)
   sink, ctx, body, orig, generic = _lower_kernel(u, bufs, out, optimize, symbolic, flat)
   new = None
-  if generic is None:
-    loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
-                   key=lambda r: r.arg.idx)
-    if (found := _recomputed(body, ctx, loops)) is not None: new = orig.get(found)
+  if generic is None and (found := _recomputed(body, summarize(ctx, sink))) is not None: new = orig.get(found)
   local, slots = _localize(sink)
   return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local)), new, set(orig.values())
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import linearize, variables
+from minitensor.backend.ops import ALU_OPS
 from minitensor.backend.uop import AxisType, Ops, UOp, bounds
 
 PRELUDE = r"""#include <math.h>
@@ -86,11 +87,21 @@ static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i)
   __attribute__((simd("notinbranch"))) double fn(double);
 #define MT_SIMD2(fn) __attribute__((simd("notinbranch"))) float fn##f(float, float); \
   __attribute__((simd("notinbranch"))) double fn(double, double);
-MT_SIMD(exp) MT_SIMD(log) MT_SIMD(sin) MT_SIMD(cos) MT_SIMD(tan) MT_SIMD(exp2) MT_SIMD(expm1) MT_SIMD(log2)
-MT_SIMD(log10) MT_SIMD(log1p) MT_SIMD(asin) MT_SIMD(acos) MT_SIMD(atan) MT_SIMD(sinh) MT_SIMD(cosh) MT_SIMD(tanh)
-MT_SIMD(erf) MT_SIMD2(atan2) MT_SIMD2(pow)
-#endif
 """
+
+
+def _simd_decls() -> str:
+  """The libmvec declarations of the ops the table marks `simd`, wrapped at 116 columns."""
+  lines, line = [], ""
+  for d in ALU_OPS.values():
+    if not d.simd: continue
+    w = f"MT_SIMD{'' if d.arity == 1 else d.arity}({d.c})"
+    if line and len(line) + len(w) >= 116: lines.append(line); line = ""
+    line += (" " if line else "") + w
+  return "\n".join(lines + [line]) + "\n#endif\n"
+
+
+PRELUDE += _simd_decls()
 
 COMPLEX_PRELUDE = r"""#ifndef MT_COMPLEX_HELPERS
 #define MT_COMPLEX_HELPERS
@@ -160,25 +171,8 @@ MT_CPLX(float _Complex, float, c64, f, MT_CMPLXF, fmaf(ar, br, -(ai * bi)), fmaf
 MT_CPLX(double _Complex, double, c128, , MT_CMPLX, ar * br - ai * bi, ar * bi + ai * br)
 #endif
 """
-_CMATH = {Ops.EXP: "cexp", Ops.LOG: "clog", Ops.SQRT: "csqrt", Ops.SIN: "csin", Ops.COS: "ccos", Ops.TAN: "ctan",
-          Ops.ASIN: "casin", Ops.ACOS: "cacos", Ops.ATAN: "catan", Ops.SINH: "csinh", Ops.COSH: "ccosh",
-          Ops.TANH: "ctanh", Ops.ASINH: "casinh", Ops.ACOSH: "cacosh", Ops.ATANH: "catanh",
-          Ops.REAL: "creal", Ops.IMAG: "cimag"}
-_CHELPER = {Ops.MUL: "cmul", Ops.FDIV: "cdiv", Ops.POW: "cpow", Ops.MAX: "max", Ops.MIN: "min", Ops.EXPM1: "cexpm1",
-            Ops.LOG1P: "clog1p", Ops.EXP2: "cexp2", Ops.LOG2: "clog2", Ops.LOG10: "clog10"}
-
 _SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
            "uint32": "u32", "uint64": "u64", "float16": "f32", "float32": "f32", "float64": "f64", "bool": "i32"}
-_MATH = {Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.EXPM1: "expm1", Ops.LOG: "log", Ops.LOG2: "log2", Ops.LOG10: "log10",
-         Ops.LOG1P: "log1p", Ops.SQRT: "sqrt", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan", Ops.ASIN: "asin",
-         Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.TANH: "tanh", Ops.ERF: "erf",
-         Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.RINT: "rint", Ops.ABS: "fabs", Ops.POW: "pow",
-         Ops.ATAN2: "atan2", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh"}
-_INFIX = {Ops.ADD: "+", Ops.MUL: "*", Ops.FDIV: "/", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.CMPLT: "<",
-          Ops.CMPLE: "<=", Ops.CMPEQ: "==", Ops.CMPNE: "!="}
-_HELPER = {Ops.FLOORDIV: "floordiv", Ops.FLOORMOD: "floormod", Ops.MAX: "max", Ops.MIN: "min", Ops.SHL: "shl",
-           Ops.SHR: "shr", Ops.POW: "ipow"}
-
 
 def _literal(v, d: DType, itype: str) -> str:
   if d.is_complex:
@@ -206,14 +200,21 @@ def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
   return f"f2i32_{s}({x})" if to is dtypes.int32 else f"(({ctype})f2i32_{s}({x}))"
 
 
+def _spell(s: str | None, a: list[str], fsuffix: str, hsuffix: str) -> str | None:
+  """Operands a in the op table's C spelling s: a function (+ fsuffix), a PRELUDE helper (+ hsuffix), an infix
+  operator; None for a spelling this form does not cover."""
+  if s is None: return None
+  if s.endswith("_"): return f"{s}{hsuffix}({', '.join(a)})"
+  if s.isidentifier(): return f"{s}{fsuffix}({', '.join(a)})"
+  return f"({a[0]}{s}{a[1]})" if len(a) == 2 else None
+
+
 def _complex_alu(op: Ops, d: DType, a: list[str]) -> str:
   """op on complex operands (or CMPLX on two float parts) in C: operators, <complex.h> or COMPLEX_PRELUDE."""
   if op is Ops.CMPLX: return f"MT_CMPLX{'F' if d is dtypes.float32 else ''}({a[0]}, {a[1]})"
-  if op in (Ops.ADD, Ops.CMPEQ, Ops.CMPNE): return f"({a[0]}{_INFIX[op]}{a[1]})"
-  if op is Ops.ABS: return f"cabs_{d.short}({a[0]})"
-  if op in _CMATH: return f"{_CMATH[op]}{'f' if d is dtypes.complex64 else ''}({a[0]})"
-  if op in _CHELPER: return f"{_CHELPER[op]}_{d.short}({', '.join(a)})"
-  raise NotImplementedError(f"render_c: {op} on {d.name}")
+  if (out := _spell(ALU_OPS[op].cplx, a, "f" if d is dtypes.complex64 else "", d.short)) is None:
+    raise NotImplementedError(f"render_c: {op} on {d.name}")
+  return out
 
 
 def _unsigned(d: DType) -> str:
@@ -284,24 +285,25 @@ class _Renderer:
     if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
     if op is Ops.CAST: return _cast(a[0], d, u.dtype, self.ctype(u.dtype))
     if d.is_complex or op is Ops.CMPLX: return _complex_alu(op, d, a)
-    if d.is_float and op in _MATH:
-      out = f"{_MATH[op]}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
+    info = ALU_OPS[op]
+    sp = info.c if d.is_float else info.ci or info.c
+    if d.is_float and sp is not None and sp.isidentifier() and not sp.endswith("_"):      # a <math.h> function
+      out = f"{sp}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
       return f"((_Float16){out})" if d is dtypes.float16 else out
     if op is Ops.ABS: return f"({a[0]}<0?({d.ctype})(0u-({_unsigned(d)})({a[0]})):{a[0]})"
     if op in (Ops.FLOORDIV, Ops.FLOORMOD) and d.is_int and bounds(u.src[0])[0] >= 0 and bounds(u.src[1])[0] > 0:
       out = f"({a[0]}{'/' if op is Ops.FLOORDIV else '%'}{a[1]})"
-    elif op in _HELPER:
+    elif sp is not None and sp.endswith("_"):
       suffix = _SUFFIX.get(d.name) or ("i64" if self.itype == "int64_t" else "i32")
       if d is dtypes.float16 and op in (Ops.MAX, Ops.MIN): suffix = "f16"
-      out = f"{_HELPER[op]}_{suffix}({a[0]}, {a[1]})"
+      out = f"{sp}{suffix}({a[0]}, {a[1]})"
     elif op in (Ops.ADD, Ops.MUL) and d.is_int and d is not dtypes.index:
       # data integers wrap like NumPy's: compute in the unsigned type (defined in C), convert back
       ut = _unsigned(d)
-      out = f"(({d.ctype})((({ut}){a[0]}){_INFIX[op]}(({ut}){a[1]})))"
+      out = f"(({d.ctype})((({ut}){a[0]}){sp}(({ut}){a[1]})))"
     elif op is Ops.ADD and u.src[1].op is Ops.CONST and d.min < u.src[1].arg < 0 and not d.is_unsigned:
       out = f"({a[0]}-{_literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
-    elif op in _INFIX: out = f"({a[0]}{_INFIX[op]}{a[1]})"
-    else: raise NotImplementedError(f"render_c: {op} on {d.name}")
+    elif (out := _spell(sp, a, "", "")) is None: raise NotImplementedError(f"render_c: {op} on {d.name}")
     # small types promote to int / float in C; round every result back so intermediates match NumPy
     if (u.dtype.is_int or u.dtype is dtypes.float16) and u.dtype.itemsize < 4 and u.dtype is not dtypes.index:
       out = f"(({u.dtype.ctype}){out})"

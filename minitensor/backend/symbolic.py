@@ -11,20 +11,28 @@ the loops they mention, the constant last. On that form:
     recombination               (x//c)*c + x%c -> x
     division                    (a*c + b)//c -> a + b//c;  (a*c + b)%c -> b%c;  gcd cancellation
     nested division             (x//a)//b -> x//(a*b);  (x%(k*c))%c -> x%c
+    division by a size          x//s, x%s for a symbolic size s (a product of VARs): the terms s divides are the
+                                quotient when the rest lies in [0, s)
     bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
                                 comparisons, MAX/MIN and WHERE decided when the bounds decide them
 
-The bounds it reads, (vmin, vmax) of integer and bool nodes from RANGE sizes and constants, are computed in uop.py
-(`bounds`, `u.vmin`, `u.vmax`: they live with the node, so the IR needs no import of this pass); simplify's result
-is cached on the node as the bounds are (nodes are immutable, so both are pure functions of the node).
+The rules are the table RULES (one rule per line, named as above, tried in order on each node once its sources are
+simplified); the walk is uop.rewrite. The bounds it reads, (vmin, vmax) of integer and bool nodes from RANGE sizes
+and constants, are computed in uop.py (`bounds`, `u.vmin`, `u.vmax`: they live with the node, so the IR needs no
+import of this pass); simplify's result is cached on the node as the bounds are (nodes are immutable, so both are
+pure functions of the node).
 """
 from __future__ import annotations
 import math
+from typing import Callable
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes, float_to_int
-from minitensor.backend.uop import COMPARE, Ops, UOp, bounds
+from minitensor.backend.ops import ALU_OPS
+from minitensor.backend.uop import COMPARE, Ops, UOp, bounds, rewrite
 
 _SHIFTS = (Ops.SHL, Ops.SHR)
+# the cheap ops on floats are exact or correctly rounded, as in the C: NumPy's ufunc of the op computes its value
+_NP_EXACT = {o: getattr(np, d.ufunc) for o, d in ALU_OPS.items() if d.cost == "cheap" and d.ufunc is not None}
 
 
 # ---------------------------------------------------------------- evaluation of constants
@@ -40,10 +48,7 @@ def exec_alu(op: Ops, dtype: DType, vals: tuple):
   if dtype.is_float:
     a = [np.array(v, dtype=dtype.np)[()] for v in vals]
     with np.errstate(all="ignore"):
-      f = {Ops.ADD: np.add, Ops.MUL: np.multiply, Ops.FDIV: np.divide, Ops.MAX: np.maximum, Ops.MIN: np.minimum,
-           Ops.FLOORDIV: np.floor_divide, Ops.FLOORMOD: np.remainder, Ops.CMPLT: np.less, Ops.CMPLE: np.less_equal,
-           Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal, Ops.ABS: np.abs, Ops.FLOOR: np.floor, Ops.CEIL: np.ceil,
-           Ops.TRUNC: np.trunc, Ops.RINT: np.rint, Ops.SQRT: np.sqrt}.get(op)
+      f = _NP_EXACT.get(op)
       if f is None: return None
       r = f(*a)
     return bool(r) if op in COMPARE else float(r)
@@ -303,83 +308,146 @@ def _div_mod(u: UOp) -> UOp | None:
 
 
 # ---------------------------------------------------------------- rules
-def _rules(u: UOp) -> UOp | None:
-  """One rewrite of u (whose sources are already simplified), or None if no rule applies."""
-  op, src, d = u.op, u.src, u.dtype
-  if op is Ops.CAST and src[0].op is Ops.CONST:
-    v = _cast_const(src[0].arg, d)
-    return None if v is None else UOp.const(v, d)
-  if op not in _FOLDABLE: return None
-  if src and all(s.op is Ops.CONST for s in src):
-    v = exec_alu(op, src[-1].dtype, tuple(s.arg for s in src))
-    if v is not None: return UOp.const(v, d)
-  if op is Ops.WHERE:
-    c0, c1 = bounds(src[0])
-    if c0: return src[1]
-    if not c1: return src[2]
-    if src[1] is src[2]: return src[1]
+# constant folding is tried on every op but the transcendental float functions (exec_alu has no exact value for them)
+_FOLDABLE = tuple(o for o, d in ALU_OPS.items() if not (d.cost == "transcendental" and d.operands == "float"))
+_one = lambda s: s.op is Ops.CONST and s.arg == 1
+_zero = lambda s: s.op is Ops.CONST and s.arg == 0
+_ordered = lambda u: u.src[0].dtype.kind not in "fc"       # integers and bool: bounds may decide
+_data_int = lambda u: u.dtype.is_int and u.dtype is not dtypes.index
+_cdiv = lambda u: u.dtype is dtypes.index and u.src[1].op is Ops.CONST and u.src[1].arg > 0     # index x//c, x%c
+
+
+def _fold(u: UOp) -> UOp | None:
+  v = exec_alu(u.op, u.src[-1].dtype, tuple(s.arg for s in u.src))
+  return None if v is None else UOp.const(v, u.dtype)
+
+
+def _fold_cast(u: UOp) -> UOp | None:
+  v = _cast_const(u.src[0].arg, u.dtype)
+  return None if v is None else UOp.const(v, u.dtype)
+
+
+def _bool_identity(u: UOp) -> UOp | None:
+  """x & True -> x, x & False -> False, x | False -> x, x | True -> True, x & x and x | x -> x (bool)."""
+  for a, b in (u.src, u.src[::-1]):
+    if a.op is Ops.CONST: return b if a.arg == (u.op is Ops.AND) else a
+  return u.src[0] if u.src[0] is u.src[1] else None
+
+
+def _div_bounds(u: UOp) -> UOp | None:
+  """x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c == k."""
+  x, d = u.src[0], u.src[1].arg
+  lo, hi = bounds(x)
+  if lo // d != hi // d: return None
+  return UOp.const(lo // d) if u.op is Ops.FLOORDIV else x - (lo // d) * d if lo // d else x
+
+
+def _nested_div(u: UOp) -> UOp | None:
+  """(x//a)//b -> x//(a*b);  (x%(k*c))%c -> x%c."""
+  x, dv = u.src
+  if x.op is not u.op or x.src[1].op is not Ops.CONST: return None
+  a = x.src[1].arg
+  if u.op is Ops.FLOORDIV: return UOp(Ops.FLOORDIV, (x.src[0], UOp.const(a * dv.arg))) if a > 0 else None
+  return UOp(Ops.FLOORMOD, (x.src[0], dv)) if a % dv.arg == 0 else None
+
+
+def _divide(u: UOp) -> UOp | None:
+  """gcd cancellation; (a*c + b)//c -> a + b//c;  (a*c + b)%c -> b%c."""
+  x, d = u.src[0], u.src[1].arg
+  terms, c = _lin(x)
+  g = math.gcd(d, c, *terms.values())
+  if g > 1:
+    y = _build({a: k // g for a, k in terms.items()}, c // g)
+    return y // (d // g) if u.op is Ops.FLOORDIV else (y % (d // g)) * g
+  qa, qc, rb, rc = _split(terms, c, d)
+  if u.op is Ops.FLOORDIV:
+    if any(qa.values()) or qc: return _build(qa, qc) + _build(rb, rc) // d
     return None
-  if op in COMPARE or op in (Ops.MAX, Ops.MIN):
-    if src[0].dtype.kind in "fc": return None
-    (a0, a1), (b0, b1) = bounds(src[0]), bounds(src[1])
-    if op in COMPARE:
-      lo, hi = bounds(u)
-      if lo == hi: return UOp.const(bool(lo))
-      if src[0] is src[1]: return UOp.const(op in (Ops.CMPLE, Ops.CMPEQ))
-      return None
-    if src[0] is src[1]: return src[0]
-    if op is Ops.MAX: return src[0] if a0 >= b1 else src[1] if b0 >= a1 else None
-    return src[0] if a1 <= b0 else src[1] if b1 <= a0 else None
-  if d.is_complex: return None          # z*(1+0j) is not z in NumPy's arithmetic when a part is inf or nan
-  one = lambda s: s.op is Ops.CONST and s.arg == 1
-  zero = lambda s: s.op is Ops.CONST and s.arg == 0
-  if op is Ops.MUL and (one(src[1]) or one(src[0])): return src[0] if one(src[1]) else src[1]
-  if op is Ops.FDIV and one(src[1]): return src[0]
-  if d.is_bool and op in (Ops.AND, Ops.OR):
-    for a, b in (src, src[::-1]):
-      if a.op is Ops.CONST: return b if a.arg == (op is Ops.AND) else a
-    return src[0] if src[0] is src[1] else None
-  if not d.is_int: return None
-  if op is Ops.MUL and (zero(src[0]) or zero(src[1])): return UOp.const(0, d)
-  if d is not dtypes.index:
-    if op is Ops.ADD and (zero(src[0]) or zero(src[1])): return src[1] if zero(src[0]) else src[0]
-    if op in (Ops.FLOORDIV, Ops.FLOORMOD) and one(src[1]): return src[0] if op is Ops.FLOORDIV else UOp.const(0, d)
-    return None
-  if op in (Ops.ADD, Ops.MUL):
-    r = _norm_sum(u)
-    return None if r is u else r
-  if op in (Ops.FLOORDIV, Ops.FLOORMOD): return _div_mod(u)
+  if any(qa.values()) or rc != c: return _build(rb, rc) % d
   return None
 
 
-_FOLDABLE = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.AND, Ops.OR,
-             Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.ABS, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT, Ops.SQRT,
-             Ops.REAL, Ops.IMAG, Ops.CMPLX} | COMPARE
+def _normal_sum(u: UOp) -> UOp | None:
+  r = _norm_sum(u)
+  return None if r is u else r
 
 
-def _done(u: UOp) -> UOp | None:
-  s = u._simp
-  return None if s is None else u if s is True else s
+def _max_bounds(u: UOp) -> UOp | None:
+  (a0, a1), (b0, b1) = bounds(u.src[0]), bounds(u.src[1])
+  if u.op is Ops.MAX: return u.src[0] if a0 >= b1 else u.src[1] if b0 >= a1 else None
+  return u.src[0] if a1 <= b0 else u.src[1] if b1 <= a0 else None
+
+
+def _cmp_bounds(u: UOp) -> UOp | None:
+  lo, hi = bounds(u)
+  return UOp.const(bool(lo)) if lo == hi else None
+
+
+_MINMAX, _DIVMOD, _CMP = (Ops.MAX, Ops.MIN), (Ops.FLOORDIV, Ops.FLOORMOD), tuple(COMPARE)
+_index = lambda u: u.dtype is dtypes.index
+_int, _cplx = lambda u: u.dtype.is_int, lambda u: u.dtype.is_complex
+_keep = lambda u: u.src[0]
+_n0 = lambda u: UOp.const(0, u.dtype)
+# The rules, in the order they are tried, one per line: (name, the ops it matches, guard, rewrite). A rule applies to
+# a node whose sources are already simplified when the guard holds; its rewrite returns the replacement, or None where
+# the pattern does not match after all. Complex values take only constant folding and the WHERE and ==/!= rules
+# (z*(1+0j) is not z in NumPy's arithmetic when a part is inf or nan); floats no identity that -0.0 or nan breaks.
+RULES: tuple[tuple[str, tuple[Ops, ...], Callable[[UOp], bool], Callable[[UOp], UOp | None]], ...] = (
+  ("constant folding",  (Ops.CAST,),  lambda u: u.src[0].op is Ops.CONST,            _fold_cast),
+  ("constant folding",  _FOLDABLE,    lambda u: all(s.op is Ops.CONST for s in u.src), _fold),
+  ("bounds",            (Ops.WHERE,), lambda u: bounds(u.src[0])[0],                 lambda u: u.src[1]),
+  ("bounds",            (Ops.WHERE,), lambda u: not bounds(u.src[0])[1],             lambda u: u.src[2]),
+  ("identities",        (Ops.WHERE,), lambda u: u.src[1] is u.src[2],                lambda u: u.src[1]),
+  ("bounds",            _CMP,         _ordered,                                      _cmp_bounds),
+  ("identities",        _CMP,         lambda u: _ordered(u) and u.src[0] is u.src[1],
+                                      lambda u: UOp.const(u.op in (Ops.CMPLE, Ops.CMPEQ))),
+  ("identities",        _MINMAX,      lambda u: _ordered(u) and u.src[0] is u.src[1], _keep),
+  ("bounds",            _MINMAX,      _ordered,                                      _max_bounds),
+  ("identities",        (Ops.MUL,),   lambda u: not _cplx(u) and _one(u.src[1]),     _keep),                  # x*1
+  ("identities",        (Ops.MUL,),   lambda u: not _cplx(u) and _one(u.src[0]),     lambda u: u.src[1]),     # 1*x
+  ("identities",        (Ops.FDIV,),  lambda u: not _cplx(u) and _one(u.src[1]),     _keep),                  # x/1
+  ("identities",        (Ops.AND, Ops.OR), lambda u: u.dtype.is_bool,                _bool_identity),
+  ("identities",        (Ops.MUL,),   lambda u: _int(u) and (_zero(u.src[0]) or _zero(u.src[1])), _n0),     # x*0
+  ("identities",        (Ops.ADD,),   lambda u: _data_int(u) and _zero(u.src[1]),    _keep),                  # x+0
+  ("identities",        (Ops.ADD,),   lambda u: _data_int(u) and _zero(u.src[0]),    lambda u: u.src[1]),     # 0+x
+  ("identities",        (Ops.FLOORDIV,), lambda u: _int(u) and _one(u.src[1]),       _keep),                  # x//1
+  ("identities",        (Ops.FLOORMOD,), lambda u: _int(u) and _one(u.src[1]),       _n0),                    # x%1
+  ("like terms, distribution, recombination", (Ops.ADD, Ops.MUL), _index,           _normal_sum),
+  ("division by a size", _DIVMOD,     lambda u: _index(u) and u.src[1].op is not Ops.CONST, _div_mod_symbolic),
+  ("bounds",            _DIVMOD,      _cdiv,                                         _div_bounds),
+  ("nested division",   _DIVMOD,      _cdiv,                                         _nested_div),
+  ("division",          _DIVMOD,      _cdiv,                                         _divide),
+)
+_BY_OP: dict[Ops, tuple] = {op: tuple((g, f) for _, ops, g, f in RULES if op in ops) for op in Ops}
+
+
+def _rules(u: UOp) -> UOp | None:
+  """One rewrite of u (whose sources are already simplified), or None if no rule applies."""
+  for guard, f in _BY_OP[u.op]:
+    if guard(u) and (r := f(u)) is not None: return r
+  return None
+
+
+class _Simplified:
+  """simplify's memo for `rewrite`: the result cached on each node (u._simp: True for itself), shared by all calls."""
+  __slots__ = ()
+  def __contains__(self, u: UOp) -> bool: return u._simp is not None
+  def __getitem__(self, u: UOp) -> UOp: return u if u._simp is True else u._simp
+  def get(self, u: UOp) -> UOp | None: return None if u._simp is None else u if u._simp is True else u._simp
+  def __setitem__(self, u: UOp, r: UOp) -> None: u._simp = True if r is u else r
+
+
+_MEMO = _Simplified()
+
+
+def _simplify_node(u: UOp, src: tuple[UOp, ...]) -> UOp:
+  v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+  r = v if (w := _rules(v)) is None else simplify(w)
+  r._simp = True
+  if v._simp is None: v._simp = True if r is v else r
+  return r
 
 
 def simplify(root: UOp) -> UOp:
   """root rewritten to a fixpoint of the rules above. Values are unchanged at every point of the loops."""
-  if (r := _done(root)) is not None: return r
-  order: list[UOp] = []
-  seen: set[UOp] = set()
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, post = stack.pop()
-    if post: order.append(u); continue
-    if u in seen or u._simp is not None: continue
-    seen.add(u)
-    stack.append((u, True))
-    stack.extend((s, False) for s in reversed(u.src))
-  for u in order:
-    src = tuple(_done(s) for s in u.src)
-    v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-    r = v if (w := _rules(v)) is None else simplify(w)
-    r._simp = True
-    u._simp = True if r is u else r
-    if v._simp is None: v._simp = True if r is v else r
-  return _done(root)
+  return rewrite(root, _simplify_node, _MEMO)

@@ -32,6 +32,10 @@ equality and a dict keyed on UOps is a CSE table. The cons table holds nodes wea
 keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`, `>=`, `.eq()` and `.ne()`.
 Every malformed node raises UOpError when it is built.
 
+Ops and the table of the ALU ops (arity, dtype rule, C spelling, cost, NumPy ufunc) are ops.py's, re-exported here;
+the type rule of an ALU op reads that table. `rewrite(root, fn)` is the one walker that rebuilds a graph bottom-up
+(substitute, simplify and kernelize use it).
+
 `bounds(u)` (also `u.vmin`, `u.vmax`): the range of an integer or bool node's value from RANGE sizes, VAR limits
 and constants, cached on the node; symbolic.py simplifies with it.
 """
@@ -39,35 +43,18 @@ from __future__ import annotations
 import math
 import weakref
 from enum import Enum, auto
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.ops import ALU, ALU_OPS, BINARY, COMPARE, COMPLEX_OK, MOVEMENT, REDUCE_OPS, UNARY, Ops
+
+# the op table's names are re-exported: stages import the IR from here
+__all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp", "UOpError",
+           "AxisType", "ParamArg", "RangeArg", "VarArg", "bounds", "buf", "memo_walk", "prod", "range_", "rewrite",
+           "sink", "var"]
 
 
 class UOpError(ValueError):
   """A node that breaks a type rule. Raised at construction, with the op and the offending shapes/dtypes."""
-
-
-class Ops(Enum):
-  # loop world
-  CONST = auto(); BUFFER = auto(); ALLOC = auto(); RANGE = auto(); INDEX = auto(); LOAD = auto()
-  STORE = auto(); AFTER = auto(); END = auto(); SINK = auto(); CAST = auto(); VAR = auto()
-  # unary ALU
-  EXP = auto(); EXP2 = auto(); EXPM1 = auto(); LOG = auto(); LOG2 = auto(); LOG10 = auto(); LOG1P = auto()
-  SQRT = auto(); SIN = auto(); COS = auto(); TAN = auto(); ASIN = auto(); ACOS = auto(); ATAN = auto()
-  SINH = auto(); COSH = auto(); TANH = auto(); ERF = auto(); FLOOR = auto(); CEIL = auto(); TRUNC = auto()
-  RINT = auto(); ABS = auto(); ASINH = auto(); ACOSH = auto(); ATANH = auto(); REAL = auto(); IMAG = auto()
-  # binary ALU
-  ADD = auto(); MUL = auto(); FDIV = auto(); FLOORDIV = auto(); FLOORMOD = auto(); MAX = auto(); MIN = auto()
-  POW = auto(); ATAN2 = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
-  CMPLT = auto(); CMPLE = auto(); CMPEQ = auto(); CMPNE = auto(); CMPLX = auto()
-  # ternary
-  WHERE = auto()
-  # shape world
-  RESHAPE = auto(); EXPAND = auto(); PERMUTE = auto(); SHRINK = auto(); REDUCE = auto(); STACK = auto()
-  STAGE = auto(); PAD = auto(); FLIP = auto(); SCAN = auto()
-
-  def __repr__(self) -> str: return f"Ops.{self.name}"
-  __hash__ = object.__hash__       # members are singletons; Enum's own hash is a Python-level call
 
 
 class AxisType(Enum):
@@ -95,26 +82,14 @@ class VarArg(NamedTuple):
   hi: int
 
 
-FLOAT_UNARY = {Ops.EXP, Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SQRT, Ops.SIN, Ops.COS,
-               Ops.TAN, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH, Ops.ERF, Ops.FLOOR, Ops.CEIL,
-               Ops.TRUNC, Ops.RINT, Ops.ASINH, Ops.ACOSH, Ops.ATANH}
-UNARY = FLOAT_UNARY | {Ops.ABS, Ops.REAL, Ops.IMAG}
-COMPARE = {Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE}
-BINARY = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.ATAN2, Ops.AND,
-          Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLX} | COMPARE
-ALU = UNARY | BINARY | {Ops.WHERE, Ops.CAST}
-MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
-REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN)
-_FLOAT_ONLY = FLOAT_UNARY | {Ops.FDIV, Ops.ATAN2}
-_INT_ONLY = {Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}      # AND/OR/XOR also take bool
-_NOT_BOOL = {Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.ABS, Ops.POW}
-# complex operands: C99 arithmetic and <complex.h> functions; ABS is |z| (real), REAL/IMAG take a part, CMPLX(re, im)
-# builds a complex from two floats. MAX/MIN order lexicographically (NumPy's order)
-COMPLEX_OK = {Ops.ADD, Ops.MUL, Ops.FDIV, Ops.POW, Ops.CMPEQ, Ops.CMPNE, Ops.MAX, Ops.MIN, Ops.ABS, Ops.EXP, Ops.LOG,
-              Ops.SQRT, Ops.SIN, Ops.COS, Ops.TAN, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.TANH,
-              Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.EXPM1, Ops.LOG1P, Ops.EXP2, Ops.LOG2, Ops.LOG10, Ops.REAL, Ops.IMAG,
-              Ops.WHERE}
-_ALU_NO_CAST = ALU - {Ops.CAST}
+# the dtype rule of the ALU ops, read from the op table (ops.py)
+_FLOAT_ONLY = frozenset(o for o, d in ALU_OPS.items() if d.operands == "float")
+_INT_ONLY = frozenset(o for o, d in ALU_OPS.items() if d.operands in ("int", "bits"))
+_BITS = frozenset(o for o, d in ALU_OPS.items() if d.operands == "bits")           # integers and bool
+_NOT_BOOL = frozenset(o for o, d in ALU_OPS.items() if d.operands == "num")
+_OF_PARTS = frozenset(o for o, d in ALU_OPS.items() if d.operands in ("complex", "parts"))   # REAL, IMAG, CMPLX
+_TO_REAL = frozenset(o for o, d in ALU_OPS.items() if d.result == "real")                   # ABS, REAL, IMAG
+_ALU_NO_CAST = frozenset(ALU_OPS)
 
 
 def prod(xs) -> int:
@@ -188,9 +163,9 @@ def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
   if d is dtypes.void: raise UOpError(f"{op.name}: operand has no value (void)")
   if op is Ops.WHERE and src[0].dtype is not dtypes.bool:
     raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
-  if d.kind == "c" or op in (Ops.REAL, Ops.IMAG, Ops.CMPLX): return _infer_complex(op, d, shape)
+  if d.kind == "c" or op in _OF_PARTS: return _infer_complex(op, d, shape)
   if op in _FLOAT_ONLY and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
-  if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in (Ops.AND, Ops.OR, Ops.XOR))):
+  if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in _BITS)):
     raise UOpError(f"{op.name}: needs an integer operand, got {d.name}")
   if d.is_bool and op in _NOT_BOOL: raise UOpError(f"{op.name}: not defined for bool")
   return (dtypes.bool if op in COMPARE else d), shape
@@ -201,7 +176,7 @@ def _infer_complex(op: Ops, d: DType, shape: tuple[int, ...]) -> tuple[DType, tu
     if d not in (dtypes.float32, dtypes.float64): raise UOpError(f"CMPLX: needs float32 or float64 parts, got {d.name}")
     return (dtypes.complex64 if d is dtypes.float32 else dtypes.complex128), shape
   if d.kind != "c" or op not in COMPLEX_OK: raise UOpError(f"{op.name}: not defined for {d.name}")
-  return (d.real if op in (Ops.ABS, Ops.REAL, Ops.IMAG) else dtypes.bool if op in COMPARE else d), shape
+  return (d.real if op in _TO_REAL else dtypes.bool if op in COMPARE else d), shape
 
 
 def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
@@ -356,12 +331,7 @@ class UOp:
 
   def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
     """self with every node in `mapping` replaced, the rest rebuilt on top of the replacements."""
-    new: dict[UOp, UOp] = {}
-    for u in self.toposort():
-      if u in mapping: new[u] = mapping[u]; continue
-      src = tuple(new[s] for s in u.src)
-      new[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-    return new[self]
+    return rewrite(self, memo=dict(mapping))
 
   @property
   def ranges(self) -> frozenset[UOp]:
@@ -476,6 +446,30 @@ class UOp:
   def minimum(self, x) -> UOp: return self.alu(Ops.MIN, x)
   __hash__ = object.__hash__
   __eq__ = object.__eq__
+
+
+def rewrite(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp | None] | None = None, memo=None) -> UOp:
+  """root rebuilt bottom-up, the one graph-rewrite walker of the compiler: every node once, after its sources.
+  fn(u, src) is u's result given its sources' results src, or None for the default (also without fn): u itself when
+  src are its own sources, else u with src. Results are kept in `memo` (node -> result; it is used through `in`,
+  `[]`, `get` and assignment only): a node already in it is not entered, so a memo seeded with {node: replacement}
+  is a substitution, and a memo kept across calls continues earlier walks (simplify's lives on the nodes).
+  Iterative: graphs may be far deeper than Python's stack."""
+  if memo is None: memo = {}
+  if (r := memo.get(root)) is not None: return r
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, ready = stack.pop()
+    if u in memo: continue
+    if ready:
+      src = tuple([memo[s] for s in u.src])
+      if fn is None or (r := fn(u, src)) is None:
+        r = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+      memo[u] = r
+      continue
+    stack.append((u, True))
+    stack.extend([(s, False) for s in reversed(u.src) if s not in memo])
+  return memo[root]
 
 
 def memo_walk(root, rule, memo: dict):
