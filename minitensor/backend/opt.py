@@ -147,11 +147,11 @@ def build(actions: list[Opt], info: KernelInfo) -> Opts:
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register
 
 
-def _wide() -> int:
-  """Column-sum lanes: half the vector registers as float32 accumulators (AVX-512, measured on (4096, 1024) on a
-  Zen 4: 225 us at 128 lanes, 275 at 256-1024, 290 at 64)."""
+def _wide(acc_itemsize: int) -> int:
+  """Column-sum lanes: half the vector registers as accumulators (a float32 sum accumulates in float64; measured on
+  (4096, 1024) on a Zen 4 with 32 zmm registers: 225 us at 128 lanes, 275 at 256-1024, 290 at 64)."""
   m = machine()
-  return m.registers // 2 * m.lanes(4)
+  return m.registers // 2 * m.lanes(acc_itemsize)
 
 
 def _tile_rows() -> int:
@@ -221,7 +221,8 @@ def heuristic(root: UOp) -> list[Opt]:
         # nothing to reuse in registers (a column sum): _wide() lanes, as many accumulators as the registers
         # hold, each pass over the rows reading a 512-byte run per row; the blocks are shared by the threads
         n = shape[axis_of[inner]]
-        vec = divisor(n, min(_wide(), n // 2 if work >= THREAD_WORK else n))
+        acc = max((u.dtype.itemsize for (u, _) in ctx.reduce_ranges), default=itemsize)
+        vec = divisor(n, min(_wide(acc), n // 2 if work >= THREAD_WORK else n))
       add(Opt(OptOps.VECTOR, axis_of[inner], vec))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
