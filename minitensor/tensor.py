@@ -600,6 +600,10 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
   UOps come from ufuncs.TABLE."""
   if (build := U.TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
+  if dtype is None and len(operands) == 2 and type(a := operands[0]) is Tensor and type(b := operands[1]) is Tensor \
+     and a.shape == b.shape:       # the common case, without the general path's lists (dispatch cost: W9)
+    _, (da, db), out = U.resolved(ufunc, (a.dtype, b.dtype), None)
+    return Tensor(build(a.uop.cast(da), b.uop.cast(db)).cast(out))
   _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
   tensors = [x if type(x) in _PY or isinstance(x, Tensor) else asarray(x) for x in operands]
   shape = broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY], op=ufunc.__name__)
