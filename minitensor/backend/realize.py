@@ -10,6 +10,12 @@ without kernelizing, lowering, rendering or compiling anything. A miss looks for
 lowers (`schedule_of`), renders and compiles, and stores the plan. `Plan` and `Call` are the contract between
 lowering and running: the C source, its tier, and per kernel its function, buffers and size arguments.
 
+A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
+runs its `Bound` plan from the second time on: the program, the inputs' pointers, the sizes and every kernel's
+arguments were found once, so a call costs a dictionary lookup, the output allocations and the kernel calls
+(the dispatch cost W9 of DESIGN.md). A bound plan lives as long as its sources, and declines when a node it
+would compute has been realized since (that value is read, as a new walk would).
+
 Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
@@ -500,7 +506,8 @@ class Bound:
     for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
     if prog.tier == 0: prog._ran(t)
     else: prog.runs += 1
-    r = bufs[self.output].reshape(o.shape)
+    r = bufs[self.output]
+    if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r
     return [r]
 
@@ -528,7 +535,7 @@ def _remember(sig, o: UOp, prog: Compiled, leaves, inputs, sizes, borrowed: bool
   _seen[sig] = tuple([weakref.ref(s) for s in o.src])
 
 
-_ENV = os.environ._data if os.name == "posix" else None      # noqa: SLF001  (bytes -> bytes: a read without decoding)
+_ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: read without encoding and decoding
 _MODES: dict[tuple, tuple[bool, str]] = {}
 
 
