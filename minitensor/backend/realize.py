@@ -155,11 +155,13 @@ class Compiled:
   disk_key: str | None = None                          # where the plan is stored (plans.py)
   elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
+  allocs: list | None = None                           # plan.buffers with their numpy dtypes (made at the first run)
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
     p = self.plan
-    bufs = list(inputs) + [np.empty(n * math.prod([sizes[v] for v in vs]), np.dtype(d)) for n, vs, d in p.buffers]
+    if self.allocs is None: self.allocs = [(n, vs, np.dtype(d)) for n, vs, d in p.buffers]
+    bufs = list(inputs) + [np.empty(n * math.prod([sizes[v] for v in vs]) if vs else n, d) for n, vs, d in self.allocs]
     t = time.perf_counter() if self.tier == 0 else 0.0
     if DEBUG or self.checked: self._run_slow(bufs, sizes)
     else:
