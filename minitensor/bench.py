@@ -3,11 +3,11 @@
     python benchmarks/run.py [--quick] [--only W2,W7] [--chart out.png]     (or: python -m minitensor bench)
 
 The first line names the CPU (model, vector ISA, cores, caches): every figure holds for that machine only.
-Each workload is timed as the median of at least 5 runs after a warm-up; the warm-up's first call (which
-compiles) is reported apart, and the warm-up lasts until a hot schedule has moved to compiler tier 1. A minitensor
-run builds the graph, finds the compiled schedule in the cache, runs it and returns the ndarray. The ratio is
-NumPy time / minitensor time (above 1: minitensor is faster); W9 (dispatch) also says how many times NumPy's time
-minitensor's is (the target: at most 25x).
+Each workload is timed as the median of at least 5 runs after a warm-up (51 short runs for calls under 100 us);
+the warm-up's first call (which compiles) is reported apart, and the warm-up lasts until a hot schedule has moved
+to compiler tier 1. A minitensor run builds the graph, finds the compiled schedule in the cache, runs it and
+returns the ndarray. The ratio is NumPy time / minitensor time (above 1: minitensor is faster); W9 (dispatch) also
+says how many times NumPy's time minitensor's is (the target: at most 25x).
 When jax is installed (`pip install minitensor[bench]`), a jax.jit column times each workload's jax version on the
 same data (jitted, warmed up, `block_until_ready`), and "vs jax" is jax time / minitensor time (above 1:
 minitensor is faster). numexpr and numba appear among the peers for the workloads they can express when installed.
@@ -39,16 +39,22 @@ class Workload:
 
 
 def timeit(fn, reps: int) -> tuple[float, float]:
-  """(first call seconds, median over `reps` runs of the time per call). A run calls fn enough times to last
-  about 20 ms, so microsecond calls are timed as loops rather than one timer reading each."""
+  """(first call seconds, median over the runs of the time per call). A run calls fn enough times to last about
+  20 ms, so microsecond calls are timed as loops rather than one timer reading each; calls under 100 us run in
+  loops of about 1 ms instead, at least 51 of them: on a shared machine a 20 ms loop is cut by the scheduler's
+  time slices and a 1 ms one mostly is not, so NumPy's microsecond loop and minitensor's (dispatch, W9) are
+  exposed to other work alike."""
   t = time.perf_counter(); fn(); first = time.perf_counter() - t
   warm = time.perf_counter() + 0.3
   while time.perf_counter() < warm: fn()       # past tiers.HOT_SECONDS: a hot schedule moves to tier 1...
   settle()                                     # ...and the steady state is measured after that compile
-  t = time.perf_counter(); fn(); once = time.perf_counter() - t
-  n = max(1, min(int(0.02 / max(once, 1e-7)), 100_000))
+  t = time.perf_counter()
+  for _ in range(10): fn()
+  once = (time.perf_counter() - t) / 10
+  micro = once < 1e-4
+  n = max(1, min(int((1e-3 if micro else 0.02) / max(once, 1e-7)), 100_000))
   ts = []
-  for _ in range(reps):
+  for _ in range(max(reps, 51) if micro else reps):
     t = time.perf_counter()
     for _ in range(n): fn()
     ts.append((time.perf_counter() - t) / n)
