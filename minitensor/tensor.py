@@ -143,7 +143,10 @@ class Tensor(NdarrayMethods):
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if (a := self._realized()) is None:
       if element: realize_base(self.uop)
-      a = realize(self)[0]
+      if self._link is None:        # a root: what realize(self) does, without its lists (the dispatch cost, W9)
+        a, self._uop, self._version, self._writes = _realize([self.uop])[0], None, self._version + 1, 0
+        self._data = a
+      else: a = realize(self)[0]
     return a
 
   def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -156,7 +159,7 @@ class Tensor(NdarrayMethods):
       return a.astype(dtype)
     if copy: return np.array(a, copy=True)
     v = a.view()
-    v.flags.writeable = False
+    v.setflags(write=False)
     return v
 
   def tolist(self): return self._value(element=True).tolist()
