@@ -433,8 +433,8 @@ def _scalar_leaf(u: UOp) -> bool:
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
   sig = None
-  if len(outputs) == 1 and (o := outputs[0]).data is None and o.src:
-    checked, tier = _modes()
+  if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := _modes(strict=False)) is not None:
+    checked, tier = m
     if not (checked or DEBUG):
       sig = (tier, o.op, _argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
       if (b := _bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
@@ -541,12 +541,17 @@ _ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: r
 _MODES: dict[tuple, tuple[bool, str]] = {}
 
 
-def _modes() -> tuple[bool, str]:
+def _modes(strict: bool = True) -> tuple[bool, str] | None:
   """(checked mode, tier mode) of the environment now (tests and users change it between calls), without decoding
-  os.environ on every realization."""
-  if _ENV is None: return os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode()
-  raw = (_ENV.get(b"MINITENSOR_CHECK"), _ENV.get(b"MINITENSOR_TIER"))
-  if (m := _MODES.get(raw)) is None: m = _MODES[raw] = (os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
+  os.environ on every realization. An invalid MINITENSOR_TIER raises ValueError, or gives None unless strict (it
+  is an error where a program is needed, not for a view)."""
+  raw = (_ENV.get(b"MINITENSOR_CHECK"), _ENV.get(b"MINITENSOR_TIER")) if _ENV is not None else None
+  if (m := _MODES.get(raw)) is None:
+    try: m = (os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
+    except ValueError:
+      if strict: raise
+      return None
+    if raw is not None: _MODES[raw] = m
   return m
 
 

@@ -171,3 +171,11 @@ def test_a_forked_child_runs_the_parents_bound_plan():
     ok = np.array_equal(np.asarray(t + u), a + b) and stats.replays == replays + 1
     os._exit(0 if ok else 1)
   assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_an_invalid_tier_mode_fails_where_a_program_is_needed_only(monkeypatch):
+  t = mt.asarray(np.arange(6.0).reshape(2, 3))
+  monkeypatch.setenv("MINITENSOR_TIER", "fast")
+  view = R.realize([t.uop.permute((1, 0))])[0]       # a graph NumPy answers with a view: no program
+  np.testing.assert_array_equal(view, np.arange(6.0).reshape(2, 3).T)
+  with pytest.raises(ValueError, match="MINITENSOR_TIER"): np.asarray(t * t)
