@@ -77,8 +77,7 @@ def cpu_line() -> str:
   m = machine()
   name = fields.get("model name") or fields.get("CPU part") or target_cpu()
   if "cpu family" in fields: name += f" (family {fields['cpu family']} model {fields.get('model', '?')})"
-  isa = {64: "AVX-512", 32: "AVX2"}.get(m.vector_bytes, "SSE2" if m.x86 else "128-bit vectors") if m.x86 \
-    else f"{m.vector_bits}-bit vectors"
+  isa = {64: "AVX-512", 32: "AVX2"}.get(m.vector_bytes, "SSE2") if m.x86 else f"{m.vector_bits}-bit vectors"
   kib = lambda b: f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
   return (f"CPU: {name}, {isa}{' + FMA' if m.fma else ''} ({m.vector_bits}-bit, {m.registers} vector registers), "
           f"{m.cores} core{'s' if m.cores > 1 else ''}, L1d {kib(m.l1)} / L2 {kib(m.l2)} / L3 {kib(m.l3)}")
