@@ -7,8 +7,9 @@ of short batches is the figure least disturbed by other work. Stages:
 
     numpy            a + b of the ndarrays (the reference of the W9 target: at most 25x this)
     build            t + u: Tensor.__add__ recording the UOp (dtype resolution, broadcasting, the node)
-    realize          np.asarray(x) of a built, unrealized x (distinct leaves each call: no node is realized twice)
-    structure key    realize.structure of such a graph (the walk that finds its compiled program)
+    realize          np.asarray(x) of a built, unrealized x (200 pairs of tensors, each summed once per batch: no
+                     node is realized twice; from the second batch on, each pair's bound plan runs)
+    structure key    realize.structure of such a graph (the walk that finds its compiled program on a miss)
     kernel           the compiled C function called through cffi on prepared pointers
     full             np.asarray(t + u), the W9 workload
 
