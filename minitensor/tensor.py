@@ -132,7 +132,10 @@ class Tensor:
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if (a := self._realized()) is None:
       if element: realize_base(self.uop)
-      a = realize(self)[0]
+      if self._link is None:        # a root: what realize(self) does, without its lists (the dispatch cost, W9)
+        a, self._uop, self._version, self._writes = _realize([self.uop])[0], None, self._version + 1, 0
+        self._data = a
+      else: a = realize(self)[0]
     return a
 
   def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -145,7 +148,7 @@ class Tensor:
       return a.astype(dtype)
     if copy: return np.array(a, copy=True)
     v = a.view()
-    v.flags.writeable = False
+    v.setflags(write=False)
     return v
 
   def tolist(self):
@@ -476,6 +479,10 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
   UOps come from ufuncs.TABLE."""
   if (build := U.TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
+  if dtype is None and len(operands) == 2 and type(a := operands[0]) is Tensor and type(b := operands[1]) is Tensor \
+     and a.shape == b.shape:       # the common case, without the general path's lists (dispatch cost: W9)
+    _, (da, db), out = U.resolved(ufunc, (a.dtype, b.dtype), None)
+    return Tensor(build(a.uop.cast(da), b.uop.cast(db)).cast(out))
   _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
   tensors = [x if type(x) in _PY or isinstance(x, Tensor) else asarray(x) for x in operands]
   shape = broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY], op=ufunc.__name__)

@@ -10,9 +10,12 @@ import minitensor as mt
 ROWSUM = (Path(__file__).parent / "rowsum.uir").read_text()      # section 6.7 of the course, as in test_uir
 
 
+ROOT = Path(__file__).resolve().parents[1]        # the children import this checkout's minitensor
+
+
 def run(*args, env=None, check=True):
   p = subprocess.run([sys.executable, "-m", "minitensor", *args], capture_output=True, text=True, timeout=300,
-                     env={**os.environ, **(env or {})})
+                     env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, cwd=ROOT)
   if check: assert p.returncode == 0, p.stderr
   return p
 
@@ -85,6 +88,16 @@ def test_cache_info_and_clear(tmp_path):
 def test_bench_quick_runs_selected_workloads():
   out = run("bench", "--quick", "--only", "W3,W9").stdout
   assert "W3" in out and "W9" in out and "W1" not in out
+
+
+def test_bench_names_the_cpu_and_rates_dispatch_against_its_target():
+  from minitensor.backend.machine import machine
+  lines = run("bench", "--quick", "--only", "W9").stdout.splitlines()
+  m = machine()
+  assert lines[0].startswith("CPU: ") and f"{m.cores} core" in lines[0] and f"{m.vector_bits}-bit" in lines[0]
+  if m.x86: assert ("AVX-512" if m.vector_bytes == 64 else "AVX2" if m.vector_bytes == 32 else "SSE2") in lines[0]
+  w9 = [x for x in lines if x.startswith("W9")]
+  assert len(w9) == 1 and "NumPy's time (target: at most 25x)" in w9[0]
 
 
 def test_debug_logs_one_line_per_kernel_and_can_be_silenced():

@@ -10,13 +10,21 @@ without kernelizing, lowering, rendering or compiling anything. A miss looks for
 lowers (`schedule_of`), renders and compiles, and stores the plan. `Plan` and `Call` are the contract between
 lowering and running: the C source, its tier, and per kernel its function, buffers and size arguments.
 
+A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
+runs its `Bound` plan from the second time on: the program, the inputs' pointers, the sizes and every kernel's
+arguments were found once, so a call costs a dictionary lookup, the output allocations and the kernel calls
+(the dispatch cost W9 of DESIGN.md). A bound plan lives as long as its sources, and declines when a node it
+would compute has been realized since (that value is read, as a new walk would).
+
 Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
+import functools
 import itertools
 import logging
 import math
+import operator
 import os
 import threading
 import time
@@ -37,6 +45,12 @@ def _from_buffer(a):
   """A kernel's pointer argument to a's memory (cffi's backend is imported at the first kernel load)."""
   n = native()
   return n.backend.from_buffer(n.chars, a, False)
+
+
+def _pointer() -> tuple:
+  """(cffi's from_buffer, the char[] type): f(chars, a, False) is a kernel's pointer argument to a's memory."""
+  n = native()
+  return n.backend.from_buffer, n.chars
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
 
@@ -141,23 +155,28 @@ class Compiled:
   disk_key: str | None = None                          # where the plan is stored (plans.py)
   elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
+  allocs: list | None = None                           # plan.buffers with their numpy dtypes (made at the first run)
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
     p = self.plan
-    bufs = list(inputs) + [np.empty(n * math.prod([sizes[v] for v in vs]), np.dtype(d)) for n, vs, d in p.buffers]
+    if self.allocs is None: self.allocs = [(n, vs, np.dtype(d)) for n, vs, d in p.buffers]
+    bufs = list(inputs) + [np.empty(n * math.prod([sizes[v] for v in vs]) if vs else n, d) for n, vs, d in self.allocs]
     t = time.perf_counter() if self.tier == 0 else 0.0
     if DEBUG or self.checked: self._run_slow(bufs, sizes)
     else:
-      n = native()
-      fb, chars = n.backend.from_buffer, n.chars
+      fb, chars = _pointer()
       for k, slots, extra, vs in self.fns:
         k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
+    self._ran(t)
+    return [bufs[o] for o in p.outputs]
+
+  def _ran(self, t: float) -> None:
+    """Count a run that started at perf_counter() t; at tier 0 its time counts towards the tier-1 compile."""
     if self.tier == 0:
       self.elapsed += time.perf_counter() - t
       if self.elapsed > tiers.HOT_SECONDS and self.upgrade is None and tiers.mode() == "auto": self._tier_up()
     self.runs += 1
-    return [bufs[o] for o in p.outputs]
 
   def _tier_up(self) -> None:
     """Compile at tier 1 on a background thread; swap the functions in when done (a failed compile keeps tier 0)."""
@@ -413,6 +432,12 @@ def _scalar_leaf(u: UOp) -> bool:
 
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
+  sig = None
+  if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := _modes(strict=False)) is not None:
+    checked, tier = m
+    if not (checked or DEBUG):
+      sig = (tier, o.op, _argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
+      if (b := _bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
@@ -420,19 +445,114 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     res = [np.array(v, order="C", copy=True) if u else np.asarray(v, order="C") for v, u in zip(views, user)]
     borrowed = any(user)
   else:
-    checked = os.environ.get("MINITENSOR_CHECK") == "1"
+    checked, tier = _modes()
     skey, leaves, sizes = structure(outputs)
     # a checked kernel is lowered as the plain one is (the same arithmetic), but its guards name its buffers' sizes
-    key = (skey, checked, tiers.mode()) + ((sizes, tuple(b.shape for b in leaves)) if checked else ())
+    key = (skey, checked, tier) + ((sizes, tuple(b.shape for b in leaves)) if checked else ())
     prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
-    res = [r.reshape(o.shape) for r, o in zip(prog(arrays_of(leaves), sizes), outputs)]
+    inputs = arrays_of(leaves)
+    res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
+    if sig is not None: _remember(sig, o, prog, leaves, inputs, sizes, borrowed)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
   # they read a user's memory, which may change after this realization
   if not borrowed:
     for o, r in zip(outputs, res):
       if o.op is not Ops.BUFFER and _base(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
   return res
+
+
+# ---------------------------------------------------------------------- the realize plan of a repeated graph
+class Bound:
+  """The realize plan of one graph over particular nodes: realize([o]) of a root o with the op, argument and
+  sources (the same objects) of a graph realized before, with all that does not change between such calls done
+  once: no structure key, no program lookup, the inputs' pointers taken (a leaf's data never changes once set;
+  a user's memory is read where it is), the buffers' sizes and each kernel's arguments computed. Only the outputs
+  are allocated and the kernels run. Valid while its sources live (a source's death drops it from `_bound`) and
+  the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines)."""
+  __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer")
+
+  def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
+               borrowed: bool, sig: tuple):
+    drop = lambda _, k=sig: _bound.pop(k, None)
+    self.srcs = tuple([weakref.ref(s, drop) for s in o.src])
+    known = set(leaves)
+    # sources and nodes below them that were computed here: held (below the sources: no source is kept alive)
+    self.fresh = tuple([k for k, s in enumerate(o.src) if s not in known])
+    self.interior = tuple([u for s in o.src if s not in known for u in s.toposort(known) if u not in o.src])
+    fb, chars = _pointer()
+    self.pointer = functools.partial(fb, chars)
+    p = self.prog = prog
+    self.ptrs = [fb(chars, a, False) for a in inputs]       # (keeps the arrays, not the nodes, alive)
+    self.counts = [n * math.prod([sizes[v] for v in vs]) for n, vs, _ in p.plan.buffers]
+    self.dtypes = [np.dtype(d) for _, _, d in p.plan.buffers]
+    # per kernel: its buffers' pointers picked from all of them, and its integer arguments
+    self.calls = [(_picker(c.slots), c.sizes + tuple([sizes[v] for v in c.vars])) for c in p.plan.calls]
+    self.output = p.plan.outputs[0] - len(inputs)
+    self.keep = not borrowed and _base(o).op is not Ops.CONST      # what realize keeps on the node
+
+  def run(self, o: UOp) -> list[np.ndarray] | None:
+    """realize([o]) by this plan; None when the plan does not hold for o (other sources, or one since realized)."""
+    src = o.src
+    for r, s in zip(self.srcs, src):
+      if r() is not s: return None
+    for k in self.fresh:
+      if src[k].data is not None: return None
+    for u in self.interior:
+      if u.data is not None: return None
+    stats.graph_hits += 1
+    stats.replays += 1
+    bufs = list(map(np.empty, self.counts, self.dtypes))
+    ptrs, prog = self.ptrs + list(map(self.pointer, bufs)), self.prog
+    if prog.tier == 0: t = time.perf_counter()
+    for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
+    if prog.tier == 0: prog._ran(t)
+    else: prog.runs += 1
+    r = bufs[self.output]
+    if r.shape != o.shape: r = r.reshape(o.shape)
+    if self.keep: o.data = r
+    return [r]
+
+
+def _picker(slots: tuple[int, ...]):
+  """A function of a list: the tuple of its elements at `slots`."""
+  return operator.itemgetter(*slots) if len(slots) > 1 else lambda xs, k=slots[0]: (xs[k],)
+
+
+_bound: dict[tuple, Bound] = {}     # (tier mode, op, arg, dtype, source ids) -> plan; an entry dies with a source
+_seen: dict[tuple, tuple] = {}      # the same key -> weakrefs of the sources of the last graph realized with it
+SEEN_SIZE = 4096
+
+
+def _remember(sig, o: UOp, prog: Compiled, leaves, inputs, sizes, borrowed: bool) -> None:
+  """Keep the realize plan of o for the next root over the same sources: at the second realization of such a root
+  (graphs over fresh sources, which never repeat, only leave a few weakrefs in _seen)."""
+  if prog.plan.outputs[0] < len(inputs): return          # (a value that is an input's array: not a plan's)
+  refs = _seen.get(sig)
+  if refs is not None and all(r() is s for r, s in zip(refs, o.src)):
+    _bound[sig] = Bound(o, prog, leaves, inputs, sizes, borrowed, sig)
+    _seen.pop(sig, None)
+    return
+  if len(_seen) >= SEEN_SIZE: _seen.clear()
+  _seen[sig] = tuple([weakref.ref(s) for s in o.src])
+
+
+_ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: read without encoding and decoding
+_MODES: dict[tuple, tuple[bool, str]] = {}
+
+
+def _modes(strict: bool = True) -> tuple[bool, str] | None:
+  """(checked mode, tier mode) of the environment now (tests and users change it between calls), without decoding
+  os.environ on every realization. An invalid MINITENSOR_TIER raises ValueError, or gives None unless strict (it
+  is an error where a program is needed, not for a view)."""
+  raw = (_ENV.get(b"MINITENSOR_CHECK"), _ENV.get(b"MINITENSOR_TIER")) if _ENV is not None else None
+  if (m := _MODES.get(raw)) is None:
+    try: m = (os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
+    except ValueError:
+      if strict: raise
+      return None
+    if raw is not None: _MODES[raw] = m
+  return m
 
 
 def _base(u: UOp) -> UOp:

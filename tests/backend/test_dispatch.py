@@ -1,0 +1,181 @@
+"""The realize plan of a repeated graph (realize.Bound): a graph rebuilt over the same sources (W9's
+`np.asarray(t + u)` in a loop) runs its kernels without the structure key, the program lookup or any lowering,
+and gives what the full path gives whatever changed in between (the mutation rules, checked mode, tiers, threads)."""
+import gc
+import os
+import threading
+import numpy as np
+import pytest
+import minitensor as mt
+from minitensor.backend import realize as R
+from minitensor.backend.runtime import stats
+
+
+@pytest.fixture
+def counted(monkeypatch):
+  """Counts of the structure walks and of the programs made (lowered or loaded) from here on."""
+  n = {"structure": 0, "program": 0}
+  structure, program = R.structure, R.program
+  def count_structure(*a, **k):
+    n["structure"] += 1
+    return structure(*a, **k)
+  def count_program(*a, **k):
+    n["program"] += 1
+    return program(*a, **k)
+  monkeypatch.setattr(R, "structure", count_structure)
+  monkeypatch.setattr(R, "program", count_program)
+  return n
+
+
+def _pair(n=16, seed=0):
+  rng = np.random.default_rng(seed)
+  return rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+
+
+def test_a_repeated_graph_runs_its_bound_plan_without_key_or_lowering(counted):
+  a, b = _pair()
+  t, u = mt.asarray(a), mt.asarray(b)
+  for _ in range(2): np.testing.assert_array_equal(np.asarray(t + u), a + b)    # compiled (or found), then bound
+  walks, compiles, replays, hits = counted["structure"], stats.compiles, stats.replays, stats.graph_hits
+  for _ in range(20):
+    got = np.asarray(t + u)
+    np.testing.assert_array_equal(got, a + b)
+    assert got.dtype == np.float32 and got.shape == (16,) and not got.flags.writeable
+  assert counted["structure"] == walks and stats.compiles == compiles
+  assert stats.replays - replays == 20 and stats.graph_hits - hits == 20
+
+
+def test_bound_plans_of_other_shapes_dtypes_and_ops():
+  rng = np.random.default_rng(1)
+  # (a, b, f, bound plan runs in 4 calls): the 3rd and 4th calls run the plan bound at the 2nd, unless a source is
+  # rebuilt each call (a broadcast ndarray operand: a new RESHAPE/EXPAND over its leaf)
+  cases = [(rng.standard_normal((3, 5)), rng.standard_normal((3, 5)), lambda x, y: x * y, 2),
+           (rng.integers(-9, 9, (4, 1, 6)).astype(np.int32), rng.integers(1, 9, (4, 1, 6)).astype(np.int32),
+            lambda x, y: x // y, 2),
+           (rng.standard_normal((7, 3)).astype(np.float32), 2.5, lambda x, y: x * y, 2),
+           (rng.standard_normal((6, 4)), None, lambda x, _: np.exp(x), 2),
+           (rng.standard_normal((6, 4)).astype(np.float32), None, lambda x, _: x.astype(np.float64), 2),
+           (rng.standard_normal((6, 4)), rng.standard_normal(4), lambda x, y: x + y, 0)]
+  for a, b, f, n in cases:
+    want = f(a, b)
+    ta = mt.asarray(a)
+    tb = mt.asarray(b) if isinstance(b, np.ndarray) else b
+    replays = stats.replays
+    for _ in range(4):
+      got = np.asarray(f(ta, tb))
+      assert got.dtype == want.dtype and got.shape == want.shape
+      np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert stats.replays - replays == n
+
+
+def test_graphs_rebuilt_below_the_root_take_the_full_path():
+  x = np.random.default_rng(8).standard_normal((6, 4))
+  t = mt.asarray(x)
+  replays = stats.replays
+  for _ in range(4):
+    np.testing.assert_allclose(np.asarray(t.sum(axis=0)), x.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(t.T * 2.0 + 1.0), x.T * 2 + 1, rtol=1e-12)
+  assert stats.replays == replays
+
+
+def test_a_borrowed_array_changed_between_calls_is_read_as_it_is_now():
+  a, b = _pair(seed=2)
+  t, u = mt.asarray(a, copy=False), mt.asarray(b)
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(t + u), a + b)
+  replays = stats.replays
+  for k in range(5):
+    a[k] = 100.0 + k                             # the user's memory, wrapped without a copy
+    np.testing.assert_array_equal(np.asarray(t + u), a + b)
+  assert stats.replays - replays == 5
+
+
+def test_values_captured_at_the_call_and_in_place_writes_between_calls():
+  a, b = _pair(seed=3)
+  t, u = mt.asarray(a), mt.asarray(b)
+  for _ in range(3): np.asarray(t + u)
+  a0 = a.copy()
+  a[:] = 7                                       # copied at mt.asarray: changes nothing
+  np.testing.assert_array_equal(np.asarray(t + u), a0 + b)
+  earlier = t + u
+  t += 1                                         # t is a new value: the plan of the old sources does not apply
+  np.testing.assert_array_equal(np.asarray(t + u), a0 + 1 + b)
+  np.testing.assert_array_equal(np.asarray(earlier), a0 + b)
+  t[2] = -5                                      # a write through indexing
+  want = a0 + 1
+  want[2] = -5
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(t + u), want + b)
+  row = t[4:8]
+  row[:] = 0                                     # a write through a view of t
+  want[4:8] = 0
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(t + u), want + b)
+
+
+def test_a_source_realized_since_is_read_not_recomputed():
+  a, b = _pair(seed=4)
+  t, u = mt.asarray(a), mt.asarray(b)
+  y1, y2 = t * u, t * u                          # one node (hash-consed), computed by neither yet
+  for _ in range(3): np.testing.assert_allclose(np.asarray(y1 + u), a * b + b, rtol=1e-6)
+  np.asarray(y2)                                 # the node is computed now: the next walk reads it
+  replays = stats.replays
+  np.testing.assert_allclose(np.asarray(y1 + u), a * b + b, rtol=1e-6)
+  assert stats.replays == replays
+
+
+def test_modes_are_part_of_the_plan(monkeypatch):
+  a, b = _pair(seed=5)
+  t, u = mt.asarray(a), mt.asarray(b)
+  for _ in range(3): np.asarray(t * u)
+  replays = stats.replays
+  monkeypatch.setenv("MINITENSOR_CHECK", "1")    # checked mode never runs a bound plan
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(t * u), a * b)
+  assert stats.replays == replays
+  monkeypatch.setenv("MINITENSOR_CHECK", "0")
+  monkeypatch.setenv("MINITENSOR_TIER", "1")     # another tier mode: another program, its own plan
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(t * u), a * b)
+  assert stats.replays == replays + 1
+  monkeypatch.setenv("MINITENSOR_TIER", "7")
+  with pytest.raises(ValueError, match="MINITENSOR_TIER"): np.asarray(t * u)
+
+
+def test_threads_share_a_bound_plan():
+  a, b = _pair(64, seed=6)
+  t, u = mt.asarray(a), mt.asarray(b)
+  bad = []
+  def work():
+    for _ in range(200):
+      if not np.array_equal(np.asarray(t * u), a * b): bad.append(1)
+  ts = [threading.Thread(target=work) for _ in range(4)]
+  for x in ts: x.start()
+  for x in ts: x.join()
+  assert not bad
+
+
+def test_a_plan_dies_with_its_sources():
+  a, b = _pair(seed=7)
+  t, u = mt.asarray(a), mt.asarray(b)
+  for _ in range(3): np.asarray(t + u)
+  ids = {id(t.uop), id(u.uop)}
+  assert any(ids <= set(k[4:]) for k in R._bound)
+  del t, u
+  gc.collect()
+  assert not any(ids <= set(k[4:]) for k in R._bound)
+
+
+def test_a_forked_child_runs_the_parents_bound_plan():
+  a, b = _pair(seed=9)
+  t, u = mt.asarray(a), mt.asarray(b)
+  for _ in range(3): np.asarray(t + u)
+  pid = os.fork()
+  if pid == 0:                                   # the child: exit status 0 when the plan ran and gave a + b
+    replays = stats.replays
+    ok = np.array_equal(np.asarray(t + u), a + b) and stats.replays == replays + 1
+    os._exit(0 if ok else 1)
+  assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_an_invalid_tier_mode_fails_where_a_program_is_needed_only(monkeypatch):
+  t = mt.asarray(np.arange(6.0).reshape(2, 3))
+  monkeypatch.setenv("MINITENSOR_TIER", "fast")
+  view = R.realize([t.uop.permute((1, 0))])[0]       # a graph NumPy answers with a view: no program
+  np.testing.assert_array_equal(view, np.arange(6.0).reshape(2, 3).T)
+  with pytest.raises(ValueError, match="MINITENSOR_TIER"): np.asarray(t * t)
