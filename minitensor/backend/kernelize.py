@@ -34,6 +34,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
+from minitensor.backend import gemm
 from minitensor.backend.linearize import variables
 from minitensor.backend.opt import choose_opts, divisor
 from minitensor.backend.rangeify import Ctx, Opts, lower
@@ -51,6 +52,7 @@ class KernelSpec:
   out: int                    # the schedule buffer it writes
   sizes: tuple[int, ...] = ()    # a flat kernel: its loop size, an argument of the C function
   vars: tuple[int, ...] = ()     # a symbolic kernel: the VARs it takes (`int64_t s<idx>` after the buffers)
+  gemm: gemm.Gemm | None = None  # a contraction rendered as a blocked GEMM (gemm.py) instead of `sink`
 
 
 @dataclass(frozen=True)
@@ -291,5 +293,6 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
                    key=lambda r: r.arg.idx)
     if (found := _recomputed(body, ctx, loops)) is not None: new = orig.get(found)
   local, slots = _localize(sink)
-  return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local)), new, set(orig.values())
+  g = gemm.plan(body, out, slots) if optimize and generic is None and new is None else None
+  return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local), g), new, set(orig.values())
 
