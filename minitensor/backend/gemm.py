@@ -16,8 +16,8 @@ from kernelize, and realize renders that plan instead of the kernel's loop progr
               accumulator and k step (x86 FMA builtins where the CPU has FMA, else multiply then add): the C says
               it, so both compiler tiers give the same bits. NumPy's BLAS fuses these products too
     blocks    from the machine model: NR = 2 vectors, MR = what the other registers hold; KC so that a B sliver
-              fills half of L1, MC so that the A block fills half of L2, NC so that each core's B panel fits in
-              its share of L3
+              fills half of L1, MC so that the A block fills a quarter of L2 (BLIS's Zen blocks: 144 x 256 float32),
+              NC so that each core's B panel fits in its share of L3
     threads   tasks (batch x row groups x column groups, at least one per core) run in an OpenMP loop; each packs
               its own blocks. K is never split across threads: every output element is summed in one fixed order
               (K blocks of KC in sequence, each a chain of FMAs), whatever the number of threads
@@ -54,6 +54,19 @@ class Gemm:
   out: int
   out_size: int
   n_slots: int
+  direct: tuple[Strided | None, Strided | None] = (None, None)
+
+
+@dataclass(frozen=True)
+class Strided:
+  """An operand that is one buffer read at an address linear in the axes (a strided view, a transpose, a
+  convolution's window over a staged padded input), maybe cast: packed by copying through per-axis offset tables
+  (no index arithmetic per element). tables: (size, address step) of its batch axes, its own (row or column) axes
+  and the K axes; the address is base + the sum of the three tables' offsets."""
+  slot: int
+  src: DType
+  base: int
+  tables: tuple[tuple[tuple[int, int], ...], ...]
 
 
 def tile_sizes(m: Machine, itemsize: int) -> tuple[int, int, int, int, int]:
@@ -63,7 +76,7 @@ def tile_sizes(m: Machine, itemsize: int) -> tuple[int, int, int, int, int]:
   nr = 2 * lanes
   mr = max((m.registers - 3) // 2, 1)
   kc = max(m.l1 // 2 // (nr * itemsize) // 8 * 8, 16)
-  mc = max(m.l2 // 2 // (kc * itemsize) // mr * mr, mr)
+  mc = max(m.l2 // 4 // (kc * itemsize) // mr * mr, mr)
   nc = max(min(m.l3 // (2 * max(m.cores, 1)) // (kc * itemsize), 4096) // nr * nr, nr)
   return mr, nr, kc, mc, nc
 
@@ -105,8 +118,33 @@ def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
         for o, own, t, most in ((x, rows, mr, mc // mr), (y, cols, nr, nc // nr))]
   strides = [prod(r.shape[a + 1:]) for a in range(no)]
   axes = tuple(tuple((full[a], strides[a]) for a in g) for g in (batch, rows, cols))
+  direct = tuple(_strided(o.substitute(local), full, (batch, own, list(range(no, len(full)))))
+                 for o, own in ((x, rows), (y, cols)))
   return Gemm(r.dtype, sizes, tile, _grid(sizes, mr, nr, nc, machine().cores), ps[0], ps[1], axes,  # type: ignore
-              slots.index(out.arg.slot), prod(r.shape), len(slots))
+              slots.index(out.arg.slot), prod(r.shape), len(slots), direct)  # type: ignore
+
+
+def _strided(x: UOp, full: tuple[int, ...], groups: tuple[list[int], ...]) -> Strided | None:
+  """x as a Strided operand when its value is a load (maybe cast) of one buffer at a linear address; else None."""
+  ctx = Ctx()
+  rs = [ctx.rng(s) if s > 1 else UOp.const(0) for s in full]
+  v = simplify(rangeify(x, tuple(rs), ctx))
+  if v.op is Ops.CAST and v.src[0].dtype.kind in "fiu": v = v.src[0]
+  if v.op is not Ops.LOAD or v.src[0].op is not Ops.INDEX or v.src[0].src[0].op is not Ops.BUFFER: return None
+  addr = v.src[0].src[1]
+  if any(u.op is Ops.LOAD for u in addr.toposort()): return None
+  zero = {r: UOp.const(0) for r in rs if r.op is Ops.RANGE}
+  at = lambda r: simplify(addr.substitute({**zero, r: UOp.const(1)}) if r is not None else addr.substitute(zero))
+  base = at(None)
+  steps = [at(r) if r.op is Ops.RANGE else base for r in rs]
+  if any(u.op is not Ops.CONST for u in steps + [base]): return None
+  coefs = tuple(u.arg - base.arg for u in steps)
+  linear = UOp.const(base.arg)
+  for r, c in zip(rs, coefs):
+    if c: linear = linear + r * c
+  if (d := simplify(addr - linear)).op is not Ops.CONST or d.arg != 0: return None
+  if any(c for a, c in enumerate(coefs) if not any(a in g for g in groups)): return None
+  return Strided(v.src[0].src[0].arg.slot, v.dtype, base.arg, tuple(tuple((full[a], coefs[a]) for a in g) for g in groups))
 
 
 def _grid(sizes: tuple[int, int, int, int], mr: int, nr: int, nc: int, cores: int) -> tuple[int, int, int, int]:
@@ -191,6 +229,33 @@ def _call(fn: str, pack: UOp, args: dict[int, str], checked: bool) -> str:
   return f"{fn}({', '.join(a + (['mt_err'] if checked else []))});"
 
 
+def _direct(fn: str, d: Strided, ct: str, t: int, rows: int) -> str:
+  """The pack function of a Strided operand: the same slivers as its rangeify pack program, copied through the
+  offset tables ot (own axes) and kt (K axes, base included) from src (the batch offset added). The copy loops over
+  whichever of k and the sliver's t elements is contiguous in memory, and reads runs directly where they are."""
+  st = d.src.ctype
+  own_unit = bool(d.tables[1]) and d.tables[1][-1][1] == 1
+  head = (f"static void {fn}(const {st}* restrict src, {ct}* restrict pk, const int64_t* restrict ot, "
+          f"const int64_t* restrict kt, int64_t i0, int64_t k0, int64_t ns, int64_t kc) {{\n"
+          f"  const int64_t* restrict k = kt + k0;\n")
+  if own_unit:
+    return head + (
+      f"  for (int64_t s = 0; s < ns; s++) {{\n    int64_t j = i0 + s * {t}, q = 1;\n"
+      f"    if (j + {t} <= {rows}) while (q < {t} && ot[j + q] == ot[j] + q) q++;\n"
+      f"    for (int64_t p = 0; p < kc; p++) {{\n"
+      f"      const {st}* restrict a = src + k[p]; {ct}* restrict o = pk + (s * kc + p) * {t};\n"
+      f"      if (q == {t}) {{ a += ot[j]; for (int64_t c = 0; c < {t}; c++) o[c] = ({ct})a[c]; }}\n"
+      f"      else for (int64_t c = 0; c < {t}; c++) o[c] = ({ct})a[ot[j + c < {rows} ? j + c : {rows - 1}]];\n"
+      f"    }}\n  }}\n}}\n")
+  return head + (
+    f"  int64_t q = 1;\n  while (q < kc && k[q] == k[0] + q) q++;\n"
+    f"  for (int64_t s = 0; s < ns; s++) for (int64_t r = 0; r < {t}; r++) {{\n"
+    f"    int64_t i = i0 + s * {t} + r;\n"
+    f"    const {st}* restrict a = src + ot[i < {rows} ? i : {rows - 1}]; {ct}* restrict o = pk + s * kc * {t} + r;\n"
+    f"    if (q == kc) {{ a += k[0]; for (int64_t p = 0; p < kc; p++) o[p * {t}] = ({ct})a[p]; }}\n"
+    f"    else for (int64_t p = 0; p < kc; p++) o[p * {t}] = ({ct})a[k[p]];\n  }}\n}}\n")
+
+
 def render(g: Gemm, name: str, checked: bool = False) -> str:
   """The C of the kernel: the two pack functions, the micro-kernel and the blocked driver `name`, whose
   parameters are a loop kernel's (its buffers in local slot order, then checked mode's error buffer)."""
@@ -209,25 +274,40 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
            f"{prod(s for s, _ in axes)}, {len(axes)}, sz, st); }}\n"
   store = f"data{g.out}[o] = pc ? data{g.out}[o] + tile[r * NR + q] : tile[r * NR + q];"
   if checked: store = f"if ((uint64_t)o < {g.out_size}ULL) {store} else mt_oob(mt_err, {g.out}, o);"
-  pa = _call(f"{name}_pa", g.pack_a, {0: "b", 1: "ic", 2: "pc", 3: "ms", 4: "kc"}, checked)
-  pb = _call(f"{name}_pb", g.pack_b, {0: "b", 1: "jc", 2: "pc", 3: "ns", 4: "kc"}, checked)
-  return (HELPERS + render_function(g.pack_a, f"{name}_pa", checked) + render_function(g.pack_b, f"{name}_pb", checked)
-          + _micro(name, ct, vb, lanes, mr, nr // lanes) +
+  # each operand is packed by its rangeify pack program, or (a Strided operand, unless checked) through tables
+  packs, calls, ntab, tables = "", [], nb + m + n, ""
+  for fn, prog, d, t, own, i0, cnt in ((f"{name}_pa", g.pack_a, g.direct[0], mr, m, "ic", "ms"),
+                                       (f"{name}_pb", g.pack_b, g.direct[1], nr, n, "jc", "ns")):
+    if d is None or checked:
+      packs += render_function(prog, fn, checked)
+      calls.append(_call(fn, prog, {0: "b", 1: i0, 2: "pc", 3: cnt, 4: "kc"}, checked))
+      continue
+    bt, ot, kt = (f"boff + {ntab + o}" for o in (0, nb, nb + own))
+    tables += table(f"({bt})", d.tables[0]) + table(f"({ot})", d.tables[1]) + table(f"({kt})", d.tables[2])
+    tables += f"  for (int64_t i = 0; i < K; i++) ({kt})[i] += {d.base};\n"
+    ntab += nb + own + k
+    packs += _direct(fn, d, ct, t, own)
+    calls.append(f"{fn}(data{d.slot} + ({bt})[b], pk, {ot}, {kt}, {i0}, pc, {cnt}, kc);")
+  pa, pb = calls
+  up = lambda a, b: -(-a // b) * b
+  apanel, bpanel = min(mc, up(mt, mr)) * min(kc, k), min(nc, up(nt, nr)) * min(kc, k)
+  return (HELPERS + packs + _micro(name, ct, vb, lanes, mr, nr // lanes) +
           f"void {name}({', '.join(params)}) {{\n"
           f"  enum {{ MR = {mr}, NR = {nr}, KC = {kc}, MC = {mc}, NC = {nc} }};\n"
           f"  const int64_t M = {m}, N = {n}, K = {k}, MG = {mg}, NG = {ng}, MT = {mt}, NT = {nt};\n"
-          f"  int64_t* boff = malloc(sizeof(int64_t) * {nb + m + n});\n  if (!boff) abort();\n"
+          f"  int64_t* boff = malloc(sizeof(int64_t) * {ntab});\n  if (!boff) abort();\n"
           f"  int64_t *roff = boff + {nb}, *coff = roff + M;\n"
-          + table("boff", g.axes[0]) + table("roff", g.axes[1]) + table("coff", g.axes[2]) +
-          f"  #pragma omp parallel for schedule(dynamic) if(!mt_serial && {nb * mg * ng} > 1)\n"
+          + table("boff", g.axes[0]) + table("roff", g.axes[1]) + table("coff", g.axes[2]) + tables +
+          f"  #pragma omp parallel if(!mt_serial && {nb * mg * ng} > 1)\n  {{\n"
+          # each thread's pack buffers, 64-byte aligned (the micro-kernel loads whole vectors from them)
+          f"  char* raw = malloc(sizeof({ct}) * {apanel + bpanel} + 128);\n  if (!raw) abort();\n"
+          f"  {ct}* pa = ({ct}*)(((uintptr_t)raw + 63) & ~(uintptr_t)63);\n"
+          f"  {ct}* pbuf = pa + {apanel};\n"
+          f"  {ct} tile[MR * NR];\n"
+          f"  #pragma omp for schedule(dynamic)\n"
           f"  for (int64_t t = 0; t < {nb * mg * ng}; t++) {{\n"
           f"    int64_t b = t / (MG * NG), m0 = t / NG % MG * MT, n0 = t % NG * NT;\n"
           f"    int64_t m1 = m0 + MT < M ? m0 + MT : M, n1 = n0 + NT < N ? n0 + NT : N;\n"
-          # the pack buffers of a task, 64-byte aligned (the micro-kernel loads whole vectors from them)
-          f"    char* raw = malloc(sizeof({ct}) * (MC + NC) * KC + 128);\n    if (!raw) abort();\n"
-          f"    {ct}* pa = ({ct}*)(((uintptr_t)raw + 63) & ~(uintptr_t)63);\n"
-          f"    {ct}* pbuf = pa + MC * KC;\n"
-          f"    {ct} tile[MR * NR];\n"
           f"    for (int64_t jc = n0; jc < n1; jc += NC) {{\n"
           f"      int64_t ncb = n1 - jc < NC ? n1 - jc : NC, ns = (ncb + NR - 1) / NR;\n"
           f"      for (int64_t pc = 0; pc < K; pc += KC) {{\n"
@@ -251,4 +331,4 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
           f"              continue;\n            }}\n") +
           f"            for (int64_t r = 0; r < rn; r++) for (int64_t q = 0; q < qn; q++) {{\n"
           f"              int64_t o = boff[b] + ro[r] + co[q]; {store} }}\n"
-          f"          }}\n        }}\n      }}\n    }}\n    free(raw);\n  }}\n  free(boff);\n}}\n")
+          f"          }}\n        }}\n      }}\n    }}\n  }}\n  free(raw);\n  }}\n  free(boff);\n}}\n")
