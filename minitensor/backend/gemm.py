@@ -41,20 +41,30 @@ MIN_WORK = 1 << 18      # multiply-adds below which the plain loop program is ke
 @dataclass(frozen=True)
 class Gemm:
   """What the blocked GEMM of one kernel needs: dtype, sizes (batch, M, N, K), the tile (MR, NR, KC, MC, NC), the
-  task grid (row groups, column groups, rows per group, columns per group), the pack programs of A and B (their
-  pack buffer is local slot `n_slots`), the (size, stride) of every batch, row and column axis of the output, and
-  the output's local slot and size."""
+  task grid (row groups, column groups, rows per group, columns per group), the operands A and B (shaped, over local
+  slots, of shape `full`: the output axes, then K) and the axes of `full` that are batch, row and column axes, the
+  (size, stride) of every batch, row and column axis of the output, the output's local slot and size, the number
+  of local slots, and each operand as Strided where it is one (packed through tables, else by `pack`)."""
   dtype: DType
   sizes: tuple[int, int, int, int]
   tile: tuple[int, int, int, int, int]
   grid: tuple[int, int, int, int]
-  pack_a: UOp
-  pack_b: UOp
+  operands: tuple[UOp, UOp]
+  full: tuple[int, ...]
+  groups: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
   axes: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
   out: int
   out_size: int
   n_slots: int
   direct: tuple[Strided | None, Strided | None] = (None, None)
+
+  def pack(self, b: bool) -> UOp:
+    """The rangeify pack program of operand A (b False) or B (its pack buffer is local slot n_slots)."""
+    nb, m, n, k = self.sizes
+    mr, nr, kc, mc, nc = self.tile
+    t, most = (nr, nc // nr) if b else (mr, mc // mr)
+    return _pack(self.operands[b], self.full, self.groups[3], self.groups[0], self.groups[2 if b else 1],
+                 (nb, n if b else m, k), t, most, kc, self.n_slots)
 
 
 @dataclass(frozen=True)
@@ -97,38 +107,34 @@ def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
   r = _contraction(body)
   if r is None: return None
   no, full = len(r.shape), r.src[0].shape
-  ctx = Ctx()
-  idx = tuple(ctx.rng(s) if s > 1 else UOp.const(0) for s in full)
-  x, y = r.src[0].src
-  used = [simplify(rangeify(o, idx, ctx)).ranges for o in (x, y)]
-  reads = lambda k, a: idx[a].op is Ops.RANGE and idx[a] in used[k]
-  inner = max((a for a in range(no) if full[a] > 1 and not (reads(0, a) and reads(1, a))), default=None)
-  if inner is not None and reads(0, inner): x, y, used = y, x, used[::-1]
-  batch = [a for a in range(no) if full[a] > 1 and reads(0, a) and reads(1, a)]
-  cols = [a for a in range(no) if full[a] > 1 and reads(1, a) and not reads(0, a)]
-  rows = [a for a in range(no) if full[a] > 1 and a not in batch and a not in cols]
-  (nb, m, n), k = (prod(full[a] for a in g) for g in (batch, rows, cols)), prod(full[no:])
-  if nb * m * n * k < MIN_WORK or m < 2 or n < 2 or k < 2: return None
-  mr, nr, kc, mc, nc = tile = tile_sizes(machine(), r.dtype.itemsize)
   local = {b: UOp(Ops.BUFFER, (), ParamArg(slots.index(b.arg.slot), b.arg.dtype, b.arg.shape))
            for b in r.toposort() if b.op is Ops.BUFFER and b.arg.slot in slots}
   if len(local) != len({b for b in r.toposort() if b.op is Ops.BUFFER}): return None
+  ctx = Ctx()
+  idx = tuple(ctx.rng(s) if s > 1 else UOp.const(0) for s in full)
+  ops = [o.substitute(local) for o in r.src[0].src]
+  vals = [simplify(rangeify(o, idx, ctx)) for o in ops]
+  reads = lambda k, a: idx[a].op is Ops.RANGE and idx[a] in vals[k].ranges
+  inner = max((a for a in range(no) if full[a] > 1 and not (reads(0, a) and reads(1, a))), default=None)
+  if inner is not None and reads(0, inner): ops, vals = ops[::-1], vals[::-1]
+  batch = tuple(a for a in range(no) if full[a] > 1 and reads(0, a) and reads(1, a))
+  cols = tuple(a for a in range(no) if full[a] > 1 and reads(1, a) and not reads(0, a))
+  rows = tuple(a for a in range(no) if full[a] > 1 and a not in batch and a not in cols)
+  (nb, m, n), k = (prod(full[a] for a in g) for g in (batch, rows, cols)), prod(full[no:])
+  if nb * m * n * k < MIN_WORK or m < 2 or n < 2 or k < 2: return None
+  mr, nr, kc, mc, nc = tile = tile_sizes(machine(), r.dtype.itemsize)
   sizes = (nb, m, n, k)
-  ps = [_pack(o.substitute(local), full, no, batch, own, (nb, m if own is rows else n, k), t, most, kc, len(slots))
-        for o, own, t, most in ((x, rows, mr, mc // mr), (y, cols, nr, nc // nr))]
   strides = [prod(r.shape[a + 1:]) for a in range(no)]
   axes = tuple(tuple((full[a], strides[a]) for a in g) for g in (batch, rows, cols))
-  direct = tuple(_strided(o.substitute(local), full, (batch, own, list(range(no, len(full)))))
-                 for o, own in ((x, rows), (y, cols)))
-  return Gemm(r.dtype, sizes, tile, _grid(sizes, mr, nr, nc, machine().cores), ps[0], ps[1], axes,  # type: ignore
-              slots.index(out.arg.slot), prod(r.shape), len(slots), direct)  # type: ignore
+  kax = tuple(range(no, len(full)))
+  direct = tuple(_strided(v, idx, full, (batch, own, kax)) for v, own in zip(vals, (rows, cols)))
+  return Gemm(r.dtype, sizes, tile, _grid(sizes, mr, nr, nc, machine().cores), tuple(ops), full,  # type: ignore
+              (batch, rows, cols, kax), axes, slots.index(out.arg.slot), prod(r.shape), len(slots), direct)  # type: ignore
 
 
-def _strided(x: UOp, full: tuple[int, ...], groups: tuple[list[int], ...]) -> Strided | None:
-  """x as a Strided operand when its value is a load (maybe cast) of one buffer at a linear address; else None."""
-  ctx = Ctx()
-  rs = [ctx.rng(s) if s > 1 else UOp.const(0) for s in full]
-  v = simplify(rangeify(x, tuple(rs), ctx))
+def _strided(v: UOp, rs: tuple[UOp, ...], full: tuple[int, ...], groups: tuple[tuple[int, ...], ...]) -> Strided | None:
+  """An operand as Strided, from its value v at the plain index rs, when v is a load (maybe cast) of one buffer at
+  an address linear in rs; else None."""
   if v.op is Ops.CAST and v.src[0].dtype.kind in "fiu": v = v.src[0]
   if v.op is not Ops.LOAD or v.src[0].op is not Ops.INDEX or v.src[0].src[0].op is not Ops.BUFFER: return None
   addr = v.src[0].src[1]
@@ -161,9 +167,9 @@ def _grid(sizes: tuple[int, int, int, int], mr: int, nr: int, nc: int, cores: in
   return -(-m // mt), -(-n // nt), mt, nt
 
 
-def _pack(x: UOp, full: tuple[int, ...], no: int, batch: list[int], own: list[int], sizes: tuple[int, int, int],
-          t: int, most: int, kc: int, slot: int) -> UOp:
-  """The lowered program packing a block of operand x (shape `full`: output axes, then the reduce axes): slivers
+def _pack(x: UOp, full: tuple[int, ...], kax: tuple[int, ...], batch: tuple[int, ...], own: tuple[int, ...],
+          sizes: tuple[int, int, int], t: int, most: int, kc: int, slot: int) -> UOp:
+  """The lowered program packing a block of operand x (shape `full`: output axes, then the K axes `kax`): slivers
   of t rows (or columns) of its `own` axes, each KC-contiguous: pk[(s * kc + p) * t + q] = x(batch s0, row
   i0 + s * t + q (clamped to the last), k k0 + p). VARs: 0 the batch index, 1 i0, 2 k0, 3 the slivers (at most
   `most`), 4 kc."""
@@ -171,11 +177,11 @@ def _pack(x: UOp, full: tuple[int, ...], no: int, batch: list[int], own: list[in
   vb, vi, vk, vs, vkc = var(0, 0, nb - 1), var(1, 0, rows - 1), var(2, 0, k - 1), var(3, 1, most), var(4, 1, kc)
   rs, rk, rq = range_(most, 0, AxisType.LOOP, vs), range_(kc, 1, AxisType.LOOP, vkc), range_(t, 2)
   idx: list[UOp] = [UOp.const(0)] * len(full)
-  def place(axes: list[int], flat: UOp) -> None:
+  def place(axes: tuple[int, ...], flat: UOp) -> None:
     for a, i in zip(axes, unravel(flat, tuple(full[a] for a in axes))): idx[a] = simplify(i)
   place(batch, vb)
   place(own, (vi + rs * t + rq).minimum(rows - 1))
-  place(list(range(no, len(full))), (vk + rk).minimum(k - 1))     # (kc <= K - k0: the clamp only tells the bounds)
+  place(kax, (vk + rk).minimum(k - 1))     # (kc <= K - k0: the clamp only tells the bounds)
   val = rangeify(x, tuple(idx), Ctx())
   pk = buf(slot, most * t * kc, x.dtype)
   return simplify(sink(pk.index((rs * vkc + rk) * t + rq).store(val).end(rs, rk, rq)))
@@ -276,10 +282,10 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
   if checked: store = f"if ((uint64_t)o < {g.out_size}ULL) {store} else mt_oob(mt_err, {g.out}, o);"
   # each operand is packed by its rangeify pack program, or (a Strided operand, unless checked) through tables
   packs, calls, ntab, tables = "", [], nb + m + n, ""
-  for fn, prog, d, t, own, i0, cnt in ((f"{name}_pa", g.pack_a, g.direct[0], mr, m, "ic", "ms"),
-                                       (f"{name}_pb", g.pack_b, g.direct[1], nr, n, "jc", "ns")):
+  for fn, b, d, t, own, i0, cnt in ((f"{name}_pa", False, g.direct[0], mr, m, "ic", "ms"),
+                                    (f"{name}_pb", True, g.direct[1], nr, n, "jc", "ns")):
     if d is None or checked:
-      packs += render_function(prog, fn, checked)
+      packs += render_function(prog := g.pack(b), fn, checked)
       calls.append(_call(fn, prog, {0: "b", 1: i0, 2: "pc", 3: cnt, 4: "kc"}, checked))
       continue
     bt, ot, kt = (f"boff + {ntab + o}" for o in (0, nb, nb + own))
