@@ -8,10 +8,13 @@ from kernelize, and realize renders that plan instead of the kernel's loop progr
               reads a column (N) axis; the reduce axes are K. B is the operand that reads the output's innermost
               axis (a matmul's columns, a convolution's pixels), so its packing copies contiguous runs
     packing   per block, two pack functions copy an MC x KC block of A into MR-row slivers and a KC x NC panel of B
-              into NR-column slivers. They are ordinary kernels: lowered by rangeify from the operand's own graph
-              with the block offsets as VARs, rendered by render_c. Strides, transposes, broadcasts, casts,
-              padding and a convolution's window gather all work, and checked mode guards their loads. Rows and
-              columns past the edge repeat the last one (in bounds; their results are never stored)
+              into NR-column slivers. In general they are ordinary kernels: lowered by rangeify from the operand's
+              own graph with the block offsets as VARs, rendered by render_c, so any operand works (computed,
+              padded, gathered) and checked mode guards their loads. An operand that is one buffer read at an
+              address linear in the axes (`Strided`: a strided view, a transpose, a convolution's windows over
+              its staged padded input) is copied through per-axis offset tables instead, with no index arithmetic
+              per element (a convolution's im2col gather costs about as much as its multiply-adds otherwise).
+              Rows and columns past the edge repeat the last one (in bounds; their results are never stored)
     micro     an MR x NR register tile: MR * NR / lanes vector accumulators (GCC vector types) and one FMA per
               accumulator and k step (x86 FMA builtins where the CPU has FMA, else multiply then add): the C says
               it, so both compiler tiers give the same bits. NumPy's BLAS fuses these products too
@@ -131,11 +134,13 @@ def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
   axes = tuple(tuple((full[a], strides[a]) for a in g) for g in (batch, rows, cols))
   kax = tuple(range(no, len(full)))
   direct = tuple(_strided(v, idx, full, (batch, own, kax)) for v, own in zip(vals, (rows, cols)))
-  return Gemm(r.dtype, sizes, tile, _grid(sizes, mr, nr, nc, machine().cores), tuple(ops), full,  # type: ignore
-              (batch, rows, cols, kax), axes, slots.index(out.arg.slot), prod(r.shape), len(slots), direct)  # type: ignore
+  grid = _grid(sizes, mr, nr, nc, machine().cores)
+  return Gemm(r.dtype, sizes, tile, grid, (ops[0], ops[1]), full, (batch, rows, cols, kax), axes,  # type: ignore[arg-type]
+              slots.index(out.arg.slot), prod(r.shape), len(slots), (direct[0], direct[1]))
 
 
-def _strided(v: UOp, rs: tuple[UOp, ...], full: tuple[int, ...], groups: tuple[tuple[int, ...], ...]) -> Strided | None:
+def _strided(v: UOp, rs: tuple[UOp, ...], full: tuple[int, ...],
+             groups: tuple[tuple[int, ...], ...]) -> Strided | None:
   """An operand as Strided, from its value v at the plain index rs, when v is a load (maybe cast) of one buffer at
   an address linear in rs; else None."""
   if v.op is Ops.CAST and v.src[0].dtype.kind in "fiu": v = v.src[0]
@@ -153,7 +158,8 @@ def _strided(v: UOp, rs: tuple[UOp, ...], full: tuple[int, ...], groups: tuple[t
     if c: linear = linear + r * c
   if (d := simplify(addr - linear)).op is not Ops.CONST or d.arg != 0: return None
   if any(c for a, c in enumerate(coefs) if not any(a in g for g in groups)): return None
-  return Strided(v.src[0].src[0].arg.slot, v.dtype, base.arg, tuple(tuple((full[a], coefs[a]) for a in g) for g in groups))
+  tables = tuple(tuple((full[a], coefs[a]) for a in g) for g in groups)
+  return Strided(v.src[0].src[0].arg.slot, v.dtype, base.arg, tables)
 
 
 def _grid(sizes: tuple[int, int, int, int], mr: int, nr: int, nc: int, cores: int) -> tuple[int, int, int, int]:
@@ -204,7 +210,8 @@ static void mt_gemm_offsets(int64_t* off, int64_t n, int nax, const int64_t* siz
 
 # x86 FMA builtins by (vector bytes, itemsize): what <immintrin.h>'s intrinsics expand to (that header alone
 # costs ~1 s of compile time); elsewhere, or without FMA, a multiply then an add
-_FMA = {(16, 4): ("__FMA__", "__builtin_ia32_vfmaddps(a, b, c)"), (16, 8): ("__FMA__", "__builtin_ia32_vfmaddpd(a, b, c)"),
+_FMA = {(16, 4): ("__FMA__", "__builtin_ia32_vfmaddps(a, b, c)"),
+        (16, 8): ("__FMA__", "__builtin_ia32_vfmaddpd(a, b, c)"),
         (32, 4): ("__FMA__", "__builtin_ia32_vfmaddps256(a, b, c)"),
         (32, 8): ("__FMA__", "__builtin_ia32_vfmaddpd256(a, b, c)"),
         (64, 4): ("__AVX512F__", "__builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4)"),
@@ -326,7 +333,8 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
           f"          int64_t mcb = m1 - ic < MC ? m1 - ic : MC, ms = (mcb + MR - 1) / MR;\n"
           f"          {{ {ct}* pk = pa; {pa} }}\n"
           f"          for (int64_t jr = 0; jr < ns; jr++) for (int64_t ir = 0; ir < ms; ir++) {{\n"
-          f"            int64_t rn = mcb - ir * MR < MR ? mcb - ir * MR : MR, qn = ncb - jr * NR < NR ? ncb - jr * NR : NR;\n"
+          f"            int64_t rn = mcb - ir * MR < MR ? mcb - ir * MR : MR;\n"
+          f"            int64_t qn = ncb - jr * NR < NR ? ncb - jr * NR : NR;\n"
           f"            const int64_t *ro = roff + ic + ir * MR, *co = coff + jc + jr * NR;\n"
           # the output rows are fetched while the tile is computed (they come from L3 or memory)
           f"            for (int64_t r = 0; r < rn; r++) {{ {ct}* p = data{g.out} + boff[b] + ro[r] + co[0]; "
@@ -334,7 +342,8 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
           f"            {name}_micro(kc, pa + ir * MR * kc, pbuf + jr * NR * kc, tile);\n"
           + ("" if checked else
           f"            if (rn == MR && qn == NR && co[NR - 1] - co[0] == NR - 1) {{\n"
-          f"              for (int64_t r = 0; r < MR; r++) {{ {ct}* restrict p = data{g.out} + boff[b] + ro[r] + co[0];\n"
+          f"              for (int64_t r = 0; r < MR; r++) {{\n"
+          f"                {ct}* restrict p = data{g.out} + boff[b] + ro[r] + co[0];\n"
           f"                if (pc) for (int64_t q = 0; q < NR; q++) p[q] += tile[r * NR + q];\n"
           f"                else for (int64_t q = 0; q < NR; q++) p[q] = tile[r * NR + q]; }}\n"
           f"              continue;\n            }}\n") +
