@@ -135,7 +135,7 @@ def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
   kax = tuple(range(no, len(full)))
   direct = tuple(_strided(v, idx, full, (batch, own, kax)) for v, own in zip(vals, (rows, cols)))
   grid = _grid(sizes, mr, nr, nc, machine().cores)
-  return Gemm(r.dtype, sizes, tile, grid, (ops[0], ops[1]), full, (batch, rows, cols, kax), axes,  # type: ignore[arg-type]
+  return Gemm(r.dtype, sizes, tile, grid, (ops[0], ops[1]), full, (batch, rows, cols, kax), axes,  # type: ignore
               slots.index(out.arg.slot), prod(r.shape), len(slots), (direct[0], direct[1]))
 
 
