@@ -308,7 +308,7 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
     calls.append(f"{fn}(data{d.slot} + ({bt})[b], pk, {ot}, {kt}, {i0}, pc, {cnt}, kc);")
   pa, pb = calls
   up = lambda a, b: -(-a // b) * b
-  apanel, bpanel = min(mc, up(mt, mr)) * min(kc, k), min(nc, up(nt, nr)) * min(kc, k)
+  apanel, bpanel = up(min(mc, up(mt, mr)) * min(kc, k), 64), min(nc, up(nt, nr)) * min(kc, k)   # (B 64-byte aligned)
   return (HELPERS + packs + _micro(name, ct, vb, lanes, mr, nr // lanes) +
           f"void {name}({', '.join(params)}) {{\n"
           f"  enum {{ MR = {mr}, NR = {nr}, KC = {kc}, MC = {mc}, NC = {nc} }};\n"
