@@ -109,18 +109,12 @@ def _contraction(body: UOp) -> UOp | None:
   return r
 
 
-def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
-  """The Gemm of a kernel computing shaped `body` into BUFFER `out`, whose buffers are renumbered to local slots by
-  position in `slots` (kernelize._localize), or None when it is not a contraction worth blocking."""
-  r = _contraction(body)
-  if r is None: return None
+def _classify(r: UOp, ops: list[UOp]):
+  """For contraction r with operands ops (r's MUL sources, maybe renumbered): (A and B, their values at the plain
+  index, that index, the batch, row, column and K axes, (batch, M, N, K)), or None when it is too small to block."""
   no, full = len(r.shape), r.src[0].shape
-  local = {b: UOp(Ops.BUFFER, (), ParamArg(slots.index(b.arg.slot), b.arg.dtype, b.arg.shape))
-           for b in r.toposort() if b.op is Ops.BUFFER and b.arg.slot in slots}
-  if len(local) != len({b for b in r.toposort() if b.op is Ops.BUFFER}): return None
   ctx = Ctx()
   idx = tuple(ctx.rng(s) if s > 1 else UOp.const(0) for s in full)
-  ops = [o.substitute(local) for o in r.src[0].src]
   vals = [simplify(rangeify(o, idx, ctx)) for o in ops]
   reads = lambda k, a: idx[a].op is Ops.RANGE and idx[a] in vals[k].ranges
   inner = max((a for a in range(no) if full[a] > 1 and not (reads(0, a) and reads(1, a))), default=None)
@@ -130,11 +124,33 @@ def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
   rows = tuple(a for a in range(no) if full[a] > 1 and a not in batch and a not in cols)
   (nb, m, n), k = (prod(full[a] for a in g) for g in (batch, rows, cols)), prod(full[no:])
   if nb * m * n * k < MIN_WORK or min(m, n) < MIN_SIDE or k < 2: return None
+  return ops, vals, idx, (batch, rows, cols, tuple(range(no, len(full)))), (nb, m, n, k)
+
+
+def inner(body: UOp) -> UOp | None:
+  """A contraction worth blocking inside body that is not body's own value (a GEMM with an elementwise epilogue,
+  x @ w + b; a reduction of a product): kernelize materializes it, so that it becomes a Gemm kernel."""
+  root = _contraction(body)
+  for u in body.toposort():
+    if u is not root and u.op is Ops.REDUCE and _contraction(u) is u and _classify(u, list(u.src[0].src)) is not None:
+      return u
+  return None
+
+
+def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
+  """The Gemm of a kernel computing shaped `body` into BUFFER `out`, whose buffers are renumbered to local slots by
+  position in `slots` (kernelize._localize), or None when it is not a contraction worth blocking."""
+  r = _contraction(body)
+  if r is None: return None
+  local = {b: UOp(Ops.BUFFER, (), ParamArg(slots.index(b.arg.slot), b.arg.dtype, b.arg.shape))
+           for b in r.toposort() if b.op is Ops.BUFFER and b.arg.slot in slots}
+  if len(local) != len({b for b in r.toposort() if b.op is Ops.BUFFER}): return None
+  if (c := _classify(r, [o.substitute(local) for o in r.src[0].src])) is None: return None
+  ops, vals, idx, (batch, rows, cols, kax), sizes = c
+  no, full = len(r.shape), r.src[0].shape
   mr, nr, kc, mc, nc = tile = tile_sizes(machine(), r.dtype.itemsize)
-  sizes = (nb, m, n, k)
   strides = [prod(r.shape[a + 1:]) for a in range(no)]
   axes = tuple(tuple((full[a], strides[a]) for a in g) for g in (batch, rows, cols))
-  kax = tuple(range(no, len(full)))
   direct = tuple(_strided(v, idx, full, (batch, own, kax)) for v, own in zip(vals, (rows, cols)))
   grid = _grid(sizes, mr, nr, nc, machine().cores)
   return Gemm(r.dtype, sizes, tile, grid, (ops[0], ops[1]), full, (batch, rows, cols, kax), axes,  # type: ignore

@@ -292,6 +292,7 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
     loops = sorted((r for r in sink.toposort() if r.op is Ops.RANGE and r.arg.kind in (AxisType.LOOP, AxisType.THREAD)),
                    key=lambda r: r.arg.idx)
     if (found := _recomputed(body, ctx, loops)) is not None: new = orig.get(found)
+  if new is None and optimize and generic is None and (c := gemm.inner(body)) is not None: new = orig.get(c)
   local, slots = _localize(sink)
   g = gemm.plan(body, out, slots) if optimize and generic is None and new is None else None
   return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local), g), new, set(orig.values())

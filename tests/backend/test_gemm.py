@@ -134,6 +134,31 @@ def test_computed_and_cast_operands(dtype):
     check_product(np.asarray(t), a * 2 - 1, b.astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_epilogue_runs_after_a_blocked_gemm(dtype):
+  """x @ w + b, relu of it, a conv2d with bias, a sum of a product: the contraction is materialized as a Gemm kernel
+  and the rest reads it."""
+  x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((130, 220), (220, 90), (90,)))
+  tx, tw, tb = mt.asarray(x), mt.asarray(w), mt.asarray(b)
+  x64, w64, b64, eps = x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), np.finfo(dtype).eps
+  p = np.abs(x64) @ np.abs(w64)                        # the rounding bound of each product's sum scales with it
+  bias = 4 * 220 * eps * (p + np.abs(b64))
+  cases = ((tx @ tw + tb, x64 @ w64 + b64, bias), (mt.maximum(tx @ tw + tb, 0), np.maximum(x64 @ w64 + b64, 0), bias),
+           ((tx @ tw).sum(axis=1), (x64 @ w64).sum(axis=1), 4 * (220 + 90) * eps * p.sum(axis=1)))
+  # (all scheduled before any is realized: a realized x @ w + b would be a leaf of the next graph)
+  assert all([k.gemm is not None for k in scheduled([t.uop])[0].kernels] == [True, False] for t, _, _ in cases)
+  for t, want, bound in cases:
+    got = np.asarray(t)
+    assert got.dtype == dtype and np.all(np.abs(got - want) <= bound)
+  xi, wi, bi = (rng.standard_normal(s).astype(dtype) for s in ((2, 16, 30, 30), (32, 16, 3, 3), (32,)))
+  t = nn.conv2d(mt.asarray(xi), mt.asarray(wi), mt.asarray(bi), padding=1)
+  assert any(k.gemm is not None for k in scheduled([t.uop])[0].kernels)
+  want = conv_reference(xi, wi, 1, 1, 1, 1) + bi[:, None, None]
+  absolute = conv_reference(np.abs(xi), np.abs(wi), 1, 1, 1, 1) + np.abs(bi)[:, None, None]
+  bound = 2 * 145 * np.finfo(dtype).eps * absolute
+  assert np.all(np.abs(np.asarray(t) - want) <= bound)
+
+
 def test_small_or_integer_contractions_keep_the_loop_program():
   a = mt.asarray(rng.standard_normal((4, 5)))
   assert not blocked(a @ a.T)                                         # too little work
