@@ -2,7 +2,9 @@
 
 A kernel whose value is  out[b.., i.., j..] = sum over k.. of A(b.., i.., k..) * B(b.., k.., j..)  (a REDUCE(ADD)
 of a MUL, float32 or float64, lowered for concrete sizes, with at least MIN_WORK multiply-adds) gets a `Gemm` plan
-from kernelize, and realize renders that plan instead of the kernel's loop program:
+from kernelize, and realize renders that plan instead of the kernel's loop program. Such a contraction inside a
+larger kernel (x @ w + b, a conv2d with bias, a reduction of a product) is materialized by kernelize first
+(`inner`), so the epilogue reads the GEMM's output:
 
     axes      an output axis both operands read is a batch axis, one only A reads is a row (M) axis, one only B
               reads a column (N) axis; the reduce axes are K. B is the operand that reads the output's innermost
