@@ -44,7 +44,8 @@ from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, buf, prod, rang
 
 MIN_WORK = 1 << 18      # multiply-adds below which the plain loop program is kept
 # rows and columns below which it is kept too: packing one operand costs about as much as 1/MIN_SIDE of the
-# multiply-adds (measured on a Zen 3: 3 x 1000 x 1000 took 4.7x longer blocked, 8 x 300 x 2000 was 1.2x faster)
+# multiply-adds (measured on a busy 2-core Zen 3: 3 x 1000 x 1000 took 4.7x longer blocked, 8 x 300 x 2000 was
+# 1.2x faster)
 MIN_SIDE = 8
 
 
@@ -52,7 +53,7 @@ MIN_SIDE = 8
 class Gemm:
   """What the blocked GEMM of one kernel needs: dtype, sizes (batch, M, N, K), the tile (MR, NR, KC, MC, NC), the
   task grid (row groups, column groups, rows per group, columns per group), the operands A and B (shaped, over local
-  slots, of shape `full`: the output axes, then K) and the axes of `full` that are batch, row and column axes, the
+  slots, of shape `full`: the output axes, then K) and the axes of `full` that are batch, row, column and K axes, the
   (size, stride) of every batch, row and column axis of the output, the output's local slot and size, the number
   of local slots, and each operand as Strided where it is one (packed through tables, else by `pack`)."""
   dtype: DType
