@@ -253,7 +253,8 @@ def _micro(name: str, ct: str, vb: int, lanes: int, mr: int, nv: int) -> str:
   return (f"typedef {ct} {v} __attribute__((vector_size({vb})));\n"
           f"#if defined(__x86_64__) && defined({guard})\n#define {name}_fma(a, b, c) {fma}\n"
           f"#else\n#define {name}_fma(a, b, c) ((c) + (a) * (b))\n#endif\n"
-          f"__attribute__((noinline)) static void {name}_micro(int64_t kc, const {ct}* restrict a, const {ct}* restrict b, "
+          f"__attribute__((noinline)) static void {name}_micro(int64_t kc, const {ct}* restrict a, "
+          f"const {ct}* restrict b, "
           f"{ct}* restrict c) {{\n  {v} " + ", ".join(f"{a} = {{0}}" for row in acc for a in row) + ";\n"
           f"  {ct} x; {v} av;\n  for (int64_t p = 0; p < kc; p++, a += {mr}, b += {nv * lanes}) {{\n"
           + "\n".join(body) + f"\n  }}\n  {stores}\n}}\n")
@@ -272,7 +273,8 @@ def _direct(fn: str, d: Strided, ct: str, t: int, rows: int) -> str:
   whichever of k and the sliver's t elements is contiguous in memory, and reads runs directly where they are."""
   st = d.src.ctype
   own_unit = bool(d.tables[1]) and d.tables[1][-1][1] == 1
-  head = (f"__attribute__((noinline)) static void {fn}(const {st}* restrict src, {ct}* restrict pk, const int64_t* restrict ot, "
+  head = (f"__attribute__((noinline)) static void {fn}(const {st}* restrict src, {ct}* restrict pk, "
+          f"const int64_t* restrict ot, "
           f"const int64_t* restrict kt, int64_t i0, int64_t k0, int64_t ns, int64_t kc) {{\n"
           f"  const int64_t* restrict k = kt + k0;\n")
   if own_unit:
