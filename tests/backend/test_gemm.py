@@ -3,7 +3,8 @@ NumPy within the error bound of a sum of K products; the path taken is read from
 import contextlib
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor import nn
 from minitensor.backend import gemm
