@@ -2,9 +2,9 @@
 
 A kernel whose value is  out[b.., i.., j..] = sum over k.. of A(b.., i.., k..) * B(b.., k.., j..)  (a REDUCE(ADD)
 of a MUL, float32 or float64, lowered for concrete sizes, with at least MIN_WORK multiply-adds) gets a `Gemm` plan
-from kernelize, and realize renders that plan instead of the kernel's loop program. Such a contraction inside a
-larger kernel (x @ w + b, a conv2d with bias, a reduction of a product) is materialized by kernelize first
-(`inner`), so the epilogue reads the GEMM's output:
+from kernelize, and realize renders that plan instead of the kernel's loop program. Such a contraction under an
+elementwise epilogue (x @ w + b, a conv2d with bias) is materialized by kernelize first (`inner`), so the epilogue
+reads the GEMM's output:
 
     axes      an output axis both operands read is a batch axis, one only A reads is a row (M) axis, one only B
               reads a column (N) axis; the reduce axes are K. B is the operand that reads the output's innermost
@@ -40,7 +40,7 @@ from minitensor.backend.machine import Machine, machine
 from minitensor.backend.rangeify import Ctx, rangeify, unravel
 from minitensor.backend.render_c import render_function
 from minitensor.backend.symbolic import simplify
-from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, buf, prod, range_, sink, var
+from minitensor.backend.uop import ALU, MOVEMENT, AxisType, Ops, ParamArg, UOp, buf, prod, range_, sink, var
 
 MIN_WORK = 1 << 18      # multiply-adds below which the plain loop program is kept
 # rows and columns below which it is kept too: packing one operand costs about as much as 1/MIN_SIDE of the
@@ -131,12 +131,19 @@ def _classify(r: UOp, ops: list[UOp]):
 
 
 def inner(body: UOp) -> UOp | None:
-  """A contraction worth blocking inside body that is not body's own value (a GEMM with an elementwise epilogue,
-  x @ w + b; a reduction of a product): kernelize materializes it, so that it becomes a Gemm kernel."""
-  root = _contraction(body)
-  for u in body.toposort():
-    if u is not root and u.op is Ops.REDUCE and _contraction(u) is u and _classify(u, list(u.src[0].src)) is not None:
-      return u
+  """A contraction worth blocking that body reads through elementwise operations and movements only (an epilogue:
+  x @ w + b, relu of it, a conv2d with bias, a transposed product): kernelize materializes it, so that it becomes
+  a Gemm kernel. Contractions below another reduction (a softmax's, a sum's) are left to the kernel, where they fuse
+  with it."""
+  if _contraction(body) is not None: return None
+  stack, seen = [body], set()
+  while stack:
+    u = stack.pop()
+    if u in seen: continue
+    seen.add(u)
+    if u.op is Ops.REDUCE:
+      if _contraction(u) is u and _classify(u, list(u.src[0].src)) is not None: return u
+    elif u.op in ALU or u.op in MOVEMENT: stack.extend(u.src)
   return None
 
 

@@ -137,20 +137,22 @@ def test_computed_and_cast_operands(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_epilogue_runs_after_a_blocked_gemm(dtype):
-  """x @ w + b, relu of it, a conv2d with bias, a sum of a product: the contraction is materialized as a Gemm kernel
-  and the rest reads it."""
+  """x @ w + b, relu of it, a scaled transposed product, a conv2d with bias: the contraction is materialized as a
+  Gemm kernel and the epilogue reads it; below another reduction it stays fused in that reduction's kernel."""
   x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((130, 220), (220, 90), (90,)))
   tx, tw, tb = mt.asarray(x), mt.asarray(w), mt.asarray(b)
   x64, w64, b64, eps = x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), np.finfo(dtype).eps
   p = np.abs(x64) @ np.abs(w64)                        # the rounding bound of each product's sum scales with it
   bias = 4 * 220 * eps * (p + np.abs(b64))
   cases = ((tx @ tw + tb, x64 @ w64 + b64, bias), (mt.maximum(tx @ tw + tb, 0), np.maximum(x64 @ w64 + b64, 0), bias),
-           ((tx @ tw).sum(axis=1), (x64 @ w64).sum(axis=1), 4 * (220 + 90) * eps * p.sum(axis=1)))
+           ((tx @ tw).T * 3, (x64 @ w64).T * 3, 4 * 220 * eps * 3 * p.T))
   # (all scheduled before any is realized: a realized x @ w + b would be a leaf of the next graph)
   assert all([k.gemm is not None for k in scheduled([t.uop])[0].kernels] == [True, False] for t, _, _ in cases)
   for t, want, bound in cases:
     got = np.asarray(t)
     assert got.dtype == dtype and np.all(np.abs(got - want) <= bound)
+  (k,) = scheduled([(tx @ tw).sum(axis=1).uop])[0].kernels        # a sum of the products: one fused kernel
+  assert k.gemm is None
   xi, wi, bi = (rng.standard_normal(s).astype(dtype) for s in ((2, 16, 30, 30), (32, 16, 3, 3), (32,)))
   t = nn.conv2d(mt.asarray(xi), mt.asarray(wi), mt.asarray(bi), padding=1)
   assert any(k.gemm is not None for k in scheduled([t.uop])[0].kernels)
