@@ -9,6 +9,7 @@ C source of each compiled translation unit. Silence it with logging.getLogger("m
 """
 from __future__ import annotations
 from dataclasses import dataclass
+from minitensor.backend import gemm
 from minitensor.backend.linearize import iterations
 from minitensor.backend.realize import scheduled
 from minitensor.backend.render_c import render_function
@@ -68,6 +69,7 @@ def explain(*tensors) -> Explanation:
   s, arrays = scheduled([t.uop for t in tensors])
   ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, iterations(k.sink),
                         tuple(x for x in k.slots if x != k.out), k.out,
+                        gemm.render(k.gemm, k.name) if k.gemm is not None else
                         render_function(k.sink, k.name, sized=bool(k.sizes))) for k in s.kernels)
   return Explanation(ks, tuple((a.shape, a.dtype.name) for a in arrays), tuple((n, d.name) for n, d in s.buffers),
                      s.outputs)

@@ -38,6 +38,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
+from minitensor.backend import gemm
 from minitensor.backend.attention import fused, stage_operands
 from minitensor.backend.linearize import variables
 from minitensor.backend.ops import TRANSCENDENTAL
@@ -58,6 +59,7 @@ class KernelSpec:
   out: int                    # the schedule buffer it writes
   sizes: tuple[int, ...] = ()    # a flat kernel: its loop size, an argument of the C function
   vars: tuple[int, ...] = ()     # a symbolic kernel: the VARs it takes (`int64_t s<idx>` after the buffers)
+  gemm: gemm.Gemm | None = None  # a contraction rendered as a blocked GEMM (gemm.py) instead of `sink`
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,8 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
   sink, ctx, body, orig, generic = _lower_kernel(u, bufs, out, optimize, symbolic, flat)
   new = None
   if generic is None and (found := _recomputed(body, summarize(ctx, sink))) is not None: new = orig.get(found)
+  if new is None and optimize and generic is None and (c := gemm.inner(body)) is not None: new = orig.get(c)
   local, slots = _localize(sink)
-  return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local)), new, set(orig.values())
+  g = gemm.plan(body, out, slots) if optimize and generic is None and new is None else None
+  return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local), g), new, set(orig.values())
 

@@ -32,7 +32,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend import plans, tiers
+from minitensor.backend import gemm, plans, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.linearize import operations
@@ -270,8 +270,10 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   sched = schedule_of(outputs, n_inputs, sizes, flat)
   # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[tuple[UOp, bool], str] = {}
+  blocked = {k.sink: k.gemm for k in sched.kernels if k.gemm is not None}
   for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
-  src = "\n".join(render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
+  src = "\n".join(gemm.render(blocked[sink], name, checked) if sink in blocked else
+                  render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
   calls = tuple(Call(names[k.sink, bool(k.sizes)], k.slots, k.sizes, k.ast.shape, k.ast.dtype.name, k.vars)
                 for k in sched.kernels)
   tier = tiers.choose(_work(sched)) if calls else 1

@@ -60,8 +60,9 @@ def choose(work: int) -> int:
 
 
 def tcc_lacks(body: str) -> bool:
-  """Whether kernel source (without the prelude) uses a type tcc does not have: _Float16, _Complex."""
-  return "_Float16" in body or "_Complex" in body
+  """Whether kernel source (without the prelude) uses a type tcc does not have: _Float16, _Complex, GCC vector
+  types (gemm.py)."""
+  return "_Float16" in body or "_Complex" in body or "vector_size" in body
 
 
 def toolchain(tier: int, needs_cc: bool) -> tuple[str, tuple[str, ...]]:
