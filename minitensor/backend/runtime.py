@@ -388,8 +388,11 @@ def _valid(so: str) -> bool:
 
 
 def _open(path: str, key: str):
-  """The library at path if it loads and embeds `key`; else None (a wrong one is closed again)."""
-  try: lib = native().backend.load_library(path, os.RTLD_NOW)
+  """The library at path if it loads and embeds `key`; else None (a wrong one is closed again). RTLD_NODELETE: a
+  kernel library, and so the OpenMP runtime it brought in, stays mapped until the process ends; unmapped while the
+  interpreter shuts down, it pulled libgomp from under its idle worker threads (a segfault at exit with
+  OMP_WAIT_POLICY=ACTIVE)."""
+  try: lib = native().backend.load_library(path, os.RTLD_NOW | os.RTLD_NODELETE)
   except OSError: return None
   try:
     if native().string(lib, "mt_cache_key").decode() == key: return lib

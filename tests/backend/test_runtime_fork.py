@@ -116,3 +116,15 @@ def test_fork_while_another_thread_compiles(tmp_path):
   """, MINITENSOR_CC=str(slow_cc))
   assert out.strip() == "ok"
 
+
+
+@pytest.mark.parametrize("policy", ["ACTIVE", "PASSIVE"])
+def test_exit_after_threaded_kernels_with_spinning_workers(tmp_path, policy):
+  """The interpreter exits cleanly while OpenMP's workers are still spinning (OMP_WAIT_POLICY=ACTIVE): the kernel
+  libraries stay mapped to the end, so the OpenMP runtime is not unloaded under its threads (it was: exit
+  segfaulted in 4 runs of 4)."""
+  for _ in range(3):
+    _run(tmp_path, """
+      for seed in range(3): work(seed)
+      assert threaded_kernel_ran()
+    """, OMP_WAIT_POLICY=policy)
