@@ -387,15 +387,30 @@ def _valid(so: str) -> bool:
   return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
 
 
+OPENMP_RUNTIMES = ("libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so")
+_openmp_pinned: list = []
+
+
+def _pin_openmp() -> None:
+  """Keep the OpenMP runtime a kernel library brought in mapped until the process ends (RTLD_NODELETE on the loaded
+  copy). Kernel libraries are unloaded while the interpreter shuts down; the last one took libgomp with it from
+  under its idle worker threads (a segfault at exit with OMP_WAIT_POLICY=ACTIVE, 4 runs of 4)."""
+  if _openmp_pinned: return
+  import ctypes  # (cffi's load_library crashes on a RTLD_NOLOAD miss: dlerror() is NULL then)
+  for name in OPENMP_RUNTIMES:
+    try: _openmp_pinned.append(ctypes.CDLL(name, mode=os.RTLD_NOW | os.RTLD_NOLOAD | os.RTLD_NODELETE))
+    except OSError: continue
+    return
+
+
 def _open(path: str, key: str):
-  """The library at path if it loads and embeds `key`; else None (a wrong one is closed again). RTLD_NODELETE: a
-  kernel library, and so the OpenMP runtime it brought in, stays mapped until the process ends; unmapped while the
-  interpreter shuts down, it pulled libgomp from under its idle worker threads (a segfault at exit with
-  OMP_WAIT_POLICY=ACTIVE)."""
-  try: lib = native().backend.load_library(path, os.RTLD_NOW | os.RTLD_NODELETE)
+  """The library at path if it loads and embeds `key`; else None (a wrong one is closed again)."""
+  try: lib = native().backend.load_library(path, os.RTLD_NOW)
   except OSError: return None
   try:
-    if native().string(lib, "mt_cache_key").decode() == key: return lib
+    if native().string(lib, "mt_cache_key").decode() == key:
+      _pin_openmp()
+      return lib
   except (KeyError, UnicodeDecodeError): pass
   lib.close_lib()
   return None
