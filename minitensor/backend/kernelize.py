@@ -116,28 +116,38 @@ def _flat(u: UOp, src: tuple[UOp, ...]) -> UOp:
   return u.replace(src=tuple(x.reshape((1,)).expand((m,)) if _scalar(x) else x for x in src))
 
 
+@dataclass(frozen=True)
+class Lowered:
+  """One kernel's lowering, as the scheduler reads it: the SINK program; the body that was lowered (other kernels'
+  outputs read from their buffers) and, for its nodes, the node of the scheduled graph each one stands for; the
+  cost summary (rangeify.summarize) of a kernel lowered by loops, which the cost model and the GEMM stage examine,
+  or None for a kernel with a schedule of its own (fused attention, a flat elementwise loop); and for a flat
+  kernel its loop size, an argument of the C function."""
+  program: UOp
+  body: UOp
+  orig: dict[UOp, UOp]
+  summary: Lowering | None
+  sizes: tuple[int, ...] = ()
+
+
 def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool, sizes: dict | None,
-                  flat: bool = False) -> tuple[UOp, Ctx, UOp, dict, tuple[int] | None]:
-  """Lower the kernel of staged node `root`, other staged nodes read from their buffers. Also returns the
-  body that was lowered, for its nodes the node of the scheduled graph each one stands for, and for a flat
-  kernel its loop size, an argument of the C function (None for others)."""
+                  flat: bool = False) -> Lowered:
+  """Lower the kernel of staged node `root`, other staged nodes read from their buffers (see Lowered)."""
   body = root.src[0] if root.op is Ops.STAGE else root
   # the walk stops at other kernels' outputs: a kernel costs its own nodes, not the whole graph below it
   new: dict[UOp, UOp] = {u: b for u, b in staged_bufs.items() if u is not root}
   body = rewrite(body, memo=new)
   orig = {n: u for u, n in new.items() if u is root or u not in staged_bufs}
-  if optimize and (f := fused(body, out)) is not None: return f, Ctx(), body, orig, ()     # attention.py
-  if body.op is Ops.SCAN:
-    ctx = Ctx(sizes=sizes)
-    return lower_scan(body, out, ctx), ctx, body, orig, None
-  if flat:
-    ctx = Ctx(sizes=sizes)
-    return lower(flat_elementwise(body), out, ctx), ctx, body, orig, None
-  if optimize and (f := flat_elementwise(body)) is not None:
-    ctx = Ctx(opts=Opts(thread=0))
-    return lower(f, out, ctx), ctx, body, orig, (f.shape[0],)
-  ctx = Ctx(opts=opts_for(body) if optimize else Opts(), sizes=sizes)
-  return lower(body, out, ctx), ctx, body, orig, None
+  if optimize and (f := fused(body, out)) is not None: return Lowered(f, body, orig, None)     # attention.py
+  if optimize and not flat and body.op is not Ops.SCAN and (f := flat_elementwise(body)) is not None:
+    return Lowered(lower(f, out, Ctx(opts=Opts(thread=0))), body, orig, None, (f.shape[0],))
+  ctx = Ctx(sizes=sizes)
+  if body.op is Ops.SCAN: program = lower_scan(body, out, ctx)
+  elif flat: program = lower(flat_elementwise(body), out, ctx)
+  else:
+    ctx.opts = opts_for(body) if optimize else Opts()
+    program = lower(body, out, ctx)
+  return Lowered(program, body, orig, summarize(ctx, program))
 
 
 def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
@@ -260,11 +270,11 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
   """The kernel of staged node u (other staged nodes read from `bufs`), the node it asks to materialize
   because it would be recomputed (or None), and the nodes of the scheduled graph it computes."""
   out = buf(out_slot, prod(u.shape), u.dtype)
-  sink, ctx, body, orig, generic = _lower_kernel(u, bufs, out, optimize, symbolic, flat)
-  new = None
-  if generic is None and (found := _recomputed(body, summarize(ctx, sink))) is not None: new = orig.get(found)
-  if new is None and optimize and generic is None and (c := gemm.inner(body)) is not None: new = orig.get(c)
-  local, slots = _localize(sink)
-  g = gemm.plan(body, out, slots) if optimize and generic is None and new is None else None
-  return KernelSpec("", u, local, slots, out_slot, generic or (), variables(local), g), new, set(orig.values())
+  low = _lower_kernel(u, bufs, out, optimize, symbolic, flat)
+  looped, new = low.summary is not None, None
+  if looped and (found := _recomputed(low.body, low.summary)) is not None: new = low.orig.get(found)
+  if new is None and optimize and looped and (c := gemm.inner(low.body)) is not None: new = low.orig.get(c)
+  local, slots = _localize(low.program)
+  g = gemm.plan(low.body, out, slots) if optimize and looped and new is None else None
+  return KernelSpec("", u, local, slots, out_slot, low.sizes, variables(local), g), new, set(low.orig.values())
 
