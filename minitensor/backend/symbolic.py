@@ -282,31 +282,6 @@ def _split(terms: dict[UOp, int], c: int, d: int):
   return qa, c // d, rb, c % d
 
 
-def _div_mod(u: UOp) -> UOp | None:
-  x, dv = u.src
-  if dv.op is not Ops.CONST: return _div_mod_symbolic(u)
-  if dv.arg <= 0: return None
-  d = dv.arg
-  if d == 1: return x if u.op is Ops.FLOORDIV else UOp.const(0)
-  lo, hi = bounds(x)
-  if lo // d == hi // d: return UOp.const(lo // d) if u.op is Ops.FLOORDIV else x - (lo // d) * d if lo // d else x
-  if u.op is Ops.FLOORDIV and x.op is Ops.FLOORDIV and x.src[1].op is Ops.CONST and x.src[1].arg > 0:
-    return UOp(Ops.FLOORDIV, (x.src[0], UOp.const(x.src[1].arg * d)))
-  if u.op is Ops.FLOORMOD and x.op is Ops.FLOORMOD and x.src[1].op is Ops.CONST and x.src[1].arg % d == 0:
-    return UOp(Ops.FLOORMOD, (x.src[0], dv))
-  terms, c = _lin(x)
-  g = math.gcd(d, c, *terms.values())
-  if g > 1:
-    y = _build({a: k // g for a, k in terms.items()}, c // g)
-    return y // (d // g) if u.op is Ops.FLOORDIV else (y % (d // g)) * g
-  qa, qc, rb, rc = _split(terms, c, d)
-  if u.op is Ops.FLOORDIV:
-    if any(qa.values()) or qc: return _build(qa, qc) + _build(rb, rc) // d
-    return None
-  if any(qa.values()) or rc != c: return _build(rb, rc) % d
-  return None
-
-
 # ---------------------------------------------------------------- rules
 # constant folding is tried on every op but the transcendental float functions (exec_alu has no exact value for them)
 _FOLDABLE = tuple(o for o, d in ALU_OPS.items() if not (d.cost == "transcendental" and d.operands == "float"))
