@@ -111,13 +111,16 @@ def _cache(args) -> int:
 
 
 def _tune(args) -> int:
-  """Run the script (runpy, as `python SCRIPT ARGS` would) with MINITENSOR_SEARCH on, then list the kernels it
-  searched and those whose tuning record it used, with the heuristic's and the chosen Opts' times."""
+  """Run the script (runpy, as `python SCRIPT ARGS` would) with MINITENSOR_SEARCH on (and checked mode off), then
+  list the kernels it searched and those whose tuning record it used, with the heuristic's and the chosen Opts'
+  times."""
   import runpy
   from minitensor.backend import search
   if args.beam < 1: raise ValueError(f"--beam must be at least 1, got {args.beam}")
   if not os.path.isfile(args.script): raise OSError(f"tune: no script {args.script!r}")
-  os.environ["MINITENSOR_SEARCH"] = str(args.beam)
+  if os.environ.get("MINITENSOR_CHECK") == "1":
+    print("minitensor tune: MINITENSOR_CHECK=1 is set; the script runs unchecked (checked kernels are never searched)")
+  os.environ["MINITENSOR_SEARCH"], os.environ["MINITENSOR_CHECK"] = str(args.beam), "0"
   if args.budget is not None: os.environ["MINITENSOR_SEARCH_BUDGET"] = str(args.budget)
   search.budget()                                    # a bad budget fails before the script runs
   argv = sys.argv

@@ -11,6 +11,13 @@ from minitensor.backend import realize as R
 from minitensor.backend.runtime import stats
 
 
+@pytest.fixture(autouse=True)
+def unchecked(monkeypatch):
+  """Bound plans are the unchecked modes' (checked mode never replays one: test_modes_are_part_of_the_plan), so
+  these tests run unchecked when the suite runs with MINITENSOR_CHECK=1."""
+  monkeypatch.setenv("MINITENSOR_CHECK", "0")
+
+
 @pytest.fixture
 def counted(monkeypatch):
   """Counts of the structure walks and of the programs made (lowered or loaded) from here on."""
