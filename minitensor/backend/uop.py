@@ -426,7 +426,9 @@ class UOp:
 
   # ---- ALU
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
-  def alu(self, op: Ops, *src) -> UOp: return UOp(op, (self, *(self._operand(s) for s in src)))
+  def alu(self, op: Ops, *src) -> UOp:
+    if len(src) == 1 and type(x := src[0]) is UOp: return UOp(op, (self, x))     # (no generator: dispatch, W9)
+    return UOp(op, (self, *[self._operand(s) for s in src]))
   def where(self, a, b) -> UOp:
     a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else
                                       UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape
