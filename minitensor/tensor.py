@@ -133,7 +133,7 @@ class Tensor:
     if (a := self._realized()) is None:
       if element: realize_base(self.uop)
       if self._link is None:        # a root: what realize(self) does, without its lists (the dispatch cost, W9)
-        a, self._uop, self._version, self._writes = _realize([self.uop])[0], None, self._version + 1, 0
+        a, self._uop, self._version, self._writes = _realize([self._uop])[0], None, self._version + 1, 0
         self._data = a
       else: a = realize(self)[0]
     return a
