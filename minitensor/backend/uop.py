@@ -154,7 +154,23 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
 
 
 def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
-  # the hot path of graph building: one table lookup, plain tests, messages made only on failure
+  # the hot path of graph building: a unary or binary op on operands of one dtype and shape that type-checked before
+  n = len(src)
+  if n == 2:
+    a, b = src
+    if a.dtype is b.dtype and a.shape == b.shape and (dt := _ALU_SEEN.get((op, a.dtype, 2))) is not None:
+      return dt, a.shape
+  elif n == 1 and (dt := _ALU_SEEN.get((op, src[0].dtype, 1))) is not None: return dt, src[0].shape
+  dt, shape = _check_alu(op, src)
+  if n < 3: _ALU_SEEN[(op, src[0].dtype, n)] = dt
+  return dt, shape
+
+
+_ALU_SEEN: dict[tuple, DType] = {}     # (op, operand dtype, arity) that passed _check_alu -> the result dtype
+
+
+def _check_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
+  # plain tests, messages made only on failure
   arity, fonly, ionly, bits, notbool, parts, cmp = _ALU_RULE[op]
   if len(src) != arity: raise UOpError(f"{op.name}: takes {arity} sources, got {len(src)}")
   shape = src[0].shape
