@@ -130,9 +130,13 @@ class Tensor:
   def _value(self, element: bool = False) -> np.ndarray:
     """The realized value. element: for an element read, which first computes a small lazy value the element
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
-    if (a := self._realized()) is None:
+    if self._link is None and self._data is None and (u := self._uop).op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
+       and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
+      a, self._uop, self._version, self._writes = _realize([u])[0], None, self._version + 1, 0
+      self._data = a
+    elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
-      if self._link is None:        # a root: what realize(self) does, without its lists (the dispatch cost, W9)
+      if self._link is None:
         a, self._uop, self._version, self._writes = _realize([self._uop])[0], None, self._version + 1, 0
         self._data = a
       else: a = realize(self)[0]
