@@ -47,8 +47,8 @@ class Tensor:
   __array_priority__ = 100.0
 
   def __init__(self, data: Any = None, dtype=None):
-    self._link, self._version, self._writes = None, 0, 0
-    if isinstance(data, UOp): self._uop, self._data = data, None
+    self._uop, self._data, self._link, self._version, self._writes = None, None, None, 0, 0
+    if type(data) is UOp: self._uop = data
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
@@ -130,10 +130,14 @@ class Tensor:
   def _value(self, element: bool = False) -> np.ndarray:
     """The realized value. element: for an element read, which first computes a small lazy value the element
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
-    if (a := self._realized()) is None:
+    if self._link is None and self._data is None and (u := self._uop).op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
+       and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
+      a, self._uop, self._version, self._writes = _realize([u])[0], None, self._version + 1, 0
+      self._data = a
+    elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
-      if self._link is None:        # a root: what realize(self) does, without its lists (the dispatch cost, W9)
-        a, self._uop, self._version, self._writes = _realize([self.uop])[0], None, self._version + 1, 0
+      if self._link is None:
+        a, self._uop, self._version, self._writes = _realize([self._uop])[0], None, self._version + 1, 0
         self._data = a
       else: a = realize(self)[0]
     return a
@@ -477,12 +481,24 @@ def resolve_ufunc(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = Non
 def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
   """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting; the
   UOps come from ufuncs.TABLE."""
+  if dtype is None and len(operands) == 2 and type(a := operands[0]) is Tensor and type(b := operands[1]) is Tensor \
+     and (ua := a.uop).shape == (ub := b.uop).shape:  # the common case, without the general path's lists (W9)
+    if (r := _SAME_SHAPE.get((ufunc, ua.dtype, ub.dtype))) is None:
+      if (build := U.TABLE.get(ufunc)) is None or ufunc.nin != 2: return _apply(ufunc, operands, dtype)
+      _, (da, db), out = U.resolved(ufunc, (a.dtype, b.dtype), None)
+      r = _SAME_SHAPE[(ufunc, ua.dtype, ub.dtype)] = (build, da, db, out)
+    build, da, db, out = r
+    return Tensor(build(ua.cast(da), ub.cast(db)).cast(out))
+  return _apply(ufunc, operands, dtype)
+
+
+_SAME_SHAPE: dict = {}     # (ufunc, DType, DType) -> (its builder, input DTypes, output DType): apply_ufunc's fast path
+
+
+def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:
+  """apply_ufunc's general path: any operands (scalars, array-likes), broadcasting, dtype=."""
   if (build := U.TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
-  if dtype is None and len(operands) == 2 and type(a := operands[0]) is Tensor and type(b := operands[1]) is Tensor \
-     and a.shape == b.shape:       # the common case, without the general path's lists (dispatch cost: W9)
-    _, (da, db), out = U.resolved(ufunc, (a.dtype, b.dtype), None)
-    return Tensor(build(a.uop.cast(da), b.uop.cast(db)).cast(out))
   _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
   tensors = [x if type(x) in _PY or isinstance(x, Tensor) else asarray(x) for x in operands]
   shape = broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY], op=ufunc.__name__)

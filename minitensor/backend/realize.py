@@ -472,7 +472,8 @@ class Bound:
   a user's memory is read where it is), the buffers' sizes and each kernel's arguments computed. Only the outputs
   are allocated and the kernels run. Valid while its sources live (a source's death drops it from `_bound`) and
   the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines)."""
-  __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer")
+  __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
+               "one")
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                borrowed: bool, sig: tuple):
@@ -492,6 +493,11 @@ class Bound:
     self.calls = [(_picker(c.slots), c.sizes + tuple([sizes[v] for v in c.vars])) for c in p.plan.calls]
     self.output = p.plan.outputs[0] - len(inputs)
     self.keep = not borrowed and _base(o).op is not Ops.CONST      # what realize keeps on the node
+    # one kernel writing one buffer (an elementwise op): its arguments before and after that buffer's pointer
+    self.one = None
+    if len(self.counts) == 1 and len(self.calls) == 1 and (sl := p.plan.calls[0].slots).count(len(inputs)) == 1:
+      k = sl.index(len(inputs))
+      self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
 
   def run(self, o: UOp) -> list[np.ndarray] | None:
     """realize([o]) by this plan; None when the plan does not hold for o (other sources, or one since realized)."""
@@ -504,13 +510,18 @@ class Bound:
       if u.data is not None: return None
     stats.graph_hits += 1
     stats.replays += 1
-    bufs = list(map(np.empty, self.counts, self.dtypes))
-    ptrs, prog = self.ptrs + list(map(self.pointer, bufs)), self.prog
+    prog = self.prog
     if prog.tier == 0: t = time.perf_counter()
-    for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
+    if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
+      r = np.empty(self.counts[0], self.dtypes[0])
+      prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1])
+    else:
+      bufs = list(map(np.empty, self.counts, self.dtypes))
+      ptrs = self.ptrs + list(map(self.pointer, bufs))
+      for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
+      r = bufs[self.output]
     if prog.tier == 0: prog._ran(t)
     else: prog.runs += 1
-    r = bufs[self.output]
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r
     return [r]

@@ -42,6 +42,7 @@ and constants, cached on the node; symbolic.py simplifies with it.
 from __future__ import annotations
 import math
 import weakref
+from _weakref import _remove_dead_weakref as _uncons   # del d[k] if d[k] is a dead weakref (C, atomic)
 from enum import Enum, auto
 from typing import Any, Callable, NamedTuple
 from minitensor.backend.dtype import DType, dtypes
@@ -90,6 +91,9 @@ _NOT_BOOL = frozenset(o for o, d in ALU_OPS.items() if d.operands == "num")
 _OF_PARTS = frozenset(o for o, d in ALU_OPS.items() if d.operands in ("complex", "parts"))   # REAL, IMAG, CMPLX
 _TO_REAL = frozenset(o for o, d in ALU_OPS.items() if d.result == "real")                   # ABS, REAL, IMAG
 _ALU_NO_CAST = frozenset(ALU_OPS)
+# per ALU op: (arity, float only, int only, bits, not bool, of parts, compare), so its type check is one lookup
+_ALU_RULE = {o: (d.arity, o in _FLOAT_ONLY, o in _INT_ONLY, o in _BITS, o in _NOT_BOOL, o in _OF_PARTS, o in COMPARE)
+             for o, d in ALU_OPS.items()}
 
 
 def prod(xs) -> int:
@@ -150,25 +154,41 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
 
 
 def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
-  # the hot path of graph building: plain tests, messages made only on failure
-  arity = 1 if op in UNARY else 3 if op is Ops.WHERE else 2
+  # the hot path of graph building: a unary or binary op on operands of one dtype and shape that type-checked before
+  n = len(src)
+  if n == 2:
+    a, b = src
+    if a.dtype is b.dtype and a.shape == b.shape and (dt := _ALU_SEEN.get((op, a.dtype, 2))) is not None:
+      return dt, a.shape
+  elif n == 1 and (dt := _ALU_SEEN.get((op, src[0].dtype, 1))) is not None: return dt, src[0].shape
+  dt, shape = _check_alu(op, src)
+  if n < 3: _ALU_SEEN[(op, src[0].dtype, n)] = dt
+  return dt, shape
+
+
+_ALU_SEEN: dict[tuple, DType] = {}     # (op, operand dtype, arity) that passed _check_alu -> the result dtype
+
+
+def _check_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
+  # plain tests, messages made only on failure
+  arity, fonly, ionly, bits, notbool, parts, cmp = _ALU_RULE[op]
   if len(src) != arity: raise UOpError(f"{op.name}: takes {arity} sources, got {len(src)}")
   shape = src[0].shape
-  vals = src[1:] if op is Ops.WHERE else src
+  vals = src[1:] if arity == 3 else src
   d = vals[0].dtype
   for s in src:
     if s.shape != shape: raise UOpError(f"{op.name}: shape mismatch {shape} vs {s.shape} (broadcast with EXPAND)")
   for s in vals:
     if s.dtype is not d: raise UOpError(f"{op.name}: dtype mismatch {d.name} vs {s.dtype.name} (insert a CAST)")
   if d is dtypes.void: raise UOpError(f"{op.name}: operand has no value (void)")
-  if op is Ops.WHERE and src[0].dtype is not dtypes.bool:
+  if arity == 3 and src[0].dtype is not dtypes.bool:
     raise UOpError(f"WHERE: condition must be bool, got {src[0].dtype.name}")
-  if d.kind == "c" or op in _OF_PARTS: return _infer_complex(op, d, shape)
-  if op in _FLOAT_ONLY and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
-  if op in _INT_ONLY and not (d.is_int or (d.is_bool and op in _BITS)):
+  if parts or d.kind == "c": return _infer_complex(op, d, shape)
+  if fonly and not d.is_float: raise UOpError(f"{op.name}: needs a float operand, got {d.name}")
+  if ionly and not (d.is_int or (d.is_bool and bits)):
     raise UOpError(f"{op.name}: needs an integer operand, got {d.name}")
-  if d.is_bool and op in _NOT_BOOL: raise UOpError(f"{op.name}: not defined for bool")
-  return (dtypes.bool if op in COMPARE else d), shape
+  if notbool and d.is_bool: raise UOpError(f"{op.name}: not defined for bool")
+  return (dtypes.bool if cmp else d), shape
 
 
 def _infer_complex(op: Ops, d: DType, shape: tuple[int, ...]) -> tuple[DType, tuple[int, ...]]:
@@ -274,7 +294,9 @@ FLOAT_ARG = {Ops.CONST, Ops.PAD}      # the ops whose arg may hold a float (keye
 def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
 
 
-_CONS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# the cons table: key -> weakref of the node; a node's death removes its entry (only while it is that dead weakref:
+# the key may hold a newer node by then). A plain dict: WeakValueDictionary's methods are Python-level calls.
+_CONS: dict[tuple, weakref.ref] = {}
 _GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
 
 
@@ -288,18 +310,26 @@ class UOp:
   data: Any            # a realized BUFFER's ndarray (set by the runtime; None everywhere else)
 
   def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, dtype: DType | None = None):
-    if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
-    key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
-    if (u := _CONS.get(key)) is not None:
-      if dtype is not None and u.dtype is not dtype:
-        raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
-      return u
-    dt, shape = _infer(op, src, arg, dtype)
-    if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
+    if dtype is None and arg is None and op in _ALU_NO_CAST:       # the hot path: an ALU node
+      key = (op, src, None, None)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      if type(src) is not tuple: raise UOpError(f"{op.name}: sources must be a tuple of UOps")
+      for s in src:
+        if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
+      dt, shape = _infer_alu(op, src)
+    else:
+      if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
+      key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None:
+        if dtype is not None and u.dtype is not dtype:
+          raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
+        return u
+      dt, shape = _infer(op, src, arg, dtype)
+      if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
     u = object.__new__(cls)
     u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
     u._ranges = u._bounds = u._key = u._simp = u.data = None
-    _CONS[key] = u
+    _CONS[key] = weakref.ref(u, lambda _, k=key, d=_CONS, f=_uncons: f(d, k))
     return u
 
   def __reduce__(self): return (UOp, (self.op, self.src, self.arg, self.dtype if self.op in _GIVEN_DTYPE else None))
@@ -412,7 +442,9 @@ class UOp:
 
   # ---- ALU
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
-  def alu(self, op: Ops, *src) -> UOp: return UOp(op, (self, *(self._operand(s) for s in src)))
+  def alu(self, op: Ops, *src) -> UOp:
+    if len(src) == 1 and type(x := src[0]) is UOp: return UOp(op, (self, x))     # (no generator: dispatch, W9)
+    return UOp(op, (self, *[self._operand(s) for s in src]))
   def where(self, a, b) -> UOp:
     a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else
                                       UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape

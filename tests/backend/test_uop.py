@@ -104,6 +104,34 @@ def test_weak_cons_table_keeps_live_nodes():
   assert all(i + k is u for k, u in zip(range(1000, 1100), kept))
 
 
+def test_cons_entry_of_a_dead_node_is_replaced():
+  # a node that died leaves no entry; one rebuilt with the same key is a new live node that the table finds again
+  i = range_(11, 0)
+  u = i + 12345
+  key = (Ops.ADD, u.src, None, None)
+  assert uop_mod._CONS[key]() is u
+  del u
+  assert key not in uop_mod._CONS
+  v = i + 12345
+  assert uop_mod._CONS[key]() is v and i + 12345 is v
+  uop_mod._CONS[key] = type(uop_mod._CONS[key])(i)     # a stale entry (as a racing thread might see it) ...
+  del v
+  assert key in uop_mod._CONS                         # ... is not removed by the old node's death
+  uop_mod._CONS.pop(key)
+
+
+def test_alu_type_check_memo_keeps_errors():
+  # the remembered (op, dtype, arity) of a well-typed node never lets a malformed one through
+  x, n = buf(0, 4, dtypes.float32), buf(1, 4, dtypes.int32)
+  x + x; UOp(Ops.EXP, (x,)); n & n
+  with raises(r"^EXP: takes 1 sources, got 2$"): UOp(Ops.EXP, (x, x))
+  with raises(r"^ADD: takes 2 sources, got 1$"): UOp(Ops.ADD, (x,))
+  with raises(r"^ADD: dtype mismatch float32 vs int32"): UOp(Ops.ADD, (x, n))
+  with raises(r"^ADD: shape mismatch \(4,\) vs \(2, 2\)"): UOp(Ops.ADD, (x, x.reshape((2, 2))))
+  with raises(r"^AND: needs an integer operand, got float32$"): UOp(Ops.AND, (x, x))
+  with raises(r"^ADD: sources must be UOps$"): UOp(Ops.ADD, (x, 1))
+
+
 # ---------------------------------------------------------------- loop-world type errors
 f32 = lambda v: UOp.const(v, dtypes.float32)
 i32 = lambda v: UOp.const(v, dtypes.int32)
