@@ -42,7 +42,7 @@ and constants, cached on the node; symbolic.py simplifies with it.
 from __future__ import annotations
 import math
 import weakref
-from _weakref import _remove_dead_weakref as _uncons   # del d[k] if d[k] is a dead weakref (C, atomic)
+from _weakref import _remove_dead_weakref as _uncons  # del d[k] if d[k] is a dead weakref (C, atomic)
 from enum import Enum, auto
 from typing import Any, Callable, NamedTuple
 from minitensor.backend.dtype import DType, dtypes
