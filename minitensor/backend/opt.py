@@ -194,7 +194,9 @@ def heuristic(root: UOp) -> list[Opt]:
     return sum(1 for i in loads if _stride(i.src[1], r) in (1, -1))
   def large(r: UOp) -> int:
     return sum(1 for i in loads if (s := _stride(i.src[1], r)) is not None and abs(s) > 1)
-  itemsize = max((i.dtype.itemsize for i in loads), default=root.dtype.itemsize)
+  # the element size of the data the loops stream (a one-element argument, such as a lifted float64 constant, is
+  # read once and does not set the vector width)
+  itemsize = max((i.dtype.itemsize for i in loads if i.src[1].ranges), default=root.dtype.itemsize)
   lanes = _lanes(itemsize)
   acts: list[Opt] = []
   info, o = KernelInfo.of(root), Opts()
