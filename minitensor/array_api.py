@@ -566,17 +566,8 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
   -------
   Tensor
   """
-  from minitensor.extra import cumprod
-  t = T.asarray(x)
-  if axis is None:
-    if t.ndim > 1:
-      raise ValueError(f"cumulative_prod: axis is required for arrays with more than one dimension, "
-                       f"got shape {t.shape}")
-    t, axis = t.reshape(-1), 0
-  r = cumprod(t, axis, dtype)
-  if not include_initial: return r
-  ax = T.normalize_axes(axis, t.ndim, "cumulative_prod")[0]
-  return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 1))
+  from minitensor.extra import cumulative
+  return cumulative(x, axis, dtype, include_initial, "prod")
 
 
 def angle(z, deg: builtins.bool = False) -> Tensor:

@@ -90,15 +90,22 @@ def cumulative_sum(x, /, *, axis: int | None = None, dtype=None, include_initial
   -------
   Tensor
   """
+  return cumulative(x, axis, dtype, include_initial, "sum")
+
+
+def cumulative(x, axis: int | None, dtype, include_initial: bool, kind: str) -> Tensor:
+  """The Array API's cumulative_sum (kind "sum") and cumulative_prod ("prod"): axis may be omitted only for arrays
+  of at most one dimension; include_initial pads the axis with the empty sum (0) or product (1) in front."""
+  name = f"cumulative_{kind}"
   t = asarray(x)
   if axis is None:
     if t.ndim > 1:
-      raise ValueError(f"cumulative_sum: axis is required for arrays with more than one dimension, got shape {t.shape}")
+      raise ValueError(f"{name}: axis is required for arrays with more than one dimension, got shape {t.shape}")
     t, axis = t.reshape(-1), 0
-  r = cumsum(t, axis, dtype)
+  r = _accumulate(t, axis, dtype, kind)
   if not include_initial: return r
-  ax = _axis(axis, t.ndim, "cumulative_sum")
-  return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 0))
+  ax = _axis(axis, t.ndim, name)
+  return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 0 if kind == "sum" else 1))
 
 
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
