@@ -149,7 +149,7 @@ def inner(body: UOp) -> UOp | None:
 
 def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
   """The Gemm of a kernel computing shaped `body` into BUFFER `out`, whose buffers are renumbered to local slots by
-  position in `slots` (kernelize._localize), or None when it is not a contraction worth blocking."""
+  position in `slots` (UOp.localize), or None when it is not a contraction worth blocking."""
   r = _contraction(body)
   if r is None: return None
   local = {b: UOp(Ops.BUFFER, (), ParamArg(slots.index(b.arg.slot), b.arg.dtype, b.arg.shape))

@@ -46,7 +46,7 @@ from minitensor.backend.opt import divisor
 from minitensor.backend.rangeify import Ctx, Lowering, Opts, lower, summarize
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.search import opts_for
-from minitensor.backend.uop import ALU, Ops, ParamArg, UOp, buf, prod, rewrite
+from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,6 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
     ctx.opts = opts_for(body) if optimize else Opts()
     program = lower(body, out, ctx)
   return Lowered(program, body, orig, summarize(ctx, program))
-
-
-def _localize(sink: UOp) -> tuple[UOp, tuple[int, ...]]:
-  """Renumber a kernel's BUFFER slots 0..k-1 (in order of the schedule slots), so equal kernels share code."""
-  bufs = sorted({u for u in sink.toposort() if u.op is Ops.BUFFER}, key=lambda b: b.arg.slot)
-  mapping = {b: UOp(Ops.BUFFER, (), ParamArg(k, b.arg.dtype, b.arg.shape)) for k, b in enumerate(bufs)}
-  return sink.substitute(mapping), tuple(b.arg.slot for b in bufs)
 
 
 def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
@@ -274,7 +267,7 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
   looped, new = low.summary is not None, None
   if looped and (found := _recomputed(low.body, low.summary)) is not None: new = low.orig.get(found)
   if new is None and optimize and looped and (c := gemm.inner(low.body)) is not None: new = low.orig.get(c)
-  local, slots = _localize(low.program)
+  local, slots = low.program.localize()     # equal kernels share code
   g = gemm.plan(low.body, out, slots) if optimize and looped and new is None else None
   return KernelSpec("", u, local, slots, out_slot, low.sizes, variables(local), g), new, set(low.orig.values())
 

@@ -87,7 +87,8 @@ class KernelInfo:
     """The info of the kernel computing shaped `root` (its reduces: every REDUCE below it)."""
     nodes = root.toposort()
     red = tuple(u.src[0].shape[-1] for u in nodes if u.op is Ops.REDUCE and u.arg[1] > 0)
-    sizes = [u.dtype.itemsize for u in nodes if u.op is Ops.BUFFER] or [root.dtype.itemsize]
+    # (one-element buffers, such as lifted constants, are read once: the streamed data set the vector width)
+    sizes = [u.dtype.itemsize for u in nodes if u.op is Ops.BUFFER and u.arg.shape[0] > 1] or [root.dtype.itemsize]
     return KernelInfo(tuple(root.shape), red, max(sizes))
 
 

@@ -40,7 +40,7 @@ from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.runtime import FLAGS, CompileError, compile_c, compiler, native
 from minitensor.backend.uir import print_uir
-from minitensor.backend.uop import Ops, ParamArg, UOp, buf, prod
+from minitensor.backend.uop import Ops, UOp, buf, prod
 
 BUDGET = 60.0          # seconds of search per kernel, by default
 RUNS = 5               # timed runs per candidate (their median)
@@ -75,15 +75,9 @@ def budget() -> float:
   return t
 
 
-def _localize(body: UOp) -> UOp:
-  """body with its BUFFER slots renumbered 0..k-1 in slot order (the kernel's own numbering, kernelize's too)."""
-  bufs = sorted({u for u in body.toposort() if u.op is Ops.BUFFER}, key=lambda b: b.arg.slot)
-  return body.substitute({b: UOp(Ops.BUFFER, (), ParamArg(k, b.arg.dtype, b.arg.shape)) for k, b in enumerate(bufs)})
-
-
 def kernel_key(body: UOp) -> str:
   """The structural key of a kernel's shaped body: the digest of its .uir text with buffers renumbered."""
-  return hashlib.sha256(print_uir(_localize(body)).encode()).hexdigest()
+  return hashlib.sha256(print_uir(body.localize()[0]).encode()).hexdigest()
 
 
 def describe(body: UOp, info: KernelInfo) -> str:
@@ -169,7 +163,7 @@ class Bench:
   """A kernel's body lowered with given Opts, compiled at tier 1 and run on fixed random inputs."""
 
   def __init__(self, body: UOp, seed: int = 0):
-    self.body = _localize(body)
+    self.body = body.localize()[0]
     ins = sorted({u for u in self.body.toposort() if u.op is Ops.BUFFER}, key=lambda b: b.arg.slot)
     rng = np.random.default_rng(seed)
     n = max(prod(body.shape), 1)

@@ -363,6 +363,13 @@ class UOp:
     """self with every node in `mapping` replaced, the rest rebuilt on top of the replacements."""
     return rewrite(self, memo=dict(mapping))
 
+  def localize(self) -> tuple[UOp, tuple[int, ...]]:
+    """self with its BUFFER slots renumbered 0..k-1 in slot order, and the old slots in that order: equal kernels
+    over other buffers become the same graph (one function, one structural key)."""
+    bufs = sorted({u for u in self.toposort() if u.op is Ops.BUFFER}, key=lambda b: b.arg.slot)
+    mapping = {b: UOp(Ops.BUFFER, (), ParamArg(k, b.arg.dtype, b.arg.shape)) for k, b in enumerate(bufs)}
+    return self.substitute(mapping), tuple(b.arg.slot for b in bufs)
+
   @property
   def ranges(self) -> frozenset[UOp]:
     """The RANGE nodes this node mentions (syntactically)."""
