@@ -40,7 +40,7 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import ravel, unravel
 from minitensor.backend.render_c import _literal
-from minitensor.backend.symbolic import simplify
+from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import Ops, UOp, prod, range_
 
 _MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP)
@@ -88,23 +88,6 @@ def _view(u: UOp, idx: tuple[UOp, ...]) -> tuple[UOp, tuple[UOp, ...]]:
   return u, idx
 
 
-def _affine(u: UOp, counters: tuple[UOp, ...]) -> tuple[int, tuple[int, ...]] | None:
-  """(offset, stride per counter) of an index expression that is affine in the counters; else None."""
-  coef: dict[UOp, int] = {}
-  const = 0
-  stack = [(u, 1)]
-  while stack:
-    x, m = stack.pop()
-    if x.op is Ops.CONST: const += m * x.arg
-    elif x.op is Ops.RANGE: coef[x] = coef.get(x, 0) + m
-    elif x.op is Ops.ADD: stack += [(s, m) for s in x.src]
-    elif x.op is Ops.MUL and x.src[1].op is Ops.CONST: stack.append((x.src[0], m * x.src[1].arg))
-    elif x.op is Ops.MUL and x.src[0].op is Ops.CONST: stack.append((x.src[1], m * x.src[0].arg))
-    else: return None
-  if set(coef) - set(counters): return None
-  return const, tuple(coef.get(r, 0) for r in counters)
-
-
 class _Ctx:
   def __init__(self, batch: tuple[int, ...], L: int, S: int, D: int, DV: int):
     self.b = tuple(range_(n, k) for k, n in enumerate(batch))
@@ -117,7 +100,7 @@ class _Ctx:
     base, idx = _view(u, idx)
     if base.op is Ops.CONST: return Read(base)
     flat = idx[0] if base.op is Ops.BUFFER else ravel(idx, base.shape) if idx else UOp.const(0)
-    a = _affine(simplify(flat), self.counters)
+    a = affine(simplify(flat), self.counters)
     if a is None or any(a[1][self.counters.index(r)] for r in free): return None
     return Read(base, *a)
 

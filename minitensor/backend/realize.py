@@ -43,8 +43,8 @@ from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp,
 
 def _from_buffer(a):
   """A kernel's pointer argument to a's memory (cffi's backend is imported at the first kernel load)."""
-  n = native()
-  return n.backend.from_buffer(n.chars, a, False)
+  fb, chars = _pointer()
+  return fb(chars, a, False)
 
 
 def _pointer() -> tuple:

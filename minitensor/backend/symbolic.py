@@ -105,6 +105,14 @@ def _lin(u: UOp) -> tuple[dict[UOp, int], int]:
   return terms, c
 
 
+def affine(u: UOp, counters: tuple[UOp, ...]) -> tuple[int, tuple[int, ...]] | None:
+  """(offset, coefficient per counter) of an index expression that is a sum of constant multiples of the counters
+  and a constant; else None."""
+  terms, c = _lin(u)
+  if set(terms) - set(counters): return None
+  return c, tuple(terms.get(r, 0) for r in counters)
+
+
 # ---------------------------------------------------------------- symbolic sizes: products of VARs
 def _has_var(x: UOp) -> bool:
   """Whether the product or sum x has a VAR among its factors or terms (not looking inside other ops)."""
