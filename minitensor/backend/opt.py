@@ -181,8 +181,9 @@ def _stride(addr: UOp, r: UOp) -> int | None:
   return a1.arg - a0.arg if a0.op is Ops.CONST and a1.op is Ops.CONST else None
 
 
-def heuristic(root: UOp) -> list[Opt]:
-  """The actions proposed for the kernel computing shaped `root` (see the module docstring for the rules)."""
+def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
+  """The actions proposed for the kernel computing shaped `root` (see the module docstring for the rules); info:
+  its KernelInfo when the caller has it."""
   shape = root.shape
   if not shape or prod(shape) == 0: return []
   # rangeify once at plain output ranges (no lowering, no final simplify): enough to read the load addresses
@@ -200,7 +201,7 @@ def heuristic(root: UOp) -> list[Opt]:
   itemsize = max((i.dtype.itemsize for i in loads if i.src[1].ranges), default=root.dtype.itemsize)
   lanes = _lanes(itemsize)
   acts: list[Opt] = []
-  info, o = KernelInfo.of(root), Opts()
+  info, o = info or KernelInfo.of(root), Opts()
   def add(opt: Opt) -> None:             # a refused action is one lower() would ignore: it is left out
     nonlocal o
     try: o = apply_opt(o, opt, info)
@@ -246,4 +247,5 @@ def heuristic(root: UOp) -> list[Opt]:
 
 def choose_opts(root: UOp) -> Opts:
   """The Opts the heuristic's actions build for the kernel computing shaped `root`."""
-  return build(heuristic(root), KernelInfo.of(root))
+  info = KernelInfo.of(root)
+  return build(heuristic(root, info), info)

@@ -94,7 +94,7 @@ def opts_for(body: UOp) -> Opts:
     acts, before, after = rec
     tuned.append(Tuned(describe(body, info), before, after, acts, False))
     return build(list(acts), info)
-  heur = heuristic(body)
+  heur = heuristic(body, info)
   width = plans.search_width()
   if not width or os.environ.get("MINITENSOR_CHECK") == "1": return build(heur, info)
   found = beam_search(body, info, heur, width, budget())
