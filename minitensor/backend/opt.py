@@ -50,6 +50,10 @@ THREAD_WORK = 1 << 17
 # cache blocks of a transpose-like copy: measured on (4096, 1024) float32 (AMD EPYC Zen 3, tier 1, medians of
 # alternating runs): 8 x 8 5.2-7.3 ms, 4 x 4 5.1 ms, 16 x 16 8.5-9.0 ms, 32 x 32 8.7-9.9 ms
 TILE = 8
+# independent vector accumulators of an unrolled reduction (an add's latency is 3-4 cycles, two issue per cycle).
+# Row sums of (4096, 1024) float32 in float64 (AMD EPYC Zen 3, 2 threads, minimum of 20 calls): 2 chains 0.43-0.63
+# ms, 4 chains 0.38-0.60, 8 chains 0.38-0.62; NumPy 1.19-1.25 ms
+CHAINS = 4
 MAX_UPCAST = 32          # unrolled copies of the output expression at most (code size)
 
 
@@ -150,11 +154,13 @@ def build(actions: list[Opt], info: KernelInfo) -> Opts:
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register
 
 
-def _wide(acc_itemsize: int) -> int:
-  """Column-sum lanes: half the vector registers as accumulators (a float32 sum accumulates in float64; measured on
-  (4096, 1024) on a Zen 4 with 32 zmm registers: 225 us at 128 lanes, 275 at 256-1024, 290 at 64)."""
-  m = machine()
-  return m.registers // 2 * m.lanes(acc_itemsize)
+def _wide(n: int, acc_itemsize: int, threads: int) -> int:
+  """Column-sum lanes of an output axis of n: each thread takes one contiguous block of columns, as wide as
+  accumulators in half the L1 allow, so every pass over the rows streams long runs of each row. Measured on
+  (4096, 1024) float32 (float64 accumulators; AMD EPYC Zen 3, 2 threads, minimum of 20 calls, alternating): 32
+  lanes 0.95-2.4 ms, 128 0.77-1.2, 512 (one block per thread) 0.56-0.71, 1024 unthreaded 0.80-0.99, NumPy
+  0.77-1.0; a narrow block re-reads a short run of every row and misses the TLB each time."""
+  return divisor(n, min(max(machine().lanes(acc_itemsize), machine().l1 // (2 * acc_itemsize)), max(1, n // threads)))
 
 
 def _tile_rows() -> int:
@@ -215,7 +221,8 @@ def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
     rr = reduce_inner[0]
     gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1
                                           for i in loads)
-    reduce_lanes = divisor(rr.arg.size, lanes) if unit(rr) else 1
+    acc = max((u.dtype.itemsize for (u, _) in ctx.reduce_ranges), default=itemsize)
+    reduce_lanes = divisor(rr.arg.size, max(lanes, CHAINS * _lanes(acc))) if unit(rr) else 1
     if reduce_lanes > 1 and not gemm_like: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
     elif inner is not None and unit(inner) and (vec := divisor(shape[axis_of[inner]], lanes)) > 1:
       # a register tile: rows that one load broadcasts (stride 0) while another walks them
@@ -224,11 +231,8 @@ def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
         add(Opt(OptOps.UPCAST, axis_of[max(rows, key=lambda r: r.arg.idx)], f))
         vec = divisor(shape[axis_of[inner]], 2 * lanes)
       elif not rows and len(axis_of) == 1:
-        # nothing to reuse in registers (a column sum): _wide() lanes, as many accumulators as the registers
-        # hold, each pass over the rows reading a 512-byte run per row; the blocks are shared by the threads
-        n = shape[axis_of[inner]]
-        acc = max((u.dtype.itemsize for (u, _) in ctx.reduce_ranges), default=itemsize)
-        vec = divisor(n, min(_wide(acc), n // 2 if work >= THREAD_WORK else n))
+        # nothing to reuse in registers (a column sum): one wide block of columns per thread (_wide)
+        vec = _wide(shape[axis_of[inner]], acc, machine().cores if work >= THREAD_WORK else 1)
       add(Opt(OptOps.VECTOR, axis_of[inner], vec))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]

@@ -131,9 +131,14 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-# threads of a parallel kernel sleep instead of spinning between regions: on a loaded machine spinning
-# threads steal the core the others need (set OMP_WAIT_POLICY yourself to override)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# idle threads of a parallel kernel spin about a millisecond, then sleep: waking a sleeping worker costs 0.1-0.5 ms in
+# a VM (OMP_WAIT_POLICY=PASSIVE made W3 1.4-2.1 ms against 1.0-1.2 with the spin, column sums 1.0-1.6 against 0.6-1.2,
+# AMD EPYC Zen 3), while an unbounded spin (libgomp's ACTIVE, or libomp's 200 ms) steals the core NumPy or the next
+# process needs. libgomp counts pause loops (30000: 1.0 ms of CPU on Zen 3), libomp milliseconds. Setting
+# OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME yourself overrides this.
+if "OMP_WAIT_POLICY" not in os.environ:
+  os.environ.setdefault("GOMP_SPINCOUNT", "30000")
+  os.environ.setdefault("KMP_BLOCKTIME", "1")
 # no -fwrapv: it stops the compiler from analyzing (and vectorizing) index arithmetic; the renderer makes data
 # integer overflow well defined itself. -fno-math-errno only drops errno writes (values are unchanged).
 # -ffp-contract=off: a*b + c is rounded twice, as NumPy computes it (fused multiply-adds are written

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend import machine as machine_module
 from minitensor.backend import plans, runtime, search, tiers
+from minitensor.backend.dtype import dtypes
 from minitensor.backend.machine import machine
 from minitensor.backend.opt import KernelInfo, Opt, OptOps, OptRefused, apply_opt, build, choose_opts, heuristic
 from minitensor.backend.rangeify import Ctx, Opts, lower
@@ -180,6 +181,15 @@ def test_the_heuristic_is_a_list_of_actions_that_builds_its_opts(monkeypatch):
   assert choose_opts(root) == build(acts, KernelInfo.of(root))
   assert [a.op for a in heuristic(reduction((64, 512), 1, Ops.ADD)[0])] == [OptOps.UNROLL]
   assert [a.op for a in heuristic(transpose(64, 64, 64)[0])] == [OptOps.TILE, OptOps.TILE, OptOps.THREAD]
+  # a float32 row sum accumulates in float64: 4 independent chains of 4 double lanes
+  row = buf(0, 4096 * 1024).reshape((4096, 1024)).cast(dtypes.float64).reduce(Ops.ADD, 1)
+  assert heuristic(row) == [Opt(OptOps.UNROLL, 0, 16), Opt(OptOps.THREAD, 0, 0)]
+  # a column sum: one block of columns per core (2 x 512), its float64 accumulators in half the 32 KiB L1 ...
+  col = buf(0, 4096 * 1024).reshape((4096, 1024)).permute((1, 0)).cast(dtypes.float64).reduce(Ops.ADD, 1)
+  assert heuristic(col) == [Opt(OptOps.VECTOR, 0, 512), Opt(OptOps.THREAD, 0, 0)]
+  # ... and at most that (2048 float64 accumulators) when the rows are wider
+  wide = buf(0, 64 * 65536).reshape((64, 65536)).permute((1, 0)).cast(dtypes.float64).reduce(Ops.ADD, 1)
+  assert heuristic(wide) == [Opt(OptOps.VECTOR, 0, 2048), Opt(OptOps.THREAD, 0, 0)]
 
 
 # ---------------------------------------------------------------- the search
