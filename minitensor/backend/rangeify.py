@@ -19,6 +19,11 @@ axis a RANGE, then ask each node "what is your value at index (i0, i1, ...)?" an
                                         change along them and the closed form is exact: _closed_form)
     STAGE     stage(x)[idx]          -> x[idx]  (the kernelizer cuts there; lowered alone it is transparent)
 
+One exception to "compute each value where it is used" (lower's stash): out = f(e, reduce(e)) with e an
+expensive elementwise value (softmax's exp(x - max)) would compute e twice per element, once in the reduce's
+loop and once for the store. Instead the reduce's loop also stores e into the output buffer, and the store pass
+reads it back from there (the row is still in cache): see _stash_of.
+
 After rangeify no op has a shape: everything is a scalar in some loop. lower() wraps it into a program: the
 output loops, the stores into the output buffer, the ENDs, and a final simplify. Opts (chosen by opt.py)
 change only which RANGEs exist and how an output index is built from them, never the rules above.
@@ -28,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
 
@@ -74,6 +80,17 @@ class Opts:
 
 
 @dataclass
+class Stash:
+  """An expensive elementwise `value` that the loop of `reduce` stores into the output buffer `out` as it reads it,
+  and that the store pass at output index `idx` loads back once `done` (the reduce's loops, ended) is set."""
+  reduce: UOp
+  value: UOp
+  out: UOp
+  idx: tuple
+  done: UOp | None = None
+
+
+@dataclass
 class Ctx:
   next_range: int = 0
   next_alloc: int = 0
@@ -81,6 +98,7 @@ class Ctx:
   reduce_ranges: dict = field(default_factory=dict)
   opts: Opts = field(default_factory=Opts)
   sizes: dict | None = None       # symbolic lowering: each size of the graph (>= 2) -> its VAR
+  stash: Stash | None = None      # set by lower(): a value the reduce's loop keeps in the output buffer
 
   def size(self, n: int):
     """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:
@@ -124,6 +142,8 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
   if op is Ops.BUFFER: return u.index(idx[0]).load()
   if op is Ops.STAGE: return (yield (u.src[0], idx))
   if op in ALU:
+    if (st := ctx.stash) is not None and u is st.value and st.done is not None and _same(idx, st.idx):
+      return st.out.after(st.done).index(ravel(idx, ctx.sizes_of(u.shape))).load()
     src = []
     for s in u.src: src.append((yield (s, idx)))
     return u.replace(src=tuple(src))
@@ -250,15 +270,18 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   for c in _combos(parts): vals.append((yield (x, idx + c)))
   if not real: return _tree(rop, vals + zero)
   if (f := _folded(u, vals[0], real, ctx, rkey)) is not None: return f
+  stash = (yield from _stash_store(u, idx, _combos(parts)[0], ctx)) if len(vals) == 1 else None
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))
   init = acc0.index(0).store(UOp.const(identity(rop, u.dtype), u.dtype))
   # ...is re-read every iteration of the reduce loops...
-  accl = acc0.after(init, *real)
+  accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(0).store(combine(rop, accl.index(0).load(), vals[0]))
   # ...and is read once more after the loops end
-  return acc0.after(upd.end(*real)).index(0).load()
+  done = upd.end(*real)
+  if stash is not None: ctx.stash.done = done
+  return acc0.after(done).index(0).load()
 
 
 def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tuple):
@@ -270,14 +293,51 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
   v = yield (u.src[0], idx + ridx)
   if (f := _folded(u, v, real, ctx, rkey)) is not None: return f
+  stash = yield from _stash_store(u, idx, ridx, ctx)
   acc = ctx.alloc(u.dtype, lanes)
   acc0 = acc.after(*ranges_in(*idx))
   li = ctx.rng(lanes, AxisType.VECTOR)
   init = acc0.index(li).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(li)
-  accl = acc0.after(init, *real)
+  accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(lane).store(combine(rop, accl.index(lane).load(), v))
-  done = acc0.after(upd.end(*real))
+  ended = upd.end(*real)
+  if stash is not None: ctx.stash.done = ended
+  done = acc0.after(ended)
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
+
+
+def _stash_store(u: UOp, idx: tuple[UOp, ...], ridx: tuple[UOp, ...], ctx: Ctx):
+  """The STORE of the stashed value at the reduce's index idx + ridx into the output buffer, when u is the stash's
+  reduce placed at the store pass's own row (idx: the output index without its last axis); else None."""
+  st = ctx.stash
+  if st is None or u is not st.reduce or not _same(idx, st.idx[:-1]): return None
+  e = yield (st.value, idx + ridx)
+  return st.out.index(ravel(idx + ridx, ctx.sizes_of(st.value.shape))).store(e)
+
+
+def _same(a: tuple[UOp, ...], b: tuple[UOp, ...]) -> bool:
+  return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _stash_of(root: UOp, o: Opts) -> tuple[UOp, UOp] | None:
+  """(reduce, value) where root, stored as lower() builds plain output loops, reads `value` both directly and
+  through `reduce`, a REDUCE over value's last axis (or over value cast, a float32 sum accumulating in float64):
+  value elementwise with a transcendental, of root's shape and dtype. The reduce of one row runs inside the
+  output loops of that row (the last axis is the innermost output loop, unthreaded), so the row's elements are
+  stored and read back by the same thread, before the store pass overwrites them; else None."""
+  n = len(root.shape)
+  if n == 0 or root.shape[-1] < 2 or o.upcast or o.vector or o.tile or o.thread == n - 1: return None
+  nodes = root.toposort()
+  users: dict[UOp, list[UOp]] = {}
+  for x in nodes:
+    for y in x.src: users.setdefault(y, []).append(x)
+  for r in nodes:
+    if r.op is not Ops.REDUCE or r.arg[1] != 1: continue
+    e = r.src[0].src[0] if r.src[0].op is Ops.CAST else r.src[0]
+    if e.op not in ALU or e.shape != root.shape or e.dtype is not root.dtype: continue
+    if any(x is not r and x is not r.src[0] for x in users[e]) and any(x.op in TRANSCENDENTAL for x in e.toposort()):
+      return r, e
+  return None
 
 
 def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx, rkey: tuple):
@@ -409,8 +469,12 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   # vector lanes: the innermost output loops, run as `#pragma omp simd` (the reduce loops nest inside them)
   for k, v in vec.items(): parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
   plist = [parts[k] for k in range(len(root.shape))]
+  combos = _combos(plist)
+  if len(combos) == 1 and (found := _stash_of(root, o)) is not None:
+    ctx.stash = Stash(*found, out, combos[0])
+    rangeify(found[0], combos[0][:-1], ctx)        # the reduce first: the store pass then reads the stash
   stores = []
-  for idx in _combos(plist):
+  for idx in combos:
     val = rangeify(root, idx, ctx)
     stores.append(out.index(ravel(idx, ctx.sizes_of(root.shape)) if root.shape else UOp.const(0)).store(val))
   loops = ranges_in(*(b for b, _ in plist))

@@ -295,7 +295,8 @@ def _loop_tree(src: str) -> list[dict]:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_reductions_are_siblings_of_the_column_loop_inside_the_row_loop(dtype):
   """One row loop; inside it the max loop, then the sum-of-exp loop, then the output column loop, as siblings
-  (each reduction runs once per row, not once per output element)."""
+  (each reduction runs once per row, not once per output element). The sum loop stores each exp into the output
+  (rangeify's stash), and the column loop divides what it reads back: exp is computed once per element."""
   x = rand(32, 48, dtype=dtype)
   t = nn.softmax(mt.asarray(x))
   (k,) = sched(t).kernels
@@ -306,10 +307,12 @@ def test_softmax_reductions_are_siblings_of_the_column_loop_inside_the_row_loop(
   find = lambda pred: [i for i, b in enumerate(kids) if pred(b)]
   maxl = find(lambda b: "max_f" in b)
   suml = find(lambda b: "exp" in b and re.search(r"acc\d+(\[\w+\])? = \(", b))
-  outl = find(lambda b: re.search(r"data1\[.*\] = ", b))
+  outl = find(lambda b: re.search(r"data1\[.*\] = ", b) and "exp" not in b)
   assert len(maxl) == len(suml) == len(outl) == 1, src
   assert maxl[0] < suml[0] < outl[0], src
   assert "acc" not in kids[outl[0]], src                             # the column loop only reads the two results
+  assert re.search(r"data1\[\w+\] = \w+;", kids[suml[0]]) and len(re.findall(r"\bexpf?\(", src)) == 1, src
+  assert re.search(r"= data1\[", kids[outl[0]]), src
   close(t, np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True))
 
 
