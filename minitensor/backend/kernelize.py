@@ -198,21 +198,42 @@ def _deep_cuts(nodes: list[UOp], staged: set[UOp]) -> list[UOp]:
 
 SPLIT_MIN = 1 << 16     # a reduction to one value over this many elements runs in two stages
 SPLIT_PARTS = 64
+# a reduction across the rows of at least this many elements (a column sum) runs in two stages, COLUMN_PARTS blocks
+# of rows and then the partials: each thread streams whole rows of its blocks instead of a column strip of every
+# row. (4096, 1024) float32 column sums (AMD EPYC Zen 3, 2 threads, best of 30, C harness): 0.39-0.41 ms in two row
+# blocks against 0.49-0.59 ms in two column blocks
+COLUMN_MIN = 1 << 20
+COLUMN_PARTS = 16
 
 
 def split_reduces(outputs: list[UOp]) -> list[UOp]:
   """Every REDUCE to a single value over R >= SPLIT_MIN elements as two: C partial reductions of R/C
   consecutive elements (staged: a kernel whose C outputs the threads share, each reduced in vector lanes),
-  then one over the C partials. The terms still combine in an order fixed by the graph (the same bits on any
-  number of threads), in two levels (a smaller rounding error for sums)."""
+  then one over the C partials. A REDUCE over one axis that runs across the rows of its source (a column sum
+  of at least COLUMN_MIN elements) likewise: COLUMN_PARTS partial reductions over blocks of consecutive rows,
+  staged with the blocks outermost, then one over the partials. The terms still combine in an order fixed by
+  the graph (the same bits on any number of threads), in two levels (a smaller rounding error for sums)."""
   return list(rewrite(UOp(Ops.SINK, tuple(outputs)), _split).src)
 
 
 def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
-  if u.op is not Ops.REDUCE or prod(u.shape) != 1: return None
+  if u.op is not Ops.REDUCE: return None
   v, r = u.replace(src=src), prod(u.src[0].shape[len(u.shape):])
+  if prod(u.shape) != 1:
+    if u.arg[1] != 1 or prod(u.src[0].shape) < COLUMN_MIN or not _across_rows(u.src[0]) or \
+        (c := divisor(r, COLUMN_PARTS)) == 1: return v
+    k = len(v.shape)
+    parts = v.src[0].reshape(v.shape + (c, r // c)).permute((k, *range(k), k + 1)).reduce(v.arg[0], 1).stage()
+    return parts.permute((*range(1, k + 1), 0)).reduce(v.arg[0], 1)
   if r < SPLIT_MIN or (c := divisor(r, SPLIT_PARTS)) == 1: return v
   return v.src[0].reshape(v.shape + (c, r // c)).reduce(v.arg[0], 1).stage().reduce(v.arg[0], 1)
+
+
+def _across_rows(x: UOp) -> bool:
+  """Whether the last axis of x (a reduce's source, its reduced axis last) is not the innermost axis of what x
+  permutes: the reduce reads down the columns of its data."""
+  while x.op is Ops.CAST: x = x.src[0]
+  return x.op is Ops.PERMUTE and x.arg[-1] != len(x.arg) - 1
 
 
 def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None,

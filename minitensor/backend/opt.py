@@ -224,16 +224,19 @@ def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
     acc = max((u.dtype.itemsize for (u, _) in ctx.reduce_ranges), default=itemsize)
     reduce_lanes = divisor(rr.arg.size, max(lanes, CHAINS * _lanes(acc))) if unit(rr) else 1
     if reduce_lanes > 1 and not gemm_like: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
-    elif inner is not None and unit(inner) and (vec := divisor(shape[axis_of[inner]], lanes)) > 1:
+    elif inner is not None and unit(inner):
+      n = shape[axis_of[inner]]
       # a register tile: rows that one load broadcasts (stride 0) while another walks them
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]
-      if rows and (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], _tile_rows())) > 1:
+      if not rows:
+        # nothing to reuse in registers (a column sum): a wide block of columns (_wide), one per thread when the
+        # threads share this axis (the outermost); any width, a multiple of the lanes or not
+        vec = _wide(n, acc, machine().cores if work >= THREAD_WORK and len(axis_of) == 1 else 1)
+      elif (vec := divisor(n, lanes)) > 1 and \
+          (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], _tile_rows())) > 1:
         add(Opt(OptOps.UPCAST, axis_of[max(rows, key=lambda r: r.arg.idx)], f))
-        vec = divisor(shape[axis_of[inner]], 2 * lanes)
-      elif not rows and len(axis_of) == 1:
-        # nothing to reuse in registers (a column sum): one wide block of columns per thread (_wide)
-        vec = _wide(shape[axis_of[inner]], acc, machine().cores if work >= THREAD_WORK else 1)
-      add(Opt(OptOps.VECTOR, axis_of[inner], vec))
+        vec = divisor(n, 2 * lanes)
+      if vec > 1: add(Opt(OptOps.VECTOR, axis_of[inner], vec))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     # (a copy whose data fit in L2 stays in cache without blocks)

@@ -523,3 +523,28 @@ def test_large_reductions_to_one_value_split_across_threads(n, fn):
   assert (len(s.kernels), len(threaded)) == ((2, 1) if n % 2 == 0 else (1, 0))
   want = getattr(x.astype(np.float64), fn)()
   np.testing.assert_allclose(np.asarray(t), want, rtol=1e-6, atol=1e-6 * np.abs(x).sum() / n)
+
+
+@pytest.mark.parametrize("shape, axis, fn, dtype, parts", [
+  ((2048, 512), 0, "sum", np.float32, 16), ((1000, 1050), 0, "max", np.float64, 8),
+  ((3, 1024, 512), 1, "sum", np.int32, 16), ((4096, 257), 0, "mean", np.float32, 16),
+  ((1031, 1024), 0, "sum", np.float32, 1),           # a prime number of rows: one loop, not split
+  ((512, 2048), 1, "sum", np.float32, 1),            # along the rows: streamed already, not split
+])
+def test_large_column_reductions_run_in_blocks_of_rows(shape, axis, fn, dtype, parts):
+  """A reduction down the columns of at least COLUMN_MIN elements is COLUMN_PARTS (or a smaller power of two that
+  divides the rows) partials over blocks of consecutive rows, the blocks the threaded outermost axis and the
+  columns one wide vector loop, then one reduction of the partials; values as NumPy's (float32 in float64)."""
+  x = (np.random.default_rng(1).standard_normal(shape) * 100).astype(dtype)
+  t = getattr(mt.asarray(x), fn)(axis)
+  s = sched(t)
+  if parts == 1: assert len(s.kernels) == 1
+  else:
+    first, last = s.kernels
+    assert first.ast.shape == (parts,) + t.shape and last.ast.shape == t.shape
+    src = render_function(first.sink, first.name)
+    assert re.search(rf"omp parallel for.*\n\s*for \(int ridx0 = 0; ridx0 < {parts};", src), src
+    assert f"acc0[{shape[-1]}]" in src, src                               # one block of all the columns
+  wide = x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
+  want = getattr(wide, fn)(axis).astype(t.dtype)
+  np.testing.assert_allclose(np.asarray(t), want, rtol=1e-6, atol=1e-9)
