@@ -24,11 +24,13 @@ The heuristic reads the kernel's value rangeified at plain output loops: for eve
 along each loop (the address when that loop steps by one in the middle of its range, all others at their middle),
 then proposes:
 
-    unroll   the innermost reduce axis is split into LANES accumulators when the loads walk it with stride 1:
-             independent chains the C compiler keeps in one vector register (sums, max, dot products)
+    unroll   the innermost reduce axis is split into CHAINS x LANES accumulators (LANES of the accumulator's
+             dtype) when the loads walk it with stride 1: independent chains the C compiler keeps in CHAINS vector
+             registers, so an add's latency does not bound the loop (sums, max, dot products)
     vector   otherwise the innermost output axis runs in LANES-wide `omp simd` loop around the reduce loops
-             when loads walk it with stride 1 (column sums, GEMM: a row of B times a broadcast element of A,
-             convolution along a row): the compiler vectorizes the outer loop, one accumulator per lane
+             when loads walk it with stride 1 (GEMM: a row of B times a broadcast element of A, convolution
+             along a row): the compiler vectorizes the outer loop, one accumulator per lane. With nothing to keep
+             in registers (a column sum) the loop is as wide as accumulators in half the L1 allow (_wide)
     upcast   an outer output axis that one load walks while another broadcasts it is unrolled inside that loop,
              so each loaded vector feeds several rows (a register tile of rows x 2 vectors sized to the registers)
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
