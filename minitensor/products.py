@@ -40,7 +40,7 @@ def matmul(a, b) -> Tensor:
   r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
              UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
   shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
-  return r.reshape(shape)
+  return r if shape == r.shape else r.reshape(shape)      # (r is new: no view of it is needed)
 
 
 def _complex_matmul(a: Tensor, b: Tensor) -> Tensor:

@@ -153,6 +153,23 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   return _infer_shape(op, src, arg)
 
 
+def _infer_move(op: Ops, src: tuple[UOp, ...], arg: tuple) -> tuple[DType, tuple[int, ...]]:
+  # RESHAPE and EXPAND of one UOp to a tuple of non-negative ints that fits (graph building makes many): their
+  # rules in _infer_shape, without its messages; anything else goes through _infer
+  if len(src) == 1 and type(x := src[0]) is UOp and _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0:
+    s = x.shape
+    if op is Ops.RESHAPE:
+      if math.prod(arg) == math.prod(s): return x.dtype, arg
+    elif len(arg) == len(s):
+      for a, b in zip(s, arg):
+        if a != b and a != 1: break
+      else: return x.dtype, arg
+  return _infer(op, src, arg, None)
+
+
+_INT = frozenset((int,))
+
+
 def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
   # the hot path of graph building: a unary or binary op on operands of one dtype and shape that type-checked before
   n = len(src)
@@ -298,6 +315,8 @@ def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool)
 # the key may hold a newer node by then). A plain dict: WeakValueDictionary's methods are Python-level calls.
 _CONS: dict[tuple, weakref.ref] = {}
 _GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
+_LIKE: dict[tuple, UOp] = {}      # (dtype, shape, type, argkey) -> a broadcast constant (UOp.const_like)
+LIKE_SIZE = 4096
 
 
 class UOp:
@@ -317,6 +336,10 @@ class UOp:
       for s in src:
         if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
       dt, shape = _infer_alu(op, src)
+    elif (op is Ops.RESHAPE or op is Ops.EXPAND) and dtype is None and type(arg) is tuple:   # the shape world's
+      key = (op, src, arg, None)                                                             # most common nodes
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      dt, shape = _infer_move(op, src, arg)
     else:
       if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
       key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
@@ -408,10 +431,15 @@ class UOp:
     return UOp(Ops.CONST, (), v, dtype)
 
   def const_like(self, v) -> UOp:
-    """A constant of self's dtype and shape (a scalar CONST broadcast with RESHAPE + EXPAND)."""
-    c = UOp.const(v, self.dtype)
-    if not self.shape: return c
-    return c.reshape((1,) * len(self.shape)).expand(self.shape)
+    """A constant of self's dtype and shape (a scalar CONST broadcast with RESHAPE + EXPAND). The last
+    LIKE_SIZE broadcast constants are kept (they hold no data): graph building asks for the same few again and
+    again (the -1 of every subtraction), which the weak cons table would otherwise build anew each time."""
+    if not self.shape: return UOp.const(v, self.dtype)
+    key = (self.dtype, self.shape, type(v), _argkey(v))
+    if (u := _LIKE.get(key)) is None:
+      if len(_LIKE) >= LIKE_SIZE: _LIKE.clear()
+      u = _LIKE[key] = UOp.const(v, self.dtype).reshape((1,) * len(self.shape)).expand(self.shape)
+    return u
 
   def index(self, *idx: UOp | int) -> UOp:
     return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
@@ -423,14 +451,18 @@ class UOp:
   def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
   def stage(self) -> UOp: return UOp(Ops.STAGE, (self,))
 
+  # the movement builders return self when they would not move anything (reshape or expand to self's shape, the
+  # identity permutation)
   def reshape(self, shape: tuple[int, ...]) -> UOp:
-    shape = tuple(int(s) for s in shape)
+    if shape == self.shape: return self
+    shape = tuple(map(int, shape))
     return self if shape == self.shape else UOp(Ops.RESHAPE, (self,), shape)
   def expand(self, shape: tuple[int, ...]) -> UOp:
-    shape = tuple(int(s) for s in shape)
+    if shape == self.shape: return self
+    shape = tuple(map(int, shape))
     return self if shape == self.shape else UOp(Ops.EXPAND, (self,), shape)
   def permute(self, p: tuple[int, ...]) -> UOp:
-    p = tuple(int(a) for a in p)
+    p = tuple(map(int, p))
     return self if p == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, (self,), p)
   def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
@@ -450,7 +482,8 @@ class UOp:
   # ---- ALU
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
   def alu(self, op: Ops, *src) -> UOp:
-    if len(src) == 1 and type(x := src[0]) is UOp: return UOp(op, (self, x))     # (no generator: dispatch, W9)
+    if len(src) == 1:                                                  # (no generator: dispatch, W9)
+      return UOp(op, (self, x if isinstance(x := src[0], UOp) else self.const_like(x)))
     return UOp(op, (self, *[self._operand(s) for s in src]))
   def where(self, a, b) -> UOp:
     a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else
