@@ -120,6 +120,7 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   for s in src:
     if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
   if op in _ALU_NO_CAST: return _infer_alu(op, src)
+  if (rule := _COMMON.get(op)) is not None and (r := rule(src, arg, dtype)) is not None: return r
   n = op._name_
   if op is Ops.CONST:
     _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void,
@@ -153,20 +154,49 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   return _infer_shape(op, src, arg)
 
 
-def _infer_move(op: Ops, src: tuple[UOp, ...], arg: tuple) -> tuple[DType, tuple[int, ...]]:
-  # RESHAPE and EXPAND of one UOp to a tuple of non-negative ints that fits (graph building makes many): their
-  # rules in _infer_shape, without its messages; anything else goes through _infer
-  if len(src) == 1 and type(x := src[0]) is UOp and _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0:
-    s = x.shape
-    if op is Ops.RESHAPE:
-      if math.prod(arg) == math.prod(s): return x.dtype, arg
-    elif len(arg) == len(s):
-      for a, b in zip(s, arg):
-        if a != b and a != 1: break
-      else: return x.dtype, arg
-  return _infer(op, src, arg, None)
+# The common well-formed case of the shape world's most frequent nodes (graph building makes many): its (dtype, shape)
+# by the rule of _infer, or None, and _infer decides (with its messages). Sources must be one UOp; shapes are tuples of
+# non-negative ints; permutations and reductions take ints.
+def _reshape_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0 and math.prod(arg) == math.prod(x.shape):
+    return x.dtype, arg
+  return None
 
 
+def _expand_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     len(arg) == len(s := x.shape) and _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0:
+    for a, b in zip(s, arg):
+      if a != b and a != 1: return None
+    return x.dtype, arg
+  return None
+
+
+def _permute_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     _INT.issuperset(map(type, arg)) and sorted(arg) == list(range(len(s := x.shape))):
+    return x.dtype, tuple([s[i] for i in arg])
+  return None
+
+
+def _reduce_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and len(arg) == 2 and \
+     arg[0] in REDUCE_OPS and type(n := arg[1]) is int and 0 <= n <= len(s := x.shape) and \
+     (x.dtype is not dtypes.bool or arg[0] is Ops.MAX or arg[0] is Ops.MIN):
+    return x.dtype, s[:len(s) - n]
+  return None
+
+
+def _cast_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and type(dtype) is DType and dtype is not dtypes.void:
+    return dtype, x.shape
+  return None
+
+
+_COMMON = {Ops.RESHAPE: _reshape_rule, Ops.EXPAND: _expand_rule, Ops.PERMUTE: _permute_rule, Ops.REDUCE: _reduce_rule,
+           Ops.CAST: _cast_rule}
+_COMMON_NODE = frozenset((Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE))    # their key is (op, src, arg, None)
 _INT = frozenset((int,))
 
 
@@ -336,10 +366,10 @@ class UOp:
       for s in src:
         if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
       dt, shape = _infer_alu(op, src)
-    elif (op is Ops.RESHAPE or op is Ops.EXPAND) and dtype is None and type(arg) is tuple:   # the shape world's
-      key = (op, src, arg, None)                                                             # most common nodes
+    elif op in _COMMON_NODE and dtype is None:       # the shape world's most common nodes
+      key = (op, src, arg, None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
-      dt, shape = _infer_move(op, src, arg)
+      dt, shape = _COMMON[op](src, arg, None) or _infer(op, src, arg, None)
     else:
       if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
       key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
