@@ -196,7 +196,7 @@ def _cast_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
 
 _COMMON = {Ops.RESHAPE: _reshape_rule, Ops.EXPAND: _expand_rule, Ops.PERMUTE: _permute_rule, Ops.REDUCE: _reduce_rule,
            Ops.CAST: _cast_rule}
-_COMMON_NODE = frozenset((Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE))    # their key is (op, src, arg, None)
+_COMMON_NODE = frozenset((Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE))    # (their dtype is their source's)
 _INT = frozenset((int,))
 
 
@@ -370,6 +370,10 @@ class UOp:
       key = (op, src, arg, None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       dt, shape = _COMMON[op](src, arg, None) or _infer(op, src, arg, None)
+    elif op is Ops.CAST and dtype is not None:        # (its result is always `dtype`)
+      key = (op, src, arg, dtype)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      dt, shape = _cast_rule(src, arg, dtype) or _infer(op, src, arg, dtype)
     else:
       if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
       key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
