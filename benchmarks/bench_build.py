@@ -1,7 +1,7 @@
 """What graph building and realize's own Python work cost for common expressions (issue 16: on a 256x256 GEMM or a
 softmax, recording the graph cost a large part of NumPy's whole call).
 
-    python benchmarks/bench_build.py [--cold] [--profile NAME] [--n N]
+    python benchmarks/bench_build.py [--cold] [--profile NAME] [--n N] [--only NAME,...]
 
 Workloads (float32): `a @ b` of (256, 256) tensors; nn.softmax of (4096, 1024) along the last axis; the layernorm
 expression (x - x.mean(-1, keepdims=True)) / mt.sqrt(x.var(-1, keepdims=True) + 1e-5) of (4096, 1024). Rows:
@@ -94,8 +94,10 @@ def main(argv=None) -> int:
   p.add_argument("--cold", action="store_true")
   p.add_argument("--profile", default=None)
   p.add_argument("--n", type=int, default=200)
+  p.add_argument("--only", default=None, help="comma-separated workload names")
   args = p.parse_args(argv)
   w = workloads()
+  if args.only: w = {k: w[k] for k in args.only.split(",")}
   stream = Streamer() if args.cold else None
   for f in w.values():
     end = time.perf_counter() + 1.0
