@@ -347,6 +347,7 @@ _CONS: dict[tuple, weakref.ref] = {}
 _GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
 _LIKE: dict[tuple, UOp] = {}      # (dtype, shape, type, argkey) -> a broadcast constant (UOp.const_like)
 LIKE_SIZE = 4096
+_PY_SCALAR = frozenset((bool, int, float, complex))
 
 
 class UOp:
@@ -466,9 +467,11 @@ class UOp:
 
   def const_like(self, v) -> UOp:
     """A constant of self's dtype and shape (a scalar CONST broadcast with RESHAPE + EXPAND). The last
-    LIKE_SIZE broadcast constants are kept (they hold no data): graph building asks for the same few again and
-    again (the -1 of every subtraction), which the weak cons table would otherwise build anew each time."""
+    LIKE_SIZE broadcast constants of Python scalars are kept (they hold no data): graph building asks for the same
+    few again and again (the -1 of every subtraction), which the weak cons table would otherwise build anew."""
     if not self.shape: return UOp.const(v, self.dtype)
+    if type(v) not in _PY_SCALAR:        # (a NumPy scalar's -0.0 equals 0.0 as a key: built, not kept)
+      return UOp.const(v, self.dtype).reshape((1,) * len(self.shape)).expand(self.shape)
     key = (self.dtype, self.shape, type(v), _argkey(v))
     if (u := _LIKE.get(key)) is None:
       if len(_LIKE) >= LIKE_SIZE: _LIKE.clear()
@@ -488,11 +491,11 @@ class UOp:
   # the movement builders return self when they would not move anything (reshape or expand to self's shape, the
   # identity permutation)
   def reshape(self, shape: tuple[int, ...]) -> UOp:
-    if shape == self.shape: return self
+    if type(shape) is tuple and shape == self.shape: return self
     shape = tuple(map(int, shape))
     return self if shape == self.shape else UOp(Ops.RESHAPE, (self,), shape)
   def expand(self, shape: tuple[int, ...]) -> UOp:
-    if shape == self.shape: return self
+    if type(shape) is tuple and shape == self.shape: return self
     shape = tuple(map(int, shape))
     return self if shape == self.shape else UOp(Ops.EXPAND, (self,), shape)
   def permute(self, p: tuple[int, ...]) -> UOp:

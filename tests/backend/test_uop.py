@@ -387,3 +387,11 @@ def test_const_like_cache_is_bounded(monkeypatch):
   x = X()
   for k in range(50): x.const_like(float(k))
   assert len(uop_mod._LIKE) <= 8
+
+
+def test_const_like_of_numpy_scalars_keeps_signed_zeros():
+  import numpy as np
+  x = X()
+  assert x.const_like(np.float32(-0.0)).src[0].src[0] is UOp.const(-0.0, dtypes.float32)
+  assert x.const_like(np.float32(0.0)).src[0].src[0] is UOp.const(0.0, dtypes.float32)
+  assert x.const_like(np.float64(-0.0)) is not x.const_like(np.float64(0.0))
