@@ -378,6 +378,7 @@ def _walk(outputs: list[UOp], symbolic: bool):
       u = stack.pop()
       if u in pos: continue
       if u.data is None and u.src and u not in opened:
+        if symbolic and math.prod(u.shape) > SYMBOLIC_MAX: return None     # (found before its sources are walked)
         opened.add(u)
         stack.append(u)
         stack.extend(reversed(u.src))
