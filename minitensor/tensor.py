@@ -457,6 +457,7 @@ def empty(shape, dtype=None) -> Tensor:
 
 # ---------------------------------------------------------------------- ufuncs on Tensors
 _PY = U.PY_SCALARS
+_FAST = U.LOOPS       # (ufunc, each operand's DType or Python type) -> its loop (ufuncs.loop): apply_ufunc's fast paths
 
 
 def _operand_type(x):
@@ -482,53 +483,35 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
   """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting; the
   UOps come from ufuncs.TABLE."""
   if dtype is None:        # the common cases (a Tensor with a Tensor or a Python scalar, or alone) without the
-    n = len(operands)      # general path's lists, their loop found by the operands' types (W9)
+    n = len(operands)      # general path's lists, their loop found by the operands' types (ufuncs.loop; W9)
     if n == 2:
       a, b = operands
       if type(a) is Tensor:
         ua = a.uop
         if type(b) is Tensor:
           ub = b.uop
-          if (r := _FAST.get(k := (ufunc, ua.dtype, ub.dtype), _FAST)) is _FAST: r = _fast(k, operands)
+          if (r := _FAST.get(k := (ufunc, ua.dtype, ub.dtype), _FAST)) is _FAST: r = U.loop(k)
           if r is not None:
             build, (da, db), out = r
             if (shape := ua.shape) == ub.shape: return Tensor(build(ua.cast(da), ub.cast(db)).cast(out))
             shape = broadcast_shapes(shape, ub.shape, op=ufunc.__name__)
             return Tensor(build(U._broadcast(ua.cast(da), shape), U._broadcast(ub.cast(db), shape)).cast(out))
         elif type(b) in _PY:
-          if (r := _FAST.get(k := (ufunc, ua.dtype, type(b)), _FAST)) is _FAST: r = _fast(k, operands)
+          if (r := _FAST.get(k := (ufunc, ua.dtype, type(b)), _FAST)) is _FAST: r = U.loop(k)
           if r is not None:
             build, (da, db), out = r
             return Tensor(build(ua.cast(da), U.scalar(b, db, ua.shape, ufunc.__name__)).cast(out))
       elif type(b) is Tensor and type(a) in _PY:
         ub = b.uop
-        if (r := _FAST.get(k := (ufunc, type(a), ub.dtype), _FAST)) is _FAST: r = _fast(k, operands)
+        if (r := _FAST.get(k := (ufunc, type(a), ub.dtype), _FAST)) is _FAST: r = U.loop(k)
         if r is not None:
           build, (da, db), out = r
           return Tensor(build(U.scalar(a, da, ub.shape, ufunc.__name__), ub.cast(db)).cast(out))
     elif n == 1 and type(a := operands[0]) is Tensor:
       ua = a.uop
-      if (r := _FAST.get(k := (ufunc, ua.dtype), _FAST)) is _FAST: r = _fast(k, operands)
+      if (r := _FAST.get(k := (ufunc, ua.dtype), _FAST)) is _FAST: r = U.loop(k)
       if r is not None: return Tensor(r[0](ua.cast(r[1][0])).cast(r[2]))
   return _apply(ufunc, operands, dtype)
-
-
-# (ufunc, each operand's DType, or a Python scalar's type) -> (the ufunc's builder, the loop's input DTypes, its output
-# DType); None where the general path decides: a ufunc without a builder or called with other than its number of
-# operands (its errors), np.power with a Python scalar (the check of negative integer exponents), a comparison with a
-# Python int (which may lie outside the other operand's range)
-_FAST: dict = {}
-
-
-def _fast(key: tuple, operands: tuple) -> tuple | None:
-  """The entry of _FAST for `key`, made from these operands (NumPy's loop depends only on their types)."""
-  ufunc, types = key[0], key[1:]
-  r = None
-  if (build := U.TABLE.get(ufunc)) is not None and ufunc.nin == len(operands) and \
-     not (any(t in _PY for t in types) and (ufunc is np.power or (ufunc in U.COMPARISONS and int in types))):
-    r = (build, *_resolved(ufunc, operands, None)[1:])
-  _FAST[key] = r
-  return r
 
 
 def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:
