@@ -73,7 +73,7 @@ class _Movement:
     Tensor
     """
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or (len(axes) == 1 and axes[0] is None): axes = axes[0]
-    if not axes: axes = tuple(range(self.ndim))[::-1]
+    if not axes: return V.permuted(self, tuple(range(self.ndim))[::-1])      # (.T: nothing to check)
     if len(axes) != self.ndim:
       raise ValueError(f"transpose: axes {tuple(axes)} don't match array of shape {self.shape}")
     ax = [operator.index(a) for a in axes]

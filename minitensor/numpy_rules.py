@@ -22,10 +22,16 @@ def _dtype(d) -> DType:
 
 
 def _acc_dtype(kind: str, d: DType) -> DType:
-  """NumPy's result dtype of sum/prod/mean over d."""
-  nd = d.np
-  if kind in ("sum", "prod"): return dtypes.from_numpy((np.sum if kind == "sum" else np.prod)(np.zeros(1, nd)).dtype)
-  return dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
+  """NumPy's result dtype of sum/prod/mean over d (asked of NumPy once per kind and dtype)."""
+  if (r := _ACC.get((kind, d))) is None:
+    nd = d.np
+    if kind in ("sum", "prod"): r = dtypes.from_numpy((np.sum if kind == "sum" else np.prod)(np.zeros(1, nd)).dtype)
+    else: r = dtypes.from_numpy(np.mean(np.zeros(1, nd)).dtype)
+    _ACC[(kind, d)] = r
+  return r
+
+
+_ACC: dict[tuple[str, DType], DType] = {}
 
 
 def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> tuple[int, ...]:
@@ -41,7 +47,16 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> 
   -------
   tuple of ints
   """
-  if len(shapes) == 2 and shapes[0] == shapes[1] and type(shapes[0]) is tuple: return shapes[0]   # the common case
+  if len(shapes) == 2:                                  # the common case, without the general loop's sets
+    a, b = shapes
+    if a == b and type(a) is tuple: return a
+    if len(a) != len(b): a, b = (1,) * (len(b) - len(a)) + tuple(a), (1,) * (len(a) - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+      if x == y or y == 1: out.append(x)
+      elif x == 1: out.append(y)
+      else: break
+    else: return tuple(out)
   n = max((len(s) for s in shapes), default=0)
   out = []
   for k in range(n):
@@ -56,6 +71,7 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast_shapes") -> 
 def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
   """axis (None, int or sequence, negative allowed) as sorted non-negative ints; AxisError when out of range."""
   if axis is None: return tuple(range(ndim))
+  if type(axis) is int and -ndim <= axis < ndim: return (axis % ndim,)      # the common case
   axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
   out = []
   for a in axes:

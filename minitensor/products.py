@@ -23,24 +23,29 @@ def matmul(a, b) -> Tensor:
   Tensor
   """
   a, b = asarray(a), asarray(b)
-  if a.ndim == 0 or b.ndim == 0:
+  ua, ub = a.uop, b.uop
+  sa, sb = ua.shape, ub.shape
+  if not sa or not sb:
     raise ValueError("matmul: Input operand does not have enough dimensions (scalars are not allowed)")
-  a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
-  b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
+  a2 = ua.reshape((1, sa[0])) if len(sa) == 1 else ua
+  b2 = ub.reshape((sb[0], 1)) if len(sb) == 1 else ub
   (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
-  if k != k2: raise ValueError(f"matmul: mismatch in core dimension: {a.shape} @ {b.shape} ({k} != {k2})")
+  if k != k2: raise ValueError(f"matmul: mismatch in core dimension: {sa} @ {sb} ({k} != {k2})")
   batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
-  acc = dtypes.from_numpy(np.result_type(a.dtype, b.dtype))
-  if acc.is_complex and k: return _complex_matmul(a2.astype(acc), b2.astype(acc)).reshape(
-    batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()))
-  au = U._broadcast(a2.uop.cast(acc), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
-  bu = U._broadcast(b2.uop.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
+  if (acc := _RESULT.get((ua.dtype, ub.dtype))) is None:
+    acc = _RESULT[(ua.dtype, ub.dtype)] = dtypes.from_numpy(np.result_type(a.dtype, b.dtype))
+  shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
+  if acc.is_complex and k: return _complex_matmul(Tensor(a2.cast(acc)), Tensor(b2.cast(acc))).reshape(shape)
+  au = U._broadcast(a2.cast(acc), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
+  bu = U._broadcast(b2.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
   prodt = au & bu if acc.is_bool else au * bu
   r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
              UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
-  shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
-  return r.reshape(shape)
+  return r if shape == r.shape else r.reshape(shape)      # (r is new: no view of it is needed)
+
+
+_RESULT: dict = {}      # (DType, DType) -> NumPy's result dtype of the two (asked of NumPy once)
 
 
 def _complex_matmul(a: Tensor, b: Tensor) -> Tensor:

@@ -26,15 +26,20 @@ class _Reductions:
   def _reduce(self, op: Ops, axis, keepdims: bool, name: str, acc: DType | None = None) -> Tensor:
     # as NumPy's ufunc.reduce: axis 0 or -1 of a 0-d array reduces nothing (mean raises)
     if self.ndim == 0 and name != "mean" and isinstance(axis, (int, np.integer)) and axis in (0, -1): axis = None
-    axes = normalize_axes(axis, self.ndim, name)
-    u = self.uop.cast(acc) if acc is not None else self.uop
-    if op in (Ops.MAX, Ops.MIN) and builtins.any(self.shape[a] == 0 for a in axes):
+    u = self.uop
+    shape, n = u.shape, len(u.shape)
+    axes = normalize_axes(axis, n, name)
+    if acc is not None: u = u.cast(acc)
+    if op in (Ops.MAX, Ops.MIN) and builtins.any(shape[a] == 0 for a in axes):
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
-                       f"(shape {self.shape}, axis {axis})")
+                       f"(shape {shape}, axis {axis})")
     if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
-    keep = [k for k in range(self.ndim) if k not in axes]
-    r = u.permute(tuple(keep + list(axes))).reduce(op, len(axes))
-    if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(self.shape)))
+    if not axes or axes[0] == n - len(axes):         # the last axes (axes are sorted): no permutation
+      r = u.reduce(op, len(axes))
+      if keepdims: r = r.reshape(shape[:n - len(axes)] + (1,) * len(axes))
+    else:
+      r = u.permute(tuple([k for k in range(n) if k not in axes] + list(axes))).reduce(op, len(axes))
+      if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(shape)))
     return Tensor(r)
 
   def sum(self, axis=None, dtype=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:

@@ -457,6 +457,7 @@ def empty(shape, dtype=None) -> Tensor:
 
 # ---------------------------------------------------------------------- ufuncs on Tensors
 _PY = U.PY_SCALARS
+_FAST = U.LOOPS       # (ufunc, each operand's DType or Python type) -> its loop (ufuncs.loop): apply_ufunc's fast paths
 
 
 def _operand_type(x):
@@ -481,18 +482,36 @@ def resolve_ufunc(ufunc: np.ufunc, operands: tuple, dtype: np.dtype | None = Non
 def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
   """ufunc(*operands) as a lazy Tensor, with NumPy's dtype rules (and its `dtype=` keyword) and broadcasting; the
   UOps come from ufuncs.TABLE."""
-  if dtype is None and len(operands) == 2 and type(a := operands[0]) is Tensor and type(b := operands[1]) is Tensor \
-     and (ua := a.uop).shape == (ub := b.uop).shape:  # the common case, without the general path's lists (W9)
-    if (r := _SAME_SHAPE.get((ufunc, ua.dtype, ub.dtype))) is None:
-      if (build := U.TABLE.get(ufunc)) is None or ufunc.nin != 2: return _apply(ufunc, operands, dtype)
-      _, (da, db), out = U.resolved(ufunc, (a.dtype, b.dtype), None)
-      r = _SAME_SHAPE[(ufunc, ua.dtype, ub.dtype)] = (build, da, db, out)
-    build, da, db, out = r
-    return Tensor(build(ua.cast(da), ub.cast(db)).cast(out))
+  if dtype is None:        # the common cases (a Tensor with a Tensor or a Python scalar, or alone) without the
+    n = len(operands)      # general path's lists, their loop found by the operands' types (ufuncs.loop; W9)
+    if n == 2:
+      a, b = operands
+      if type(a) is Tensor:
+        ua = a.uop
+        if type(b) is Tensor:
+          ub = b.uop
+          if (r := _FAST.get(k := (ufunc, ua.dtype, ub.dtype), _FAST)) is _FAST: r = U.loop(k)
+          if r is not None:
+            build, (da, db), out = r
+            if (shape := ua.shape) == ub.shape: return Tensor(build(ua.cast(da), ub.cast(db)).cast(out))
+            shape = broadcast_shapes(shape, ub.shape, op=ufunc.__name__)
+            return Tensor(build(U._broadcast(ua.cast(da), shape), U._broadcast(ub.cast(db), shape)).cast(out))
+        elif type(b) in _PY:
+          if (r := _FAST.get(k := (ufunc, ua.dtype, type(b)), _FAST)) is _FAST: r = U.loop(k)
+          if r is not None:
+            build, (da, db), out = r
+            return Tensor(build(ua.cast(da), U.scalar(b, db, ua.shape, ufunc.__name__)).cast(out))
+      elif type(b) is Tensor and type(a) in _PY:
+        ub = b.uop
+        if (r := _FAST.get(k := (ufunc, type(a), ub.dtype), _FAST)) is _FAST: r = U.loop(k)
+        if r is not None:
+          build, (da, db), out = r
+          return Tensor(build(U.scalar(a, da, ub.shape, ufunc.__name__), ub.cast(db)).cast(out))
+    elif n == 1 and type(a := operands[0]) is Tensor:
+      ua = a.uop
+      if (r := _FAST.get(k := (ufunc, ua.dtype), _FAST)) is _FAST: r = U.loop(k)
+      if r is not None: return Tensor(r[0](ua.cast(r[1][0])).cast(r[2]))
   return _apply(ufunc, operands, dtype)
-
-
-_SAME_SHAPE: dict = {}     # (ufunc, DType, DType) -> (its builder, input DTypes, output DType): apply_ufunc's fast path
 
 
 def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:

@@ -178,6 +178,25 @@ def resolved(ufunc: np.ufunc, types: tuple, dtype: np.dtype | None) -> tuple:
   return r
 
 
+LOOPS: dict = {}      # ufuncs.loop's: (ufunc, *types) -> (builder, input DTypes, output DType) or None
+
+
+def loop(key: tuple) -> tuple | None:
+  """(ufunc's builder, NumPy's loop input DTypes, its output DType) for key = (ufunc, *types), a type per operand: a
+  Tensor's DType or a Python scalar's type (NumPy's loop depends only on these); kept in LOOPS. None where the
+  caller's general path decides: a ufunc without a builder or given other than its number of operands (its errors),
+  np.power with a Python scalar (negative integer exponents are checked), a comparison with a Python int (which
+  may lie outside the other operand's range: out_of_range)."""
+  ufunc, types = key[0], key[1:]
+  r = None
+  if (build := TABLE.get(ufunc)) is not None and ufunc.nin == len(types) and \
+     not (any(t in PY_SCALARS for t in types) and (ufunc is np.power or (ufunc in COMPARISONS and int in types))):
+    r = (build, *resolved(ufunc, tuple([t.np if isinstance(t, DType) else _DEFAULT[bool] if t is bool else t
+                                        for t in types]), None)[1:])
+  LOOPS[key] = r
+  return r
+
+
 def weak_types(operands: tuple) -> tuple | None:
   """The types NumPy resolves a call of only Python scalars with (their default dtypes: int64, float64, complex128,
   bool); None when some operand is not a Python scalar."""

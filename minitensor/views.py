@@ -132,9 +132,12 @@ def reshaped(t: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 
 def permuted(t: Tensor, axes: tuple[int, ...]) -> Tensor:
-  inv = tuple(sorted(range(len(axes)), key=lambda k: axes[k]))
-  st = strides_of(t)
-  return make_view(t, Step(lambda u: u.permute(axes), lambda src, v: v.permute(inv)), tuple(st[a] for a in axes))
+  st = strides_of(t)       # (the inverse permutation is found only when a write needs it)
+  return make_view(t, Step(lambda u: u.permute(axes), lambda src, v: v.permute(_inverse(axes))),
+                   tuple([st[a] for a in axes]))
+
+
+def _inverse(p: tuple[int, ...]) -> tuple[int, ...]: return tuple(sorted(range(len(p)), key=p.__getitem__))
 
 
 def flipped(t: Tensor, axes: tuple[int, ...]) -> Tensor:

@@ -365,6 +365,8 @@ def structure(outputs: list[UOp], symbolic: bool = True) -> tuple[tuple, list[UO
 
 def _walk(outputs: list[UOp], symbolic: bool):
   pos: dict[UOp, int] = {}
+  at = pos.__getitem__
+  opened: set[UOp] = set()      # nodes whose sources are on the stack, above them
   leaves: list[UOp] = []
   key: list = []
   flat = symbolic               # elementwise over whole operands so far (the key then drops every shape)
@@ -372,19 +374,22 @@ def _walk(outputs: list[UOp], symbolic: bool):
   seen: dict[tuple, tuple] = {}  # shape -> its tokens
   for o in outputs:
     stack = [o]
-    while stack:
-      u = stack[-1]
-      if u in pos: stack.pop(); continue
-      known = u.data is not None or (u.op is Ops.CONST and lifted(u))
-      todo = [s for s in u.src if s not in pos] if not known else None
-      if todo: stack.extend(reversed(todo)); continue
-      stack.pop()
+    while stack:                # sources left to right, each node after its sources (once)
+      u = stack.pop()
+      if u in pos: continue
+      if u.data is None and u.src and u not in opened:
+        if symbolic and math.prod(u.shape) > SYMBOLIC_MAX: return None     # (found before its sources are walked)
+        opened.add(u)
+        stack.append(u)
+        stack.extend(reversed(u.src))
+        continue
       op = u.op
+      known = u.data is not None or (op is Ops.CONST and lifted(u))
       if not symbolic:
         if known:
           key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
           leaves.append(u)
-        else: key.append((op, u.dtype, _argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple([pos[x] for x in u.src])))
+        else: key.append((op, u.dtype, _argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple(map(at, u.src))))
         pos[u] = len(key) - 1
         continue
       try:
@@ -406,7 +411,7 @@ def _walk(outputs: list[UOp], symbolic: bool):
         key.append((Ops.BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
         leaves.append(u)
       else:
-        key.append((op, u.dtype, arg, tuple([pos[x] for x in u.src]), shape))
+        key.append((op, u.dtype, arg, tuple(map(at, u.src)), shape))
       pos[u] = len(key) - 1
   outs = tuple([pos[o] for o in outputs])
   if flat and len(n := {math.prod(o.shape) for o in outputs}) == 1 and (n := n.pop()) >= 2:

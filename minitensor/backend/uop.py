@@ -120,6 +120,7 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   for s in src:
     if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
   if op in _ALU_NO_CAST: return _infer_alu(op, src)
+  if (rule := _COMMON.get(op)) is not None and (r := rule(src, arg, dtype)) is not None: return r
   n = op._name_
   if op is Ops.CONST:
     _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void,
@@ -151,6 +152,52 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
            "CAST: one source and a target dtype")
     return dtype, src[0].shape
   return _infer_shape(op, src, arg)
+
+
+# The common well-formed case of the shape world's most frequent nodes (graph building makes many): its (dtype, shape)
+# by the rule of _infer, or None, and _infer decides (with its messages). Sources must be one UOp; shapes are tuples of
+# non-negative ints; permutations and reductions take ints.
+def _reshape_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0 and math.prod(arg) == math.prod(x.shape):
+    return x.dtype, arg
+  return None
+
+
+def _expand_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     len(arg) == len(s := x.shape) and _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0:
+    for a, b in zip(s, arg):
+      if a != b and a != 1: return None
+    return x.dtype, arg
+  return None
+
+
+def _permute_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     _INT.issuperset(map(type, arg)) and sorted(arg) == list(range(len(s := x.shape))):
+    return x.dtype, tuple([s[i] for i in arg])
+  return None
+
+
+def _reduce_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and len(arg) == 2 and \
+     arg[0] in REDUCE_OPS and type(n := arg[1]) is int and 0 <= n <= len(s := x.shape) and \
+     (x.dtype is not dtypes.bool or arg[0] is Ops.MAX or arg[0] is Ops.MIN):
+    return x.dtype, s[:len(s) - n]
+  return None
+
+
+def _cast_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and type(dtype) is DType and dtype is not dtypes.void:
+    return dtype, x.shape
+  return None
+
+
+_COMMON = {Ops.RESHAPE: _reshape_rule, Ops.EXPAND: _expand_rule, Ops.PERMUTE: _permute_rule, Ops.REDUCE: _reduce_rule,
+           Ops.CAST: _cast_rule}
+_COMMON_NODE = frozenset((Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE))    # (their dtype is their source's)
+_INT = frozenset((int,))
 
 
 def _infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
@@ -298,6 +345,9 @@ def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool)
 # the key may hold a newer node by then). A plain dict: WeakValueDictionary's methods are Python-level calls.
 _CONS: dict[tuple, weakref.ref] = {}
 _GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
+_LIKE: dict[tuple, UOp] = {}      # (dtype, shape, type, argkey) -> a broadcast constant (UOp.const_like)
+LIKE_SIZE = 4096
+_PY_SCALAR = frozenset((bool, int, float, complex))
 
 
 class UOp:
@@ -317,6 +367,14 @@ class UOp:
       for s in src:
         if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
       dt, shape = _infer_alu(op, src)
+    elif op in _COMMON_NODE and dtype is None:       # the shape world's most common nodes
+      key = (op, src, arg, None)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      dt, shape = _COMMON[op](src, arg, None) or _infer(op, src, arg, None)
+    elif op is Ops.CAST and dtype is not None:        # (its result is always `dtype`)
+      key = (op, src, arg, dtype)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      dt, shape = _cast_rule(src, arg, dtype) or _infer(op, src, arg, dtype)
     else:
       if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
       key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
@@ -408,10 +466,17 @@ class UOp:
     return UOp(Ops.CONST, (), v, dtype)
 
   def const_like(self, v) -> UOp:
-    """A constant of self's dtype and shape (a scalar CONST broadcast with RESHAPE + EXPAND)."""
-    c = UOp.const(v, self.dtype)
-    if not self.shape: return c
-    return c.reshape((1,) * len(self.shape)).expand(self.shape)
+    """A constant of self's dtype and shape (a scalar CONST broadcast with RESHAPE + EXPAND). The last
+    LIKE_SIZE broadcast constants of Python scalars are kept (they hold no data): graph building asks for the same
+    few again and again (the -1 of every subtraction), which the weak cons table would otherwise build anew."""
+    if not self.shape: return UOp.const(v, self.dtype)
+    if type(v) not in _PY_SCALAR:        # (a NumPy scalar's -0.0 equals 0.0 as a key: built, not kept)
+      return UOp.const(v, self.dtype).reshape((1,) * len(self.shape)).expand(self.shape)
+    key = (self.dtype, self.shape, type(v), _argkey(v))
+    if (u := _LIKE.get(key)) is None:
+      if len(_LIKE) >= LIKE_SIZE: _LIKE.clear()
+      u = _LIKE[key] = UOp.const(v, self.dtype).reshape((1,) * len(self.shape)).expand(self.shape)
+    return u
 
   def index(self, *idx: UOp | int) -> UOp:
     return UOp(Ops.INDEX, (self, *(i if isinstance(i, UOp) else UOp.const(i) for i in idx)))
@@ -423,14 +488,18 @@ class UOp:
   def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
   def stage(self) -> UOp: return UOp(Ops.STAGE, (self,))
 
+  # the movement builders return self when they would not move anything (reshape or expand to self's shape, the
+  # identity permutation)
   def reshape(self, shape: tuple[int, ...]) -> UOp:
-    shape = tuple(int(s) for s in shape)
+    if type(shape) is tuple and shape == self.shape: return self
+    shape = tuple(map(int, shape))
     return self if shape == self.shape else UOp(Ops.RESHAPE, (self,), shape)
   def expand(self, shape: tuple[int, ...]) -> UOp:
-    shape = tuple(int(s) for s in shape)
+    if type(shape) is tuple and shape == self.shape: return self
+    shape = tuple(map(int, shape))
     return self if shape == self.shape else UOp(Ops.EXPAND, (self,), shape)
   def permute(self, p: tuple[int, ...]) -> UOp:
-    p = tuple(int(a) for a in p)
+    p = tuple(map(int, p))
     return self if p == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, (self,), p)
   def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
@@ -450,7 +519,8 @@ class UOp:
   # ---- ALU
   def _operand(self, x) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
   def alu(self, op: Ops, *src) -> UOp:
-    if len(src) == 1 and type(x := src[0]) is UOp: return UOp(op, (self, x))     # (no generator: dispatch, W9)
+    if len(src) == 1:                                                  # (no generator: dispatch, W9)
+      return UOp(op, (self, x if isinstance(x := src[0], UOp) else self.const_like(x)))
     return UOp(op, (self, *[self._operand(s) for s in src]))
   def where(self, a, b) -> UOp:
     a = a if isinstance(a, UOp) else (b.const_like(a) if isinstance(b, UOp) else

@@ -2,6 +2,8 @@
 import gc
 import math
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from minitensor.backend import uop as uop_mod
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, UOpError, buf, range_
@@ -325,3 +327,71 @@ def test_pad_value_is_part_of_the_structure():
   assert x.pad(((1, 1), (0, 0)), -0.0) is not x.pad(((1, 1), (0, 0)), 0.0)
   assert x.pad(((1, 1), (0, 0)), math.nan) is x.pad(((1, 1), (0, 0)), float("nan"))
   assert x.pad(((1, 1), (0, 0)), 0.0) is x.pad(((1, 1), (0, 0)), 0)
+
+
+# ---------------------------------------------------------------- graph building's short paths
+def test_no_op_movements_return_the_node():
+  import numpy as np
+  x = X()
+  assert x.reshape((3, 4)) is x and x.reshape([3, 4]) is x and x.reshape((np.int64(3), 4)) is x
+  assert x.expand((3, 4)) is x and x.permute((0, 1)) is x and x.permute([0, 1]) is x
+  assert x.reshape([4, 3]) is x.reshape((4, 3)) and x.reshape((np.int64(4), 3)).arg == (4, 3)
+
+
+def _full_rule(op, src, arg, dtype):
+  """The result of the full type rule (uop._infer without the table of common cases), or the UOpError it raises."""
+  saved = dict(uop_mod._COMMON)
+  uop_mod._COMMON.clear()
+  try: return uop_mod._infer(op, src, arg, dtype)
+  except UOpError as e: return e
+  finally: uop_mod._COMMON.update(saved)
+
+
+SHAPES = st.lists(st.integers(0, 3), max_size=4).map(tuple)
+
+
+@given(shape=SHAPES, arg=st.one_of(SHAPES, st.lists(st.integers(-1, 4), max_size=4).map(tuple),
+                                   st.lists(st.booleans(), max_size=3).map(tuple), st.just([2, 3]), st.just(None)),
+       n=st.integers(-1, 5), red=st.sampled_from([Ops.ADD, Ops.MAX, Ops.FDIV]),
+       dt=st.sampled_from([dtypes.float32, dtypes.bool, dtypes.int32]))
+def test_common_rules_agree_with_the_full_rules(shape, arg, n, red, dt):
+  # a short rule answers only what the full rule accepts, and answers it the same (dtype, shape)
+  x = UOp.const(True if dt is dtypes.bool else 1, dt)
+  x = x.reshape((1,) * len(shape)).expand(shape) if shape else x
+  cases = [(Ops.RESHAPE, arg, None), (Ops.EXPAND, arg, None), (Ops.PERMUTE, arg, None), (Ops.REDUCE, (red, n), None),
+           (Ops.REDUCE, arg, None), (Ops.CAST, None, dtypes.float64), (Ops.CAST, None, None),
+           (Ops.RESHAPE, arg, dtypes.float32)]
+  for op, a, d in cases:
+    for src in ((x,), (x, x), ()):
+      full = _full_rule(op, src, a, d)
+      if (r := uop_mod._COMMON[op](src, a, d)) is not None: assert r == full, (op, src, a, d)
+      if isinstance(full, UOpError): assert r is None, (op, a, d)
+
+
+def test_const_like_keeps_broadcast_constants_without_data():
+  import numpy as np
+  import minitensor as mt
+  x = X()
+  ids = {id(x.const_like(2.5)) for _ in range(3)}
+  gc.collect()
+  assert len(ids) == 1 and x.const_like(2.5) is x.const_like(2.5)                  # nothing else holds it
+  assert x.const_like(-0.0) is not x.const_like(0.0) and x.const_like(math.nan) is x.const_like(float("nan"))
+  assert x.const_like(2) is x.const_like(2.0) and x.const_like(2).src[0].src[0].arg == 2.0   # float32 2.0
+  t = mt.asarray(np.ones((3, 4), np.float32))
+  np.testing.assert_array_equal(np.asarray(-t + mt.full((3, 4), 7.0, np.float32)), np.full((3, 4), 6, np.float32))
+  assert all(u.data is None for u in uop_mod._LIKE.values())       # realized graphs leave no array on a constant
+
+
+def test_const_like_cache_is_bounded(monkeypatch):
+  monkeypatch.setattr(uop_mod, "LIKE_SIZE", 8)
+  x = X()
+  for k in range(50): x.const_like(float(k))
+  assert len(uop_mod._LIKE) <= 8
+
+
+def test_const_like_of_numpy_scalars_keeps_signed_zeros():
+  import numpy as np
+  x = X()
+  assert x.const_like(np.float32(-0.0)).src[0].src[0] is UOp.const(-0.0, dtypes.float32)
+  assert x.const_like(np.float32(0.0)).src[0].src[0] is UOp.const(0.0, dtypes.float32)
+  assert x.const_like(np.float64(-0.0)) is not x.const_like(np.float64(0.0))
