@@ -1,0 +1,112 @@
+"""walk: walks over a UOp graph without recursion (graphs may be 100,000 nodes deep), and the value bounds that
+one such walk infers. uop.py re-exports them; the nodes' own methods (substitute, vmin, vmax) use them.
+
+    rewrite(root, fn, memo)     root rebuilt bottom-up, each node once (the compiler's one graph-rewrite walker)
+    memo_walk(root, rule, memo) a generator rule per key, run on an explicit stack (rangeify's rules)
+    bounds(u)                   (vmin, vmax) of an index expression's value, memoized on the nodes
+"""
+from __future__ import annotations
+from typing import TYPE_CHECKING, Callable
+from minitensor.backend.dtype import dtypes
+from minitensor.backend.ops import COMPARE, Ops
+
+if TYPE_CHECKING:
+  from minitensor.backend.uop import UOp
+
+
+def rewrite(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp | None] | None = None, memo=None) -> UOp:
+  """root rebuilt bottom-up, the one graph-rewrite walker of the compiler: every node once, after its sources.
+  fn(u, src) is u's result given its sources' results src, or None for the default (also without fn): u itself when
+  src are its own sources, else u with src. Results are kept in `memo` (node -> result; it is used through `in`,
+  `[]`, `get` and assignment only): a node already in it is not entered, so a memo seeded with {node: replacement}
+  is a substitution, and a memo kept across calls continues earlier walks (simplify's lives on the nodes).
+  Iterative: graphs may be far deeper than Python's stack."""
+  if memo is None: memo = {}
+  if (r := memo.get(root)) is not None: return r
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, ready = stack.pop()
+    if u in memo: continue
+    if ready:
+      src = tuple([memo[s] for s in u.src])
+      if fn is None or (r := fn(u, src)) is None:
+        r = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+      memo[u] = r
+      continue
+    stack.append((u, True))
+    stack.extend([(s, False) for s in reversed(u.src) if s not in memo])
+  return memo[root]
+
+
+def memo_walk(root, rule, memo: dict):
+  """The result of `rule` at `root`, without recursion (graphs may be far deeper than Python's stack).
+  rule(key) is a generator: it yields the keys whose results it needs (each result is sent back in) and
+  returns its own result. Results are kept in `memo` (key -> result, never None), so each key runs once."""
+  if (r := memo.get(root)) is not None: return r
+  stack = [(root, rule(root))]
+  val = None
+  while stack:
+    key, gen = stack[-1]
+    try: want = gen.send(val)
+    except StopIteration as done:
+      memo[key] = val = done.value
+      stack.pop()
+      continue
+    if (val := memo.get(want)) is None: stack.append((want, rule(want)))
+  return val
+
+
+def bounds(u: UOp) -> tuple:
+  """(vmin, vmax) of u's value; the dtype's range where nothing better is known."""
+  if u._bounds is None:
+    for x in u.toposort():
+      if x._bounds is None: x._bounds = _bounds(x)
+  return u._bounds
+
+
+def _bounds(u: UOp) -> tuple:
+  d, op = u.dtype, u.op
+  full = (d.min, d.max) if d is not dtypes.void else (0, 0)
+  if op is Ops.CONST: return (u.arg, u.arg)
+  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
+  if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
+  if op in COMPARE:
+    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+    if u.src[0].dtype.kind in "fc": return (False, True)
+    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
+    if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
+    disjoint = a1 < b0 or b1 < a0
+    same = a0 == a1 == b0 == b1
+    if op is Ops.CMPEQ: return (same, not disjoint)
+    return (disjoint, not same)
+  if op is Ops.WHERE:
+    c, a, b = (s._bounds for s in u.src)
+    if c[0]: return a
+    if not c[1]: return b
+    return (min(a[0], b[0]), max(a[1], b[1]))
+  if op is Ops.CAST:
+    s0, s1 = u.src[0]._bounds
+    if d.kind in "fc" or u.src[0].dtype.kind in "fc": return full
+    return (s0, s1) if d.min <= s0 and s1 <= d.max else full
+  if d.kind in "fc" or op not in (Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MAX, Ops.MIN, Ops.AND, Ops.OR):
+    return full
+  (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
+  if op is Ops.ADD: r = (a0 + b0, a1 + b1)
+  elif op is Ops.MUL:
+    ps = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+    r = (min(ps), max(ps))
+  elif op is Ops.MAX: r = (max(a0, b0), max(a1, b1))
+  elif op is Ops.MIN: r = (min(a0, b0), min(a1, b1))
+  elif op in (Ops.AND, Ops.OR):
+    if not d.is_bool:
+      return full if a0 < 0 or b0 < 0 else (0, max(a1, b1) if op is Ops.AND else (1 << max(a1, b1).bit_length()) - 1)
+    r = (a0 and b0, a1 and b1) if op is Ops.AND else (a0 or b0, a1 or b1)
+  elif b0 == b1 and b0 > 0:
+    c = b0
+    if op is Ops.FLOORDIV: r = (a0 // c, a1 // c)
+    else: r = (a0 % c, a1 % c) if a0 // c == a1 // c else (0, c - 1)
+  elif op is Ops.FLOORDIV and b0 > 0:
+    r = (min(a0 // b0, a0 // b1), max(a1 // b0, a1 // b1))
+  elif op is Ops.FLOORMOD and b0 > 0: r = (0, b1 - 1)
+  else: return full
+  return r if d is dtypes.index or (d.min <= r[0] and r[1] <= d.max) else full
