@@ -30,6 +30,12 @@ PRELUDE = r"""#include <math.h>
 #include <stdint.h>
 /* set by the runtime in a fork()ed child, where GNU OpenMP's thread pool is unusable: parallel loops run serially */
 int mt_serial = 0;
+#ifdef _OPENMP
+#include <omp.h>
+/* the chunk of a threaded loop of n iterations: 4 per thread, handed out dynamically, so a core slowed by other
+   work takes fewer of them (each iteration computes its own outputs: the values do not depend on the split) */
+static inline int64_t mt_chunk(int64_t n) { int64_t c = n / (4 * omp_get_max_threads()); return c > 1 ? c : 1; }
+#endif
 #define MT_INT(T, U, S) \
 static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; \
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
@@ -375,7 +381,7 @@ class _Renderer:
         size = f"n{r.arg.idx}" if self.sized else f"s{r.arg.var.arg.idx}" if r.arg.var is not None else r.arg.size
         if r.arg.kind is AxisType.THREAD:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized or r.arg.var is not None else "!mt_serial"
-          self.lines.append(f"{ind}#pragma omp parallel for schedule(static) if({cond})")
+          self.lines.append(f"{ind}#pragma omp parallel for schedule(dynamic, mt_chunk({size})) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; "
                           f"ridx{r.arg.idx}++) {{")
