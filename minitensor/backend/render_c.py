@@ -31,7 +31,7 @@ PRELUDE = r"""#include <math.h>
 /* set by the runtime in a fork()ed child, where GNU OpenMP's thread pool is unusable: parallel loops run serially */
 int mt_serial = 0;
 #ifdef _OPENMP
-#include <omp.h>
+int omp_get_max_threads(void);    /* (OpenMP's runtime; declared here, so no omp.h is needed) */
 /* the chunk of a threaded loop of n iterations: 4 per thread, handed out dynamically, so a core slowed by other
    work takes fewer of them (each iteration computes its own outputs: the values do not depend on the split) */
 static inline int64_t mt_chunk(int64_t n) { int64_t c = n / (4 * omp_get_max_threads()); return c > 1 ? c : 1; }

@@ -14,7 +14,7 @@ from minitensor.backend import composite
 from minitensor.backend.debug import run_shaped
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.rangeify import Ctx, Opts, lower
-from minitensor.backend.render_c import render_function
+from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.uir import parse
 from minitensor.backend.uop import Ops, UOp, UOpError, buf, prod
 
@@ -735,6 +735,15 @@ def test_thread_axis_is_the_outermost_loop(opts):
   a, b = rng.integers(-5, 6, (M, K)).astype(np.float32), rng.integers(-5, 6, (K, N)).astype(np.float32)
   np.testing.assert_array_equal(run_shaped(g, [a.ravel(), b.ravel()], opts), a @ b)
   assert _pragma_loop(c_source(g, 2, opts)) == (), c_source(g, 2, opts)
+
+
+def test_threaded_loops_take_chunks_dynamically():
+  # 4 chunks per thread handed out as threads finish (mt_chunk, in the prelude only under OpenMP); each iteration
+  # computes its own outputs, so the values do not depend on which thread ran it
+  src = c_source(gemm(16, 8, 4), 2, Opts(thread=0))
+  assert "#pragma omp parallel for schedule(dynamic, mt_chunk(16)) if(!mt_serial)" in src, src
+  assert "static inline int64_t mt_chunk(int64_t n)" in PRELUDE and PRELUDE.index("#ifdef _OPENMP") < \
+    PRELUDE.index("mt_chunk")
 
 
 def test_no_pragma_without_thread():
