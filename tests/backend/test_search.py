@@ -184,6 +184,9 @@ def test_the_heuristic_is_a_list_of_actions_that_builds_its_opts(monkeypatch):
   # a float32 row sum accumulates in float64: 4 independent chains of 4 double lanes
   row = buf(0, 4096 * 1024).reshape((4096, 1024)).cast(dtypes.float64).reduce(Ops.ADD, 1)
   assert heuristic(row) == [Opt(OptOps.UNROLL, 0, 16), Opt(OptOps.THREAD, 0, 0)]
+  # ... but short rows keep at least 8 steps of the loop: one vector of float32 lanes
+  short = buf(0, 1 << 16).reshape((1 << 11, 32)).cast(dtypes.float64).reduce(Ops.ADD, 1)
+  assert heuristic(short)[0] == Opt(OptOps.UNROLL, 0, 8)
   # a column sum: one block of columns per core (2 x 512), its float64 accumulators in half the 32 KiB L1 ...
   col = buf(0, 4096 * 1024).reshape((4096, 1024)).permute((1, 0)).cast(dtypes.float64).reduce(Ops.ADD, 1)
   assert heuristic(col) == [Opt(OptOps.VECTOR, 0, 512), Opt(OptOps.THREAD, 0, 0)]
