@@ -18,7 +18,7 @@ from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named function
 from minitensor.creation import *  # noqa: F401,F403
 from minitensor.manipulation import *  # noqa: F401,F403
 from minitensor.rearranging import *  # noqa: F401,F403
-from minitensor.reductions import *  # noqa: F401,F403
+from minitensor.reduction_functions import *  # noqa: F401,F403
 from minitensor.inspect import explain, to_dot  # noqa: F401
 from minitensor.extra import *  # noqa: F401,F403
 from minitensor.sorting import *  # noqa: F401,F403
