@@ -9,10 +9,6 @@ rest (pad, roll, repeat, tile, moveaxis, ...) in rearranging.py, exported from h
     hstack vstack dstack     atleast_1d/2d/3d (RESHAPE), then concatenate; column_stack makes 0-d and 1-D inputs
     column_stack row_stack   columns first; row_stack is NumPy 2's deprecated alias of vstack
     split array_split ...    SHRINK windows
-    pad                      the primitive PAD (one per axis side when the constants differ: later axes win corners)
-    roll                     the axis tiled twice (RESHAPE + EXPAND + RESHAPE) and a SHRINK window: no arithmetic
-    repeat tile              RESHAPE + EXPAND + RESHAPE; repeat with one count per element gathers with INDEX
-    the rest                 PERMUTE / RESHAPE / EXPAND / FLIP through the Tensor methods
 
 Errors are NumPy's types, raised at the call with the op and the shapes: ValueError for shapes,
 numpy.exceptions.AxisError for axes, TypeError for dtypes and non-integer arguments.

@@ -219,14 +219,14 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
 def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
   if u.op is not Ops.REDUCE: return None
   v, r = u.replace(src=src), prod(u.src[0].shape[len(u.shape):])
-  if prod(u.shape) != 1:
-    if u.arg[1] != 1 or prod(u.src[0].shape) < COLUMN_MIN or not _across_rows(u.src[0]) or \
-        (c := divisor(r, COLUMN_PARTS)) == 1: return v
-    k = len(v.shape)
-    parts = v.src[0].reshape(v.shape + (c, r // c)).permute((k, *range(k), k + 1)).reduce(v.arg[0], 1).stage()
-    return parts.permute((*range(1, k + 1), 0)).reduce(v.arg[0], 1)
-  if r < SPLIT_MIN or (c := divisor(r, SPLIT_PARTS)) == 1: return v
-  return v.src[0].reshape(v.shape + (c, r // c)).reduce(v.arg[0], 1).stage().reduce(v.arg[0], 1)
+  if prod(u.shape) == 1: c = divisor(r, SPLIT_PARTS) if r >= SPLIT_MIN else 1
+  elif u.arg[1] == 1 and prod(u.src[0].shape) >= COLUMN_MIN and _across_rows(u.src[0]): c = divisor(r, COLUMN_PARTS)
+  else: c = 1
+  if c == 1: return v
+  # c partials of r / c consecutive elements, the partials' axis outermost (a block of rows per partial)
+  k = len(v.shape)
+  parts = v.src[0].reshape(v.shape + (c, r // c)).permute((k, *range(k), k + 1)).reduce(v.arg[0], 1).stage()
+  return parts.permute((*range(1, k + 1), 0)).reduce(v.arg[0], 1)
 
 
 def _across_rows(x: UOp) -> bool:

@@ -162,7 +162,8 @@ def _wide(n: int, acc_itemsize: int, threads: int) -> int:
   (4096, 1024) float32 (float64 accumulators; AMD EPYC Zen 3, 2 threads, minimum of 20 calls, alternating): 32
   lanes 0.95-2.4 ms, 128 0.77-1.2, 512 (one block per thread) 0.56-0.71, 1024 unthreaded 0.80-0.99, NumPy
   0.77-1.0; a narrow block re-reads a short run of every row and misses the TLB each time."""
-  return divisor(n, min(max(machine().lanes(acc_itemsize), machine().l1 // (2 * acc_itemsize)), max(1, n // threads)))
+  m = machine()
+  return divisor(n, min(max(m.lanes(acc_itemsize), m.l1 // (2 * acc_itemsize)), max(1, n // threads)))
 
 
 def _tile_rows() -> int:

@@ -266,11 +266,11 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
-  vals = []
-  for c in _combos(parts): vals.append((yield (x, idx + c)))
+  vals, combos = [], _combos(parts)
+  for c in combos: vals.append((yield (x, idx + c)))
   if not real: return _tree(rop, vals + zero)
   if (f := _folded(u, vals[0], real, ctx, rkey)) is not None: return f
-  stash = (yield from _stash_store(u, idx, _combos(parts)[0], ctx)) if len(vals) == 1 else None
+  stash = (yield from _stash_store(u, idx, combos[0], ctx)) if len(vals) == 1 else None
   acc = ctx.alloc(u.dtype)
   # the accumulator lives inside the loops the output index uses...
   acc0 = acc.after(*ranges_in(*idx))
