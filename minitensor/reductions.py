@@ -30,12 +30,9 @@ class _Reductions:
       raise ValueError(f"zero-size array to reduction operation {name} which has no identity "
                        f"(shape {shape}, axis {axis})")
     if u.dtype.is_bool: op = {Ops.ADD: Ops.MAX, Ops.MUL: Ops.MIN}.get(op, op)      # NumPy's bool add/multiply: or/and
-    if not axes or axes[0] == n - len(axes):         # the last axes (axes are sorted): no permutation
-      r = u.reduce(op, len(axes))
-      if keepdims: r = r.reshape(shape[:n - len(axes)] + (1,) * len(axes))
-    else:
-      r = u.permute(tuple([k for k in range(n) if k not in axes] + list(axes))).reduce(op, len(axes))
-      if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(shape)))
+    # (the reduced axes moved last: over the last axes already, the identity permutation builds no node)
+    r = u.permute(tuple([k for k in range(n) if k not in axes] + list(axes))).reduce(op, len(axes))
+    if keepdims: r = r.reshape(tuple(1 if k in axes else s for k, s in enumerate(shape)))
     return Tensor(r)
 
   def sum(self, axis=None, dtype=None, keepdims: bool = False, *, initial=None, where=True) -> Tensor:

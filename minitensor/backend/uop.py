@@ -120,7 +120,6 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   for s in src:
     if type(s) is not UOp: raise UOpError(f"{op.name}: sources must be UOps")
   if op in _ALU_NO_CAST: return _infer_alu(op, src)
-  if (rule := _COMMON.get(op)) is not None and (r := rule(src, arg, dtype)) is not None: return r
   n = op._name_
   if op is Ops.CONST:
     _check(not src and isinstance(dtype, DType) and dtype is not dtypes.void,
