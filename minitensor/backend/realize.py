@@ -32,7 +32,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend import gemm, plans, tiers
+from minitensor.backend import buffers, gemm, plans, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.linearize import operations
@@ -160,8 +160,13 @@ class Compiled:
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
     p = self.plan
-    if self.allocs is None: self.allocs = [(n, vs, np.dtype(d)) for n, vs, d in p.buffers]
-    bufs = list(inputs) + [np.empty(n * math.prod([sizes[v] for v in vs]) if vs else n, d) for n, vs, d in self.allocs]
+    if self.allocs is None:       # (an output is a new array each run; an intermediate comes from buffers' pool)
+      outs = set(p.outputs)
+      self.allocs = [(n, vs, np.dtype(d), len(inputs) + k in outs) for k, (n, vs, d) in enumerate(p.buffers)]
+    bufs = list(inputs)
+    for n, vs, d, out in self.allocs:
+      count = n * math.prod([sizes[v] for v in vs]) if vs else n
+      bufs.append(np.empty(count, d) if out else buffers.take(count, d))
     t = time.perf_counter() if self.tier == 0 else 0.0
     if DEBUG or self.checked: self._run_slow(bufs, sizes)
     else:
@@ -169,6 +174,7 @@ class Compiled:
       for k, slots, extra, vs in self.fns:
         k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
     self._ran(t)
+    buffers.give([b for b, a in zip(bufs[len(inputs):], self.allocs) if not a[3]])
     return [bufs[o] for o in p.outputs]
 
   def _ran(self, t: float) -> None:
@@ -521,10 +527,13 @@ class Bound:
       r = np.empty(self.counts[0], self.dtypes[0])
       prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1])
     else:
-      bufs = list(map(np.empty, self.counts, self.dtypes))
+      out = self.output
+      bufs = [np.empty(n, d) if k == out else buffers.take(n, d)
+              for k, (n, d) in enumerate(zip(self.counts, self.dtypes))]
       ptrs = self.ptrs + list(map(self.pointer, bufs))
       for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
-      r = bufs[self.output]
+      r = bufs[out]
+      buffers.give(bufs[:out] + bufs[out + 1:])
     if prog.tier == 0: prog._ran(t)
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)

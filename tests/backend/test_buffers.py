@@ -1,0 +1,109 @@
+"""The pool of intermediate buffers (backend/buffers.py): what it keeps and drops, and that plans whose
+intermediates come from it compute the values NumPy does, run after run, on other data and from several threads."""
+import threading
+import numpy as np
+import pytest
+import minitensor as mt
+from minitensor.backend import buffers
+from minitensor.backend.runtime import stats
+
+F32 = np.dtype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def _empty_pool():
+  buffers.clear()
+  yield
+  buffers.clear()
+
+
+def test_take_returns_a_given_array():
+  a = buffers.take(1 << 16, F32)
+  assert a.shape == (1 << 16,) and a.dtype == F32
+  buffers.give([a])
+  assert buffers.held() == a.nbytes
+  assert buffers.take(1 << 16, F32) is a
+  assert buffers.held() == 0
+  assert buffers.take(1 << 16, F32) is not a          # (taken: never handed out twice)
+
+
+def test_pool_is_keyed_by_count_and_dtype():
+  a = buffers.take(1 << 16, F32)
+  buffers.give([a])
+  assert buffers.take(1 << 15, np.dtype(np.float64)) is not a
+  assert buffers.take((1 << 16) + 1, F32) is not a
+  assert buffers.take(1 << 16, F32) is a
+
+
+def test_small_arrays_are_not_kept():
+  n = buffers.MIN_BYTES // 4 - 1
+  a = buffers.take(n, F32)
+  buffers.give([a])
+  assert buffers.held() == 0 and buffers.take(n, F32) is not a
+
+
+def test_pool_drops_the_oldest_past_its_bound(monkeypatch):
+  monkeypatch.setattr(buffers, "POOL_BYTES", 3 * buffers.MIN_BYTES)
+  n = buffers.MIN_BYTES // 4
+  arrays = [np.empty(n, F32) for _ in range(5)]
+  buffers.give(arrays)
+  assert buffers.held() == 3 * buffers.MIN_BYTES
+  kept = [buffers.take(n, F32) for _ in range(3)]
+  assert {id(a) for a in kept} == {id(a) for a in arrays[2:]}
+  big = np.empty(4 * n, F32)
+  buffers.give([big])                                    # (larger than the whole pool: not kept)
+  assert buffers.held() == 0
+
+
+def _epilogue(tx, tw, tb):
+  """relu(x @ w + b): the product is materialized (an intermediate of 256 KiB), the epilogue reads it."""
+  return mt.maximum(tx @ tw + tb, 0)
+
+
+def _reference(x, w, b): return np.maximum(x @ w + b, 0)
+
+
+def test_a_plan_reuses_its_intermediate_and_stays_correct():
+  rng = np.random.default_rng(0)
+  w, b = rng.standard_normal((64, 1024), np.float32), rng.standard_normal(1024, np.float32)
+  tw, tb = mt.asarray(w), mt.asarray(b)
+  held, results = [], []
+  for _ in range(4):                    # other data each run: nothing of an earlier run's intermediate shows
+    x = rng.standard_normal((64, 64), np.float32)
+    results.append((np.asarray(_epilogue(mt.asarray(x), tw, tb)), _reference(x, w, b)))
+    np.testing.assert_allclose(*results[-1], rtol=1e-4, atol=1e-4)
+    held.append(buffers.held())
+  assert held[0] >= 64 * 1024 * 4 and len(set(held)) == 1     # kept after the first run, and not more after
+  for got, want in results: np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)   # (outputs never reused)
+
+
+def test_a_replayed_plan_reuses_its_intermediate():
+  rng = np.random.default_rng(1)
+  x, w, b = (rng.standard_normal(s, np.float32) for s in ((64, 64), (64, 1024), (64, 1024)))
+  m, tb = mt.asarray(x) @ mt.asarray(w), mt.asarray(b)       # the root's sources live across the calls
+  before, results = stats.replays, []
+  held = []
+  for _ in range(6):
+    results.append(np.asarray(m + tb))
+    held.append(buffers.held())
+  for r in results: np.testing.assert_allclose(r, x @ w + b, rtol=1e-4, atol=1e-4)    # (no result reused)
+  assert stats.replays - before >= 4 and held[0] >= 64 * 1024 * 4 and len(set(held)) == 1
+
+
+def test_threads_running_one_plan_get_their_own_intermediates():
+  rng = np.random.default_rng(2)
+  w, b = rng.standard_normal((64, 1024), np.float32), rng.standard_normal(1024, np.float32)
+  tw, tb = mt.asarray(w), mt.asarray(b)
+  np.asarray(_epilogue(mt.asarray(np.zeros((64, 64), np.float32)), tw, tb))        # (compiled once, first)
+  xs = [rng.standard_normal((64, 64), np.float32) for _ in range(4)]
+  errors = []
+  def work(x):
+    try:
+      for _ in range(15):
+        np.testing.assert_allclose(np.asarray(_epilogue(mt.asarray(x), tw, tb)), _reference(x, w, b),
+                                   rtol=1e-4, atol=1e-4)
+    except AssertionError as e: errors.append(e)
+  threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+  for t in threads: t.start()
+  for t in threads: t.join()
+  assert not errors
