@@ -11,20 +11,17 @@ lowers (`schedule_of`), renders and compiles, and stores the plan. `Plan` and `C
 lowering and running: the C source, its tier, and per kernel its function, buffers and size arguments.
 
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
-runs its `Bound` plan from the second time on: the program, the inputs' pointers, the sizes and every kernel's
-arguments were found once, so a call costs a dictionary lookup, the output allocations and the kernel calls
-(the dispatch cost W9 of DESIGN.md). A bound plan lives as long as its sources, and declines when a node it
-would compute has been realized since (that value is read, as a new walk would).
+runs its `replay.Bound` plan from the second time on, without a walk (the dispatch cost W9 of DESIGN.md). A bound
+plan lives as long as its sources, and declines when a node it would compute has been realized since (that value
+is read, as a new walk would). A plan's intermediate buffers come from buffers.py's pool, its outputs are new.
 
 Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import functools
 import itertools
 import logging
 import math
-import operator
 import os
 import threading
 import time
@@ -32,12 +29,13 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend import buffers, gemm, plans, tiers
+from minitensor.backend import buffers, gemm, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
+from minitensor.backend.replay import pointer as _pointer
+from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, stats
 from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, _argkey, prod, var
 
 
@@ -45,12 +43,6 @@ def _from_buffer(a):
   """A kernel's pointer argument to a's memory (cffi's backend is imported at the first kernel load)."""
   fb, chars = _pointer()
   return fb(chars, a, False)
-
-
-def _pointer() -> tuple:
-  """(cffi's from_buffer, the char[] type): f(chars, a, False) is a kernel's pointer argument to a's memory."""
-  n = native()
-  return n.backend.from_buffer, n.chars
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
 
@@ -450,7 +442,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     checked, tier = m
     if not (checked or DEBUG):
       sig = (tier, o.op, _argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
-      if (b := _bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
+      if (b := replay.bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
@@ -466,102 +458,14 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     inputs = arrays_of(leaves)
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
-    if sig is not None: _remember(sig, o, prog, leaves, inputs, sizes, borrowed)
+    if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
+      replay.remember(sig, o, prog, leaves, inputs, sizes, not borrowed and _base(o).op is not Ops.CONST)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
   # they read a user's memory, which may change after this realization
   if not borrowed:
     for o, r in zip(outputs, res):
       if o.op is not Ops.BUFFER and _base(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
   return res
-
-
-# ---------------------------------------------------------------------- the realize plan of a repeated graph
-class Bound:
-  """The realize plan of one graph over particular nodes: realize([o]) of a root o with the op, argument and
-  sources (the same objects) of a graph realized before, with all that does not change between such calls done
-  once: no structure key, no program lookup, the inputs' pointers taken (a leaf's data never changes once set;
-  a user's memory is read where it is), the buffers' sizes and each kernel's arguments computed. Only the outputs
-  are allocated and the kernels run. Valid while its sources live (a source's death drops it from `_bound`) and
-  the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines)."""
-  __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
-               "one")
-
-  def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
-               borrowed: bool, sig: tuple):
-    drop = lambda _, k=sig: _bound.pop(k, None)
-    self.srcs = tuple([weakref.ref(s, drop) for s in o.src])
-    known = set(leaves)
-    # sources and nodes below them that were computed here: held (below the sources: no source is kept alive)
-    self.fresh = tuple([k for k, s in enumerate(o.src) if s not in known])
-    self.interior = tuple([u for s in o.src if s not in known for u in s.toposort(known) if u not in o.src])
-    fb, chars = _pointer()
-    self.pointer = functools.partial(fb, chars)
-    p = self.prog = prog
-    self.ptrs = [fb(chars, a, False) for a in inputs]       # (keeps the arrays, not the nodes, alive)
-    self.counts = [n * math.prod([sizes[v] for v in vs]) for n, vs, _ in p.plan.buffers]
-    self.dtypes = [np.dtype(d) for _, _, d in p.plan.buffers]
-    # per kernel: its buffers' pointers picked from all of them, and its integer arguments
-    self.calls = [(_picker(c.slots), c.sizes + tuple([sizes[v] for v in c.vars])) for c in p.plan.calls]
-    self.output = p.plan.outputs[0] - len(inputs)
-    self.keep = not borrowed and _base(o).op is not Ops.CONST      # what realize keeps on the node
-    # one kernel writing one buffer (an elementwise op): its arguments before and after that buffer's pointer
-    self.one = None
-    if len(self.counts) == 1 and len(self.calls) == 1 and (sl := p.plan.calls[0].slots).count(len(inputs)) == 1:
-      k = sl.index(len(inputs))
-      self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
-
-  def run(self, o: UOp) -> list[np.ndarray] | None:
-    """realize([o]) by this plan; None when the plan does not hold for o (other sources, or one since realized)."""
-    src = o.src
-    for r, s in zip(self.srcs, src):
-      if r() is not s: return None
-    for k in self.fresh:
-      if src[k].data is not None: return None
-    for u in self.interior:
-      if u.data is not None: return None
-    stats.graph_hits += 1
-    stats.replays += 1
-    prog = self.prog
-    if prog.tier == 0: t = time.perf_counter()
-    if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
-      r = np.empty(self.counts[0], self.dtypes[0])
-      prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1])
-    else:
-      out = self.output
-      bufs = [np.empty(n, d) if k == out else buffers.take(n, d)
-              for k, (n, d) in enumerate(zip(self.counts, self.dtypes))]
-      ptrs = self.ptrs + list(map(self.pointer, bufs))
-      for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
-      r = bufs[out]
-      buffers.give(bufs[:out] + bufs[out + 1:])
-    if prog.tier == 0: prog._ran(t)
-    else: prog.runs += 1
-    if r.shape != o.shape: r = r.reshape(o.shape)
-    if self.keep: o.data = r
-    return [r]
-
-
-def _picker(slots: tuple[int, ...]):
-  """A function of a list: the tuple of its elements at `slots`."""
-  return operator.itemgetter(*slots) if len(slots) > 1 else lambda xs, k=slots[0]: (xs[k],)
-
-
-_bound: dict[tuple, Bound] = {}     # (tier mode, op, arg, dtype, source ids) -> plan; an entry dies with a source
-_seen: dict[tuple, tuple] = {}      # the same key -> weakrefs of the sources of the last graph realized with it
-SEEN_SIZE = 4096
-
-
-def _remember(sig, o: UOp, prog: Compiled, leaves, inputs, sizes, borrowed: bool) -> None:
-  """Keep the realize plan of o for the next root over the same sources: at the second realization of such a root
-  (graphs over fresh sources, which never repeat, only leave a few weakrefs in _seen)."""
-  if prog.plan.outputs[0] < len(inputs): return          # (a value that is an input's array: not a plan's)
-  refs = _seen.get(sig)
-  if refs is not None and all(r() is s for r, s in zip(refs, o.src)):
-    _bound[sig] = Bound(o, prog, leaves, inputs, sizes, borrowed, sig)
-    _seen.pop(sig, None)
-    return
-  if len(_seen) >= SEEN_SIZE: _seen.clear()
-  _seen[sig] = tuple([weakref.ref(s) for s in o.src])
 
 
 _ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: read without encoding and decoding

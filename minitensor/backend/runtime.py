@@ -74,7 +74,7 @@ class Stats:
   graph_hits: int = 0
   graph_misses: int = 0
   plan_hits: int = 0               # programs found as plans on disk (plans.py): nothing lowered
-  replays: int = 0                 # graph hits run by a realize plan kept for the graph's sources (realize.Bound)
+  replays: int = 0                 # graph hits run by a realize plan kept for the graph's sources (replay.Bound)
   compile_seconds: float = 0.0
   def reset(self) -> None:
     for k in self.__dataclass_fields__: setattr(self, k, type(getattr(self, k))())

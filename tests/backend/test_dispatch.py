@@ -1,4 +1,4 @@
-"""The realize plan of a repeated graph (realize.Bound): a graph rebuilt over the same sources (W9's
+"""The realize plan of a repeated graph (replay.Bound): a graph rebuilt over the same sources (W9's
 `np.asarray(t + u)` in a loop) runs its kernels without the structure key, the program lookup or any lowering,
 and gives what the full path gives whatever changed in between (the mutation rules, checked mode, tiers, threads)."""
 import gc
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import minitensor as mt
 from minitensor.backend import realize as R
+from minitensor.backend import replay
 from minitensor.backend.runtime import stats
 
 
@@ -162,10 +163,10 @@ def test_a_plan_dies_with_its_sources():
   t, u = mt.asarray(a), mt.asarray(b)
   for _ in range(3): np.asarray(t + u)
   ids = {id(t.uop), id(u.uop)}
-  assert any(ids <= set(k[4:]) for k in R._bound)
+  assert any(ids <= set(k[4:]) for k in replay.bound)
   del t, u
   gc.collect()
-  assert not any(ids <= set(k[4:]) for k in R._bound)
+  assert not any(ids <= set(k[4:]) for k in replay.bound)
 
 
 def test_a_forked_child_runs_the_parents_bound_plan():

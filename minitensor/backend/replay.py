@@ -1,0 +1,118 @@
+"""replay: the realize plan of a repeated graph (W9 of DESIGN.md: the dispatch cost).
+
+A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
+runs its `Bound` plan from the second time on: realize looks it up by the root's op, argument, dtype and the
+identities of its sources (`bound`) before it walks anything. The program, the inputs' pointers, the sizes and
+every kernel's arguments were found once, so a call costs a dictionary lookup, the allocations and the kernel
+calls. realize offers every program it ran for a single root (`remember`); the plan is made at the second
+realization over the same sources, so graphs over fresh sources only leave a few weakrefs behind.
+"""
+from __future__ import annotations
+import functools
+import math
+import operator
+import time
+import weakref
+from typing import TYPE_CHECKING
+import numpy as np
+from minitensor.backend import buffers
+from minitensor.backend.runtime import native, stats
+from minitensor.backend.uop import UOp
+
+if TYPE_CHECKING:
+  from minitensor.backend.realize import Compiled
+
+
+def pointer() -> tuple:
+  """(cffi's from_buffer, the char[] type): f(chars, a, False) is a kernel's pointer argument to a's memory."""
+  n = native()
+  return n.backend.from_buffer, n.chars
+
+
+class Bound:
+  """The realize plan of one graph over particular nodes: realize([o]) of a root o with the op, argument and
+  sources (the same objects) of a graph realized before, with all that does not change between such calls done
+  once: no structure key, no program lookup, the inputs' pointers taken (a leaf's data never changes once set;
+  a user's memory is read where it is), the buffers' sizes and each kernel's arguments computed. Only the outputs
+  are allocated and the kernels run. Valid while its sources live (a source's death drops it from `bound`) and
+  the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines)."""
+  __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
+               "one")
+
+  def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
+               keep: bool, sig: tuple):
+    drop = lambda _, k=sig: bound.pop(k, None)
+    self.srcs = tuple([weakref.ref(s, drop) for s in o.src])
+    known = set(leaves)
+    # sources and nodes below them that were computed here: held (below the sources: no source is kept alive)
+    self.fresh = tuple([k for k, s in enumerate(o.src) if s not in known])
+    self.interior = tuple([u for s in o.src if s not in known for u in s.toposort(known) if u not in o.src])
+    fb, chars = pointer()
+    self.pointer = functools.partial(fb, chars)
+    p = self.prog = prog
+    self.ptrs = [fb(chars, a, False) for a in inputs]       # (keeps the arrays, not the nodes, alive)
+    self.counts = [n * math.prod([sizes[v] for v in vs]) for n, vs, _ in p.plan.buffers]
+    self.dtypes = [np.dtype(d) for _, _, d in p.plan.buffers]
+    # per kernel: its buffers' pointers picked from all of them, and its integer arguments
+    self.calls = [(_picker(c.slots), c.sizes + tuple([sizes[v] for v in c.vars])) for c in p.plan.calls]
+    self.output = p.plan.outputs[0] - len(inputs)
+    self.keep = keep                 # whether realize keeps the value on the node
+    # one kernel writing one buffer (an elementwise op): its arguments before and after that buffer's pointer
+    self.one = None
+    if len(self.counts) == 1 and len(self.calls) == 1 and (sl := p.plan.calls[0].slots).count(len(inputs)) == 1:
+      k = sl.index(len(inputs))
+      self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
+
+  def run(self, o: UOp) -> list[np.ndarray] | None:
+    """realize([o]) by this plan; None when the plan does not hold for o (other sources, or one since realized)."""
+    src = o.src
+    for r, s in zip(self.srcs, src):
+      if r() is not s: return None
+    for k in self.fresh:
+      if src[k].data is not None: return None
+    for u in self.interior:
+      if u.data is not None: return None
+    stats.graph_hits += 1
+    stats.replays += 1
+    prog = self.prog
+    if prog.tier == 0: t = time.perf_counter()
+    if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
+      r = np.empty(self.counts[0], self.dtypes[0])
+      prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1])
+    else:
+      out = self.output
+      bufs = [np.empty(n, d) if k == out else buffers.take(n, d)
+              for k, (n, d) in enumerate(zip(self.counts, self.dtypes))]
+      ptrs = self.ptrs + list(map(self.pointer, bufs))
+      for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
+      r = bufs[out]
+      buffers.give(bufs[:out] + bufs[out + 1:])
+    if prog.tier == 0: prog._ran(t)
+    else: prog.runs += 1
+    if r.shape != o.shape: r = r.reshape(o.shape)
+    if self.keep: o.data = r
+    return [r]
+
+
+def _picker(slots: tuple[int, ...]):
+  """A function of a list: the tuple of its elements at `slots`."""
+  return operator.itemgetter(*slots) if len(slots) > 1 else lambda xs, k=slots[0]: (xs[k],)
+
+
+bound: dict[tuple, Bound] = {}      # (tier mode, op, arg, dtype, source ids) -> plan; an entry dies with a source
+_seen: dict[tuple, tuple] = {}      # the same key -> weakrefs of the sources of the last graph realized with it
+SEEN_SIZE = 4096
+
+
+def remember(sig: tuple, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray],
+             sizes: tuple[int, ...], keep: bool) -> None:
+  """Keep the realize plan of o (computed by prog into a buffer of its own, not an input's array) for the next root
+  over the same sources: at the second realization of such a root (graphs over fresh sources, which never repeat,
+  only leave a few weakrefs in _seen). keep: whether realize keeps the value on the node."""
+  refs = _seen.get(sig)
+  if refs is not None and all(r() is s for r, s in zip(refs, o.src)):
+    bound[sig] = Bound(o, prog, leaves, inputs, sizes, keep, sig)
+    _seen.pop(sig, None)
+    return
+  if len(_seen) >= SEEN_SIZE: _seen.clear()
+  _seen[sig] = tuple([weakref.ref(s) for s in o.src])
