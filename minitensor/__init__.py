@@ -8,8 +8,7 @@
 """
 __version__ = "0.1.0"
 
-from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, clip, round,
-                               broadcast_shapes)
+from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, broadcast_shapes)
 # the families of Tensor's methods (tensor.py's docstring): each adds its methods to Tensor when imported
 from minitensor import movement, reductions, products, indexing, interop, methods  # noqa: F401
 from minitensor.movement import expand_dims

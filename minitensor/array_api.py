@@ -303,7 +303,7 @@ def clip(a, /, min=None, max=None, *, a_min=None, a_max=None) -> Tensor:
   -------
   Tensor
   """
-  return T.clip(a, a_min if min is None else min, a_max if max is None else max)
+  return F.clip(a, a_min if min is None else min, a_max if max is None else max)
 
 
 def expand_dims(a, /, axis=0) -> Tensor:

@@ -1,7 +1,7 @@
 """The ndarray habits of Tensor that call the module functions of other families (a family of Tensor methods:
 tensor.py's `tensor_methods`), Python's format() and round(), and DLPack export.
 
-    t.fill t.clip t.explain
+    t.fill t.clip t.round t.explain
     t.cumsum t.cumprod t.argsort t.nonzero t.repeat t.take t.trace t.diagonal t.ptp t.searchsorted
                           the module functions of the same names (lazy or realizing, as those are)
     t.sort()              in place, as ndarray.sort: the sorted values are written into t (views see them)
@@ -15,11 +15,12 @@ tensor.py's `tensor_methods`), Python's format() and round(), and DLPack export.
 from __future__ import annotations
 import numpy as np
 from minitensor.extra import cumprod, cumsum, diagonal, take, trace
+from minitensor.functions import clip
+from minitensor.functions import round as round_
 from minitensor.inspect import explain
 from minitensor.rearranging import repeat
 from minitensor.sorting import argsort, nonzero, searchsorted, sort
-from minitensor.tensor import asarray, clip, tensor_methods
-from minitensor.tensor import round as round_
+from minitensor.tensor import asarray, tensor_methods
 
 _CPU = 1     # DLPack's kDLCPU
 
@@ -42,6 +43,19 @@ class _NdarrayMethods:
     Tensor
     """
     return clip(self, min, max)
+
+  def round(self, decimals: int = 0):
+    """Values rounded half to even to `decimals` places: minitensor.round.
+
+    Parameters
+    ----------
+    decimals : int, default 0
+
+    Returns
+    -------
+    Tensor
+    """
+    return round_(self, decimals)
 
   def explain(self):
     """The schedule that realizing this Tensor runs (minitensor.explain): kernels, their C, buffers,

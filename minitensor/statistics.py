@@ -15,9 +15,10 @@ from __future__ import annotations
 import warnings
 import numpy as np
 from minitensor.extra import diagonal
+from minitensor.functions import clip
 from minitensor.manipulation import _concatenate
 from minitensor.products import matmul
-from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray, clip, full
+from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray, full
 
 __all__ = ["tri", "cov", "corrcoef"]
 

@@ -9,8 +9,8 @@ Movement never copies: reshape, transpose, slicing, broadcasting, flip and pad a
 is always C-contiguous.
 
 This module holds the class's core (state, realization, conversions, operators, casts) and the functions the
-core needs (asarray, full, apply_ufunc, where, clip, round, realize). Every other method lives with its family,
-a module that imports this one and adds its methods with `@tensor_methods` (defined below):
+core and the families build on (asarray, full, apply_ufunc, where, realize). Every other method lives with its
+family, a module that imports this one and adds its methods with `@tensor_methods` (defined below):
 
     movement.py      reshape transpose swapaxes squeeze expand_dims broadcast_to flip .T .mT ...
     reductions.py    sum prod max min mean var std any all argmax argmin (with where= and initial=)
@@ -18,7 +18,7 @@ a module that imports this one and adds its methods with `@tensor_methods` (defi
     indexing.py      t[i] and t[i] = v
     interop.py       NumPy's protocols __array_ufunc__ and __array_function__
     array_api.py     __array_namespace__
-    methods.py       the other ndarray habits (fill, clip, sort, cumsum, take, DLPack, ...)
+    methods.py       the other ndarray habits (fill, clip, round, sort, cumsum, take, DLPack, ...)
 
 `minitensor/__init__.py` imports every family, and importing any module of the package runs it first, so the
 class is complete before any of its code is called. The core reaches the families only through the class
@@ -307,18 +307,6 @@ class Tensor:
                     stacklevel=2)
     return Tensor(self.uop.cast(d))
 
-  def round(self, decimals: int = 0) -> Tensor:
-    """Values rounded half to even to `decimals` places: minitensor.round.
-
-    Parameters
-    ----------
-    decimals : int, default 0
-
-    Returns
-    -------
-    Tensor
-    """
-    return round(self, decimals)
   def conj(self) -> Tensor:
     """The complex conjugate (the same values for a real dtype).
 
@@ -577,50 +565,3 @@ def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
   shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
   a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else UOp.const(d.python(v), d), shape) for v in xs)
   return Tensor(U._broadcast(c.uop, shape).where(a, b))
-
-
-def clip(a, a_min=None, a_max=None) -> Tensor:
-  """Values of a limited to [a_min, a_max]: min(max(a, a_min), a_max), NumPy's clip. As NumPy 2, a Python int
-  bound past the end of a's integer range on its own side clips nothing (clip(int8_t, -1000, 1000) is int8_t);
-  past the other end it raises OverflowError.
-
-  Parameters
-  ----------
-  a : array_like
-  a_min, a_max : scalar, array_like or None
-
-  Returns
-  -------
-  Tensor
-  """
-  a = asarray(a)
-  d = a.uop.dtype
-  if d.is_int and type(a_min) is int and a_min < d.min: a_min = None
-  if d.is_int and type(a_max) is int and a_max > d.max: a_max = None
-  if a_min is not None: a = apply_ufunc(np.maximum, a, a_min)
-  if a_max is not None: a = apply_ufunc(np.minimum, a, a_max)
-  return a
-
-
-def round(a, decimals: int = 0) -> Tensor:
-  """Values rounded half to even to `decimals` digits (NumPy's round), in NumPy's steps: rint(a * 10**d) / 10**d,
-  or rint(a / 10**-d) * 10**-d for d < 0. Integers are unchanged for d >= 0, rounded in float64 (and wrapped
-  back) for d < 0; bool rounds to float16 for d = 0 and raises TypeError otherwise.
-
-  Parameters
-  ----------
-  a : array_like
-  decimals : int, default 0
-
-  Returns
-  -------
-  Tensor
-  """
-  a = asarray(a)
-  d = a.uop.dtype
-  if decimals == 0: return a if d.is_int else apply_ufunc(np.rint, a)
-  if d.is_bool: raise TypeError(f"round: cannot cast the float64 result back to bool (decimals={decimals})")
-  if d.is_int and decimals > 0: return a
-  if decimals > 0: return apply_ufunc(np.rint, a * 10.0 ** decimals) / 10.0 ** decimals
-  f = 10 ** -decimals if d.is_int else 10.0 ** -decimals
-  return (apply_ufunc(np.rint, a / f) * f).astype(d)

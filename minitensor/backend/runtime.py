@@ -1,32 +1,18 @@
 """runtime: C source -> shared object -> a callable on NumPy buffers.
 
     compile_c(src)      the kernels of a translation unit, compiled by the system C compiler into a shared
-                        object and loaded with cffi's C backend; cached in memory and on disk
+                        object and loaded with cffi's C backend; cached in memory and on disk (diskcache.py)
     call(k, arrays)     runs one compiled kernel on contiguous ndarrays (debug.run_c: one kernel from a SINK)
 
-The disk cache: $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
-`v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size), and the run plans that
-find them without lowering a graph (`<key>.plan`, plans.py). The key hashes the source,
-the compiler's identity (path and `--version`), the flags, the target CPU (kernels are built -march=native) and
-minitensor's version. The threat model is in the README; the rules that enforce it:
-
-  directories  levels minitensor creates are made 0700; the cache directory and the levels below it are used
-               only when owned by this user and not writable by group or others, every ancestor only when owned
-               by this user or root and not writable by others unless sticky (/tmp). Otherwise, or when a level
-               cannot be made (a file in its place), one warning and a private temporary directory.
-  entries      loaded only when the file is a regular file owned by this user, not writable by others, of the
-               recorded size and checksum, and a complete ELF object (a short file would SIGBUS in the loader).
-               Each library embeds its key (`mt_cache_key`), compared after loading and before any call: a
-               mismatch (another entry's file in its place) closes it and rebuilds the entry.
-  builds       compile in a private `.build-*` directory and load from there, then move into place under the
-               cache's lock (`.lock`, flock): the checksum last, the byte count (`usage`) updated and, over
-               $MINITENSOR_CACHE_BYTES (default 1 GiB), the least recently used completed entries evicted, never
-               a build directory nor the entry just built. A build directory is removed however its build ends;
-               those older than an hour (a killed process) are swept.
+The key of a translation unit hashes the source, the compiler's identity (path and `--version`), the flags, the
+target CPU (kernels are built -march=native) and minitensor's version; it names the entry in the disk cache
+(diskcache.py: its directories, which entries may be loaded, how builds are installed and evicted). Each library
+embeds its key (`mt_cache_key`), compared after loading and before any call: a mismatch (another entry's file in its
+place) closes it and rebuilds the entry. A build compiles in a private build directory of the cache and loads the
+library from there before installing it, so a library that cannot be stored still runs.
 
 MINITENSOR_COMPILE_TIMEOUT (seconds, default 120) bounds a compile: the compiler's process group is killed and a
-CompileError names the variable (an interrupt kills it too). MINITENSOR_NOCACHE=1 keeps compiled objects in a
-temporary directory for this process only (removed at exit).
+CompileError names the variable (an interrupt kills it too).
 
 fork: GNU OpenMP's thread pool does not survive fork(), a parallel region in the child would wait for it
 forever. Every rendered kernel's parallel loops run only `if(!mt_serial)`, a global of its library that the
@@ -34,28 +20,23 @@ runtime sets in a forked child (os.register_at_fork), so there they run single-t
 locks and pending entries are made anew in the child too.
 """
 from __future__ import annotations
-import atexit
 import contextlib
-import fcntl
 import os
 import platform
 import re
 import shutil
-import stat
-import struct
-import tempfile
 import threading
 import time
-import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 import numpy as np
+from minitensor.backend import diskcache
+from minitensor.backend.diskcache import VERSION, cache_dir, cache_limit, entry_dir, install  # noqa: F401
 from minitensor.backend.machine import machine
 
 # cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
-
-VERSION = "0.1.0"
+# cache_dir, install: diskcache's, re-exported here for plans.py and `python -m minitensor cache`
 
 
 class CompileError(RuntimeError):
@@ -123,9 +104,8 @@ _threaded: list = []     # every loaded library with an mt_serial switch
 
 
 def _after_fork_in_child() -> None:
-  global _serial, _fallback_lock
+  global _serial
   _serial = True
-  _fallback_lock = threading.Lock()
   for lib in _threaded: _set_serial(lib)
   for o in list(Once.instances): o.reset()
 
@@ -196,98 +176,6 @@ def target_cpu() -> str:
 def _no_compiler(cc: str) -> CompileError:
   return CompileError(f"no C compiler: {cc!r} was not found. minitensor compiles its kernels with the system C "
                       f"compiler: install gcc or clang (e.g. `apt-get install gcc`), or set MINITENSOR_CC to one.")
-
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "kib": 1 << 10, "mib": 1 << 20,
-          "gib": 1 << 30, "tib": 1 << 40, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
-
-
-def cache_limit() -> int:
-  """$MINITENSOR_CACHE_BYTES (default 1 GiB): an integer with an optional suffix, K/M/G/T and KiB/MiB/GiB/TiB
-  binary, KB/MB/GB/TB decimal (case-insensitive). Anything else raises ValueError naming the variable."""
-  s = os.environ.get("MINITENSOR_CACHE_BYTES", "").strip()
-  if not s: return 1 << 30
-  m = re.fullmatch(r"(\d+)\s*([a-zA-Z]*)", s)
-  if m is None or m[2].lower() not in _UNITS:
-    raise ValueError(f"MINITENSOR_CACHE_BYTES={s!r} is not a size: expected a number of bytes with an optional "
-                     f"suffix K, M, G, T, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal), e.g. 512M")
-  return int(m[1]) * _UNITS[m[2].lower()]
-
-
-_fallback: list[str] = []
-_fallback_lock = threading.Lock()
-
-
-def _temp_dir(why: str | None = None) -> str:
-  """This process's private temporary cache directory, made on first use and removed at exit. `why` the cache
-  directory was not used: said in one warning per process (the first use)."""
-  with _fallback_lock:
-    if first := not _fallback:
-      _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
-      atexit.register(_remove_temp, _fallback[0], os.getpid())
-  if first and why:
-    warnings.warn(f"minitensor: {why}; kernels are cached in a private temporary directory instead",
-                  RuntimeWarning, stacklevel=4)
-  return _fallback[0]
-
-
-def _remove_temp(d: str, pid: int) -> None:
-  if os.getpid() == pid: shutil.rmtree(d, ignore_errors=True)     # not from a forked child's exit
-
-
-def _mkdir_private(d: str) -> None:
-  """Create d and its missing parents, each 0700 (os.makedirs gives parents the default mode)."""
-  if os.path.isdir(d): return
-  parent = os.path.dirname(d)
-  if parent != d: _mkdir_private(parent)
-  try: os.mkdir(d, 0o700)
-  except FileExistsError: pass
-
-
-def _distrust(d: str, own: bool) -> str | None:
-  """Why the directory d must not hold libraries this process loads, or None. own: a cache level (this user's,
-  writable by no one else); else an ancestor (this user's or root's, writable by others only if sticky)."""
-  st = os.lstat(d)
-  mode = stat.S_IMODE(st.st_mode)
-  if not stat.S_ISDIR(st.st_mode): return f"{d} is not a directory"
-  if st.st_uid != os.geteuid() and (own or st.st_uid != 0): return f"{d} is owned by uid {st.st_uid}"
-  if mode & 0o022 and (own or not mode & stat.S_ISVTX): return f"{d} is writable by group or others (mode {mode:o})"
-  return None
-
-
-def cache_dir() -> str:
-  """This version's cache directory, created (0700) where missing; a private temporary directory when it cannot
-  be made or written, or is not trusted (see the module docstring)."""
-  if os.environ.get("MINITENSOR_NOCACHE") == "1": return _temp_dir()
-  root = os.environ.get("MINITENSOR_CACHE_DIR")
-  if not root:
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    root = os.path.join(xdg, "minitensor")
-  root = os.path.realpath(root)
-  d = os.path.join(root, f"v{VERSION}")
-  try:
-    _mkdir_private(d)
-    parts = root.split(os.sep)
-    ancestors = [os.sep.join(parts[:k]) or os.sep for k in range(1, len(parts))]
-    why = next(filter(None, [_distrust(a, False) for a in ancestors] + [_distrust(x, True) for x in (root, d)]), None)
-    if why is None and not os.access(d, os.W_OK | os.X_OK): why = f"{d} is not writable"
-  except OSError as e: why = f"{d} cannot be made ({e.strerror})"
-  return d if why is None else _temp_dir(f"cache directory not used: {why}")
-
-
-def entry_dir(key: str) -> str:
-  """The directory holding `key`'s entry: its shard of cache_dir(), else (a file in its place, another owner)
-  the same shard of the temporary directory."""
-  d = os.path.join(cache_dir(), key[:2])
-  try:
-    try: os.mkdir(d, 0o700)
-    except FileExistsError: pass
-    why = _distrust(d, True)
-  except OSError as e: why = f"{d} cannot be made ({e.strerror})"
-  if why is None: return d
-  d = os.path.join(_temp_dir(f"cache directory not used: {why}"), key[:2])
-  os.makedirs(d, exist_ok=True)
-  return d
 
 
 @dataclass
@@ -364,34 +252,6 @@ def _key(src: str, flags: tuple, cc: str) -> str:
   return h.hexdigest()[:32]
 
 
-def _elf_complete(data: bytes) -> bool:
-  """data is a 64-bit ELF object whose header tables and segments all lie inside it (the loader maps segments
-  by their recorded sizes: a truncated library would fault when it touches the missing pages)."""
-  if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] not in (1, 2): return False
-  e = "<" if data[5] == 1 else ">"
-  phoff, shoff = struct.unpack_from(e + "QQ", data, 32)
-  phsize, phnum, shsize, shnum = struct.unpack_from(e + "HHHH", data, 54)
-  if phsize < 56 or phoff + phsize * phnum > len(data) or shoff + shsize * shnum > len(data): return False
-  return all(off + size <= len(data) for off, size in
-             (struct.unpack_from(e + "8xQ16xQ", data, phoff + k * phsize) for k in range(phnum)))
-
-
-def _valid(so: str) -> bool:
-  """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
-  the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
-  import hashlib
-  try:
-    with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
-    fd = os.open(so, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-  except (OSError, ValueError): return False
-  with os.fdopen(fd, "rb") as f:
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return False
-    if str(st.st_size) != size: return False
-    data = f.read()
-  return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
-
-
 OPENMP_RUNTIMES = ("libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so")
 _openmp_pinned: list = []
 
@@ -419,40 +279,6 @@ def _open(path: str, key: str):
   except (KeyError, UnicodeDecodeError): pass
   lib.close_lib()
   return None
-
-
-@contextlib.contextmanager
-def _locked(root: str) -> Iterator[None]:
-  """The cache's lock (flock on root/.lock): installs, the byte count and eviction happen under it."""
-  fd = os.open(os.path.join(root, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    yield
-  finally:
-    fcntl.flock(fd, fcntl.LOCK_UN)   # explicitly: a forked child's copy of fd must not keep it held
-    os.close(fd)
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-  try:
-    with os.fdopen(fd, "wb") as f: f.write(data)
-    os.replace(tmp, path)
-  except BaseException:
-    with contextlib.suppress(OSError): os.unlink(tmp)
-    raise
-
-
-STALE_BUILD_SECONDS = 3600
-
-
-def _sweep(d: str) -> None:
-  """Remove build directories in d older than an hour (left by a process that was killed)."""
-  now = time.time()
-  with contextlib.suppress(OSError), os.scandir(d) as it:
-    for e in it:
-      if not e.name.startswith(".build-") or not e.is_dir(follow_symlinks=False): continue
-      if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
 
 
 def compile_timeout() -> float:
@@ -486,12 +312,9 @@ def _run_compiler(cmd: list[str], cwd: str):
 def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
   the cache at path; the loaded library."""
-  import hashlib
   import subprocess
   d = os.path.dirname(path)
-  _sweep(d)
-  work = tempfile.mkdtemp(dir=d, prefix=".build-")
-  try:
+  with diskcache.build_dir(d) as work:
     with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
     t = time.perf_counter()
     # relative names: the object's bytes depend only on the source, whichever process builds it
@@ -515,66 +338,10 @@ def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
     if (lib := _open(so, key)) is None:
       raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
     with open(so, "rb") as f: data = f.read()
-    def place() -> None:
-      os.replace(so, path)
-      _atomic_write(path[:-3] + ".sha256", f"{hashlib.sha256(data).hexdigest()} {len(data)}\n".encode())
     # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
     # only costs a later compile
-    with contextlib.suppress(OSError): _install(path, len(data), place, limit)
+    with contextlib.suppress(OSError): diskcache.install_library(path, so, data, limit)
     return lib
-  finally: shutil.rmtree(work, ignore_errors=True)
-
-
-def _install(path: str, size: int, place: Callable[[], None], limit: int) -> None:
-  """Under the cache's lock: put an entry of `size` bytes at path (place()), count it, evict past `limit`."""
-  root = os.path.dirname(os.path.dirname(path))
-  with _locked(root):
-    try: old = os.stat(path).st_size
-    except OSError: old = 0
-    place()
-    _evict(root, path, size - old, limit)
-
-
-def install(path: str, data: bytes) -> None:
-  """Write a small cache entry (a run plan, plans.py) atomically, counted and evicted with the libraries."""
-  _install(path, len(data), lambda: _atomic_write(path, data), cache_limit())
-
-
-def _entries(root: str) -> Iterator[tuple[float, int, str]]:
-  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan` and `.tune` only, never
-  anything inside a build directory. Stale build directories met on the way are swept."""
-  with os.scandir(root) as shards:
-    for s in shards:
-      if len(s.name) != 2 or s.name.startswith(".") or not s.is_dir(follow_symlinks=False): continue
-      _sweep(s.path)
-      with os.scandir(s.path) as it:
-        for e in it:
-          if e.name.endswith((".so", ".plan", ".tune")) and not e.name.startswith(".") and \
-              e.is_file(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-              st = e.stat(follow_symlinks=False)
-              yield st.st_mtime, st.st_size, e.path
-
-
-def _evict(root: str, keep: str, added: int, limit: int) -> None:
-  """Under the cache's lock, after installing `keep` (which changed the cache's size by `added` bytes): keep the
-  cache within `limit` by deleting least recently used completed entries (never `keep`). The byte count lives
-  in root/usage; the directory is walked (and the count made exact) only when it is missing or over the bound,
-  so a build does not stat every entry."""
-  usage = os.path.join(root, "usage")
-  try:
-    with open(usage) as f: total = int(f.read()) + added
-  except (OSError, ValueError): total = None
-  if total is None or total > limit:
-    entries = sorted(_entries(root))
-    total = sum(e[1] for e in entries)
-    for _, size, p in entries:
-      if total <= limit: break
-      if p == keep: continue
-      for q in (p, p[:-3] + ".sha256") if p.endswith(".so") else (p,):
-        with contextlib.suppress(OSError): os.unlink(q)
-      total -= size
-  with contextlib.suppress(OSError): _atomic_write(usage, str(total).encode())
 
 
 def _memory_hit(key: str) -> dict[str, Kernel] | None:
@@ -609,7 +376,7 @@ def _load(src: str, key: str, flags: tuple, cc: str, signatures: Signatures | No
   sigs = list(signatures.items()) if signatures is not None else \
     [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()))
      for name, params in _SIG.findall(src)]
-  if _valid(path) and (lib := _open(path, key)) is not None:
+  if diskcache.valid(path) and (lib := _open(path, key)) is not None:
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
   else: lib = _build(src, key, path, flags, limit, cc)

@@ -2,8 +2,8 @@
 import shutil
 from collections import OrderedDict
 import pytest
+from minitensor.backend import diskcache, runtime
 from minitensor.backend import realize as realize_mod
-from minitensor.backend import runtime
 from cache_files import CACHE_ENV
 
 
@@ -16,7 +16,7 @@ def cache(tmp_path, monkeypatch):
   monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(d))
   monkeypatch.setattr(runtime, "_loaded", {})
   monkeypatch.setattr(runtime, "_identity", {})
-  monkeypatch.setattr(runtime, "_fallback", [])
+  monkeypatch.setattr(diskcache, "_fallback", [])
   monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
   yield d
-  for p in runtime._fallback: shutil.rmtree(p, ignore_errors=True)
+  for p in diskcache._fallback: shutil.rmtree(p, ignore_errors=True)

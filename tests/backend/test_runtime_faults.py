@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 import pytest
 import minitensor as mt
+from minitensor.backend import diskcache, runtime
 from minitensor.backend import realize as realize_mod
-from minitensor.backend import runtime
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.rangeify import lower
 from minitensor.backend.render_c import index_type, render_function
@@ -94,14 +94,14 @@ def test_install_waits_for_the_cache_lock(cache):
   key = runtime._key(src, runtime.FLAGS, runtime.compiler())
   path = os.path.join(runtime.cache_dir(), key[:2], key + ".so")
   c0, done = stats.compiles, []
-  with runtime._locked(runtime.cache_dir()):
+  with diskcache._locked(runtime.cache_dir()):
     th = threading.Thread(target=lambda: done.append(compile_c(src)["k"]))
     th.start()
     deadline = time.time() + 60
     while stats.compiles == c0 and time.time() < deadline: time.sleep(0.01)
     assert stats.compiles == c0 + 1 and not os.path.exists(path) and not done
   th.join(60)
-  assert done and runtime._valid(path)
+  assert done and diskcache.valid(path)
   a = np.zeros(1, np.float32)
   runtime.call(done[0], [a])
   assert a[0] == 42.0
@@ -123,7 +123,7 @@ def test_damaged_cache_entry_is_rebuilt_not_loaded(cache, damage):
   c0, h0 = stats.compiles, stats.disk_hits
   _realize_fresh(x)
   assert (stats.compiles - c0, stats.disk_hits - h0) == (1, 0)
-  assert runtime._valid(so) and open(so, "rb").read() != data
+  assert diskcache.valid(so) and open(so, "rb").read() != data
 
 
 def test_missing_checksum_is_rebuilt(cache):
@@ -148,7 +148,7 @@ def test_uncreatable_cache_dir_falls_back_with_one_warning(cache, tmp_path, monk
       _realize_fresh(_data(k), c=1.0 + k)                # three different kernels, three compiles
   rw = [w for w in caught if issubclass(w.category, RuntimeWarning)]
   assert len(rw) == 1 and "cache" in str(rw[0].message)
-  assert _files(runtime._fallback[0], ".so")
+  assert _files(diskcache._fallback[0], ".so")
 
 
 def test_nocache_writes_nothing_to_the_cache_dir(cache, monkeypatch):

@@ -1,4 +1,4 @@
-"""The disk cache's trust rules (see runtime's docstring and the README's threat model): planted libraries in
+"""The disk cache's trust rules (see diskcache's docstring and the README's threat model): planted libraries in
 directories others can write never run, entries that are not what they claim are rebuilt, eviction touches
 only completed entries, build directories never outlive their build. A library that could crash the process is
 realized in a child process, so a crash fails the test instead of killing pytest.
@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import minitensor as mt
-from minitensor.backend import runtime
+from minitensor.backend import diskcache, runtime
 from minitensor.backend.runtime import compile_c, stats
 from cache_files import CACHE_ENV as _ENV
 from cache_files import REPO
@@ -79,7 +79,7 @@ def _plant(so: str, marker) -> None:
   _replace(so, data)
   os.chmod(so, 0o600)
   _replace(so[:-3] + ".sha256", f"{hashlib.sha256(data).hexdigest()} {len(data)}\n".encode())
-  assert runtime._valid(so)         # the entry itself is perfect: owned by us, checksum and size right
+  assert diskcache.valid(so)         # the entry itself is perfect: owned by us, checksum and size right
 
 
 _SRC = "void k(float* restrict a) {{ a[0] = a[0] * 2.0f + {c}f; }}\n"
@@ -137,7 +137,7 @@ def test_planted_entry_file_is_rebuilt_not_loaded(cache, tmp_path, damage):
     os.symlink(so + ".real", so)
   c0 = stats.compiles
   assert _reload(src, 0.5) == [] and stats.compiles - c0 == 1
-  assert not marker.exists() and runtime._valid(so)
+  assert not marker.exists() and diskcache.valid(so)
 
 
 # ---------------------------------------------------------------------- entries that are not what they claim
@@ -150,7 +150,7 @@ def test_swapped_entries_rebuild_and_compute_their_own_kernel(cache):
   compile_c(src_b)
   (b,) = set(_files(cache, ".so")) - {a}
   for ext in (".so", ".sha256"): _replace(b[:-3] + ext, open(a[:-3] + ext, "rb").read())
-  assert runtime._valid(b)
+  assert diskcache.valid(b)
   c0, h0 = stats.compiles, stats.disk_hits
   _reload(src_b, 7.0)
   assert (stats.compiles - c0, stats.disk_hits - h0) == (1, 0)
@@ -171,9 +171,9 @@ def test_truncated_entry_with_matching_checksum_is_rebuilt(tmp_path, cut):
   data = data[:int(len(data) * cut)]
   with open(so, "wb") as f: f.write(data)
   with open(so[:-3] + ".sha256", "w") as f: f.write(f"{hashlib.sha256(data).hexdigest()} {len(data)}\n")
-  assert not runtime._valid(so)
+  assert not diskcache.valid(so)
   assert _child(cache_dir, "c") == (1, 0)
-  assert runtime._valid(so) and os.path.getsize(so) > len(data)
+  assert diskcache.valid(so) and os.path.getsize(so) > len(data)
 
 
 def test_entry_of_the_wrong_size_is_rebuilt(cache):
@@ -182,7 +182,7 @@ def test_entry_of_the_wrong_size_is_rebuilt(cache):
   so = _entry(cache)
   digest, size = open(so[:-3] + ".sha256").read().split()
   with open(so[:-3] + ".sha256", "w") as f: f.write(f"{digest} {int(size) + 1}\n")
-  assert not runtime._valid(so)
+  assert not diskcache.valid(so)
 
 
 def test_key_embedded_in_every_library(cache):
@@ -205,11 +205,11 @@ def test_key_includes_the_target_cpu(monkeypatch):
 def test_created_levels_are_private(tmp_path, monkeypatch):
   monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(tmp_path / "new" / "deeper" / "cache"))
   monkeypatch.delenv("MINITENSOR_NOCACHE", raising=False)
-  monkeypatch.setattr(runtime, "_fallback", [])
+  monkeypatch.setattr(diskcache, "_fallback", [])
   old = os.umask(0o022)
   try: d = runtime.cache_dir()
   finally: os.umask(old)
-  assert d.startswith(str(tmp_path)) and not runtime._fallback
+  assert d.startswith(str(tmp_path)) and not diskcache._fallback
   p = d
   while p != str(tmp_path):
     assert os.stat(p).st_mode & 0o777 == 0o700, p
@@ -223,8 +223,8 @@ def test_sticky_world_writable_ancestor_is_accepted(tmp_path, monkeypatch):
   os.chmod(shared, 0o1777)
   monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(shared / "cache"))
   monkeypatch.delenv("MINITENSOR_NOCACHE", raising=False)
-  monkeypatch.setattr(runtime, "_fallback", [])
-  assert runtime.cache_dir().startswith(str(shared)) and not runtime._fallback
+  monkeypatch.setattr(diskcache, "_fallback", [])
+  assert runtime.cache_dir().startswith(str(shared)) and not diskcache._fallback
 
 
 def test_cache_subdirectory_that_is_a_file_falls_back_with_a_warning(cache):
@@ -239,7 +239,7 @@ def test_cache_subdirectory_that_is_a_file_falls_back_with_a_warning(cache):
   assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
   a = np.zeros(1, np.float32)
   runtime.call(k, [a]); runtime.call(k2, [a])
-  assert a[0] == 11.0 and _files(runtime._fallback[0], ".so")
+  assert a[0] == 11.0 and _files(diskcache._fallback[0], ".so")
 
 
 def test_version_directory_that_is_a_file_falls_back(cache):
@@ -247,7 +247,7 @@ def test_version_directory_that_is_a_file_falls_back(cache):
   (cache / f"v{runtime.VERSION}").write_text("not a directory")
   with pytest.warns(RuntimeWarning, match="cache directory not used"):
     d = runtime.cache_dir()
-  assert d == runtime._fallback[0]
+  assert d == diskcache._fallback[0]
 
 
 # ---------------------------------------------------------------------- eviction and build directories
@@ -261,13 +261,13 @@ def test_eviction_spares_build_directories_and_the_new_entry(cache, monkeypatch)
     os.mkdir(d)
     with open(os.path.join(d, "kernel.so"), "wb") as f: f.write(b"x" * 100)
     os.utime(os.path.join(d, "kernel.so"), (0, 0))      # the least recently used .so of all
-  old = time.time() - 2 * runtime.STALE_BUILD_SECONDS
+  old = time.time() - 2 * diskcache.STALE_BUILD_SECONDS
   os.utime(stale, (old, old))
   monkeypatch.setenv("MINITENSOR_CACHE_BYTES", "1")
   compile_c("void k(float* restrict a) { a[0] = 2.0f; }\n")
   assert os.path.exists(os.path.join(live, "kernel.so")) and not os.path.exists(stale)
   entries = [f for f in _files(cache, ".so") if ".build-" not in f]
-  assert len(entries) == 1 and runtime._valid(entries[0])
+  assert len(entries) == 1 and diskcache.valid(entries[0])
 
 
 def _four_children(cache_dir, **env) -> None:
@@ -302,11 +302,11 @@ def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
 def test_cache_cleared_during_a_build_still_gives_the_result(cache, monkeypatch):
   """`python -m minitensor cache clear` between a compile and its install: the kernel is already loaded from its
   build directory, so the realization succeeds; only the entry is not stored."""
-  locked = runtime._locked
+  locked = diskcache._locked
   def clear_first(root):
     shutil.rmtree(cache)
     return locked(root)
-  monkeypatch.setattr(runtime, "_locked", clear_first)
+  monkeypatch.setattr(diskcache, "_locked", clear_first)
   x = np.linspace(0, 1, 10)
   np.testing.assert_allclose(np.asarray(mt.exp(mt.asarray(x)) + 2.0), np.exp(x) + 2.0, rtol=1e-12)
   assert not cache.exists()
@@ -331,9 +331,9 @@ def test_interrupted_compile_leaves_no_build_directory(tmp_path):
 
 
 def test_temporary_cache_is_removed_at_exit_but_not_by_a_forked_child(tmp_path):
-  code = ("import os, numpy as np, minitensor as mt\nfrom minitensor.backend import runtime\n"
+  code = ("import os, numpy as np, minitensor as mt\nfrom minitensor.backend import diskcache\n"
           "np.asarray(mt.exp(mt.asarray(np.ones(3))))\nif os.fork() == 0: raise SystemExit(0)\nos.wait()\n"
-          "assert os.listdir(runtime._fallback[0])\nprint(runtime._fallback[0])\n")
+          "assert os.listdir(diskcache._fallback[0])\nprint(diskcache._fallback[0])\n")
   p = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path / "cache", MINITENSOR_NOCACHE="1"), cwd=REPO,
                      capture_output=True, text=True, timeout=120)
   assert p.returncode == 0, p.stderr
