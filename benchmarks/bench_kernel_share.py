@@ -55,7 +55,8 @@ def main(argv=None) -> int:
         f"{'kernels':>8s}")
   for w in bench.workloads(False):
     if only and w.name.split()[0] not in only: continue
-    (_, tn), (_, tm) = bench.timeit_side_by_side([w.numpy, w.minitensor], args.reps)
+    _, tn = bench.timeit(w.numpy, args.reps)
+    _, tm = bench.timeit(w.minitensor, args.reps)
     tk = kernel_time(w.minitensor, args.reps)
     f = bench._fmt
     print(f"{w.name:26s} {f(tn)} {f(tm)} {f(tk)} {f(max(tm - tk, 0.0))} {tn / tm:7.2f} {tn / tk:8.2f}", flush=True)

@@ -3,12 +3,11 @@
     python benchmarks/run.py [--quick] [--only W2,W7] [--chart out.png]     (or: python -m minitensor bench)
 
 The first line names the CPU (model, vector ISA, cores, caches): every figure holds for that machine only.
-Each workload is timed as the median of at least 5 runs after a warm-up (51 short runs for calls under 100 us),
-NumPy's, minitensor's and jax's runs taking turns (timeit_side_by_side); the warm-up's first call (which
-compiles) is reported apart, and the warm-up lasts until a hot schedule has moved to compiler tier 1. A minitensor
-run builds the graph, finds the compiled schedule in the cache, runs it and returns the ndarray. The ratio is NumPy
-time / minitensor time (above 1: minitensor is faster); W9 (dispatch) also says how many times NumPy's time
-minitensor's is (the target: at most 25x).
+Each workload is timed as the median of at least 5 runs after a warm-up (51 short runs for calls under 100 us);
+the warm-up's first call (which compiles) is reported apart, and the warm-up lasts until a hot schedule has moved
+to compiler tier 1. A minitensor run builds the graph, finds the compiled schedule in the cache, runs it and
+returns the ndarray. The ratio is NumPy time / minitensor time (above 1: minitensor is faster); W9 (dispatch) also
+says how many times NumPy's time minitensor's is (the target: at most 25x).
 When jax is installed (`pip install minitensor[bench]`), a jax.jit column times each workload's jax version on the
 same data (jitted, warmed up, `block_until_ready`), and "vs jax" is jax time / minitensor time (above 1:
 minitensor is faster). numexpr and numba appear among the peers for the workloads they can express when installed.
@@ -39,8 +38,12 @@ class Workload:
   jax: Callable | None = None          # the jitted jax version on the same data (None: jax is not installed)
 
 
-def _warm(fn) -> tuple[float, int, bool]:
-  """(first call seconds, calls per timed run, whether the call is a microsecond one) after warming fn up."""
+def timeit(fn, reps: int) -> tuple[float, float]:
+  """(first call seconds, median over the runs of the time per call). A run calls fn enough times to last about
+  20 ms, so microsecond calls are timed as loops rather than one timer reading each; calls under 100 us run in
+  loops of about 1 ms instead, at least 51 of them: on a shared machine a 20 ms loop is cut by the scheduler's
+  time slices and a 1 ms one mostly is not, so NumPy's microsecond loop and minitensor's (dispatch, W9) are
+  exposed to other work alike."""
   t = time.perf_counter(); fn(); first = time.perf_counter() - t
   warm = time.perf_counter() + 0.3
   while time.perf_counter() < warm: fn()       # past tiers.HOT_SECONDS: a hot schedule moves to tier 1...
@@ -49,34 +52,13 @@ def _warm(fn) -> tuple[float, int, bool]:
   for _ in range(10): fn()
   once = (time.perf_counter() - t) / 10
   micro = once < 1e-4
-  return first, max(1, min(int((1e-3 if micro else 0.02) / max(once, 1e-7)), 100_000)), micro
-
-
-def _run(fn, n: int) -> float:
-  t = time.perf_counter()
-  for _ in range(n): fn()
-  return (time.perf_counter() - t) / n
-
-
-def timeit_side_by_side(fns: list[Callable], reps: int) -> list[tuple[float, float]]:
-  """(first call seconds, median time per call) of each of fns, timed in alternation: each round runs every fn
-  once, so a stretch of other work on this shared machine slows all of them alike rather than one whole series
-  (the ratios between them are what the benchmark reports). A run calls fn enough times to last about 20 ms, so
-  microsecond calls are timed as loops rather than one timer reading each; calls under 100 us run in loops of
-  about 1 ms instead, at least 51 rounds of them: on a shared machine a 20 ms loop is cut by the scheduler's time
-  slices and a 1 ms one mostly is not, so NumPy's microsecond loop and minitensor's (dispatch, W9) are exposed to
-  other work alike."""
-  warmed = [_warm(fn) for fn in fns]
-  rounds = max(reps, 51) if any(m for _, _, m in warmed) else reps
-  ts: list[list[float]] = [[] for _ in fns]
-  for _ in range(rounds):
-    for fn, (_, n, _), t in zip(fns, warmed, ts): t.append(_run(fn, n))
-  return [(first, statistics.median(t)) for (first, _, _), t in zip(warmed, ts)]
-
-
-def timeit(fn, reps: int) -> tuple[float, float]:
-  """(first call seconds, median over the runs of the time per call): timeit_side_by_side of fn alone."""
-  return timeit_side_by_side([fn], reps)[0]
+  n = max(1, min(int((1e-3 if micro else 0.02) / max(once, 1e-7)), 100_000))
+  ts = []
+  for _ in range(max(reps, 51) if micro else reps):
+    t = time.perf_counter()
+    for _ in range(n): fn()
+    ts.append((time.perf_counter() - t) / n)
+  return first, statistics.median(ts)
 
 
 def _softmax_np(x, xp=np):
@@ -221,14 +203,16 @@ def main(argv=None) -> int:
   print(f"{'workload':26s} {'numpy':>10s} {'minitensor':>10s} {'ratio':>7s} "
         + (f"{'jax.jit':>10s} {'vs jax':>7s} " if jax else "") + f"{'first call':>10s}  peers / note")
   for w in ws:
+    _, tn = timeit(w.numpy, reps)
+    first, tm = timeit(w.minitensor, reps)
     want = w.numpy()
-    if w.jax is not None: np.testing.assert_allclose(np.asarray(w.jax()), want, rtol=2e-3, atol=2e-3)
-    timed = timeit_side_by_side([w.numpy, w.minitensor] + ([w.jax] if w.jax is not None else []), reps)
-    (_, tn), (first, tm) = timed[:2]
     np.testing.assert_allclose(w.minitensor(), want, rtol=2e-3, atol=2e-3)
     cols = ""
     if jax:
-      tj = timed[2][1] if w.jax is not None else None
+      tj = None
+      if w.jax is not None:
+        np.testing.assert_allclose(np.asarray(w.jax()), want, rtol=2e-3, atol=2e-3)
+        tj = timeit(w.jax, reps)[1]
       cols = f"{_fmt(tj)} {tj / tm:7.2f} " if tj is not None else f"{'-':>10s} {'-':>7s} "
     notes = [f"{k} {_fmt(timeit(f, reps)[1]).strip()}" for k, f in w.peers.items()]
     if w.flops: notes.append(f"{w.flops / tm / 1e9:.1f} GFLOP/s")
