@@ -5,9 +5,12 @@
 The first line names the CPU (model, vector ISA, cores, caches): every figure holds for that machine only.
 Each workload is timed as the median of at least 5 runs after a warm-up (51 short runs for calls under 100 us);
 the warm-up's first call (which compiles) is reported apart, and the warm-up lasts until a hot schedule has moved
-to compiler tier 1. A minitensor run builds the graph, finds the compiled schedule in the cache, runs it and
-returns the ndarray. The ratio is NumPy time / minitensor time (above 1: minitensor is faster); W9 (dispatch) also
-says how many times NumPy's time minitensor's is (the target: at most 25x).
+to compiler tier 1. Each implementation is timed in a series of its own, not in turns with the others: their
+thread pools spin after a call (OpenBLAS's for about 100 ms), and a threaded kernel started meanwhile has one core
+fewer (a 256 x 256 GEMM took 2-6 ms instead of 0.55 ms for 100 ms after a NumPy matmul). A minitensor run builds
+the graph, finds the compiled schedule in the cache, runs it and returns the ndarray. The ratio is NumPy time /
+minitensor time (above 1: minitensor is faster); W9 (dispatch) also says how many times NumPy's time
+minitensor's is (the target: at most 25x).
 When jax is installed (`pip install minitensor[bench]`), a jax.jit column times each workload's jax version on the
 same data (jitted, warmed up, `block_until_ready`), and "vs jax" is jax time / minitensor time (above 1:
 minitensor is faster). numexpr and numba appear among the peers for the workloads they can express when installed.
