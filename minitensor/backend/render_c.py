@@ -24,6 +24,7 @@ import math
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import linearize, variables
 from minitensor.backend.ops import ALU_OPS
+from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import AxisType, Ops, UOp, bounds
 
 PRELUDE = r"""#include <math.h>
@@ -83,6 +84,12 @@ MT_F2I(float, f32) MT_F2I(double, f64)
    _Float16 (kernels with float16 are compiled by the C compiler in every tier) */
 static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (a >= b || a != a) ? a : b; }
 static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (a <= b || a != a) ? a : b; }
+#endif
+/* a hint to fetch the cache line at p, to be written if w (render_c's row prefetch); tcc has no prefetch builtin */
+#ifdef __TINYC__
+#define mt_prefetch(p, w) ((void)(p))
+#else
+#define mt_prefetch(p, w) __builtin_prefetch(p, w)
 #endif
 /* checked mode: record the first out-of-bounds access (which buffer, which index) instead of making it */
 static inline int64_t mt_oob(int64_t* err, int64_t slot, int64_t i)
@@ -255,6 +262,7 @@ class _Renderer:
         for x in s.u.src:
           self.uses[x] = self.uses.get(x, 0) + 1
           if self.depth.get(x, 0) < depth: self.deep_use.add(x)
+    self.rows = _rows(self.prog)
 
   def ctype(self, d: DType) -> str: return self.itype if d is dtypes.index else d.ctype
   def var(self, prefix: str) -> str:
@@ -282,6 +290,12 @@ class _Renderer:
     slot = base.arg.slot if base.op is Ops.BUFFER else -1 - base.arg.slot
     e = self.expr(i)
     return f"((uint64_t)({e}) < {n}ULL)", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
+
+  def index(self, u: UOp) -> str:
+    """The C of index arithmetic u over loops already open (a row's start: _rows makes sure it has only these ops)."""
+    if u.op in (Ops.CONST, Ops.VAR): return self.expr(u)
+    if u.op is Ops.RANGE: return self.r[u]
+    return f"({self.index(u.src[0])}{'+' if u.op is Ops.ADD else '*'}{self.index(u.src[1])})"
 
   def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
 
@@ -387,12 +401,71 @@ class _Renderer:
                           f"ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"
         depth += 1
+        for slot, start, n, itemsize, write in self.rows.get(r, ()):
+          self.lines.append(f"{ind}  if (ridx{r.arg.idx} + 1 < {size}) for ({self.itype} mt_p = {n}; mt_p < {2 * n}; "
+                            f"mt_p += {64 // itemsize}) mt_prefetch(&data{slot}[{self.index(start)} + mt_p], {write});")
       elif s.kind == "close":
         depth -= 1
         self.lines.append("  " * depth + "}")
       else: self.stmt(s.u, ind)
     head = COMPLEX_PRELUDE if any(u.dtype.is_complex for u in self.sink.toposort()) else ""
     return head + f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
+
+
+ROW_PREFETCH = (512, 1 << 15)    # the bytes of a row that _rows prefetches: at least a few lines, at most half L1
+_ROW_OPS = (Ops.ADD, Ops.MUL, Ops.CONST, Ops.RANGE, Ops.VAR)
+
+
+def _rows(prog: list) -> dict[UOp, list[tuple[int, UOp, int, int, int]]]:
+  """The rows to prefetch at the top of each loop: a loop whose body makes two or more passes over a row of a
+  buffer (sibling inner loops, as a layernorm's or softmax's reductions and then its elementwise pass) has the
+  next iteration's row fetched while it works on this one. Per loop r: (buffer slot, the row's start at this
+  iteration, its length n, itemsize, 1 if the kernel also writes that buffer) of every load whose address is
+  start + an offset the inner loops keep within 0..n-1, where start moves by n per iteration of r (consecutive
+  rows: the next one is fetched whole). Hardware prefetchers follow a stream only within a 4 KiB page, so each
+  new row otherwise started cold from memory: in a C harness (2 threads, Zen 3) a (4096, 1024) layernorm took
+  1.9-2.5 ms, 1.6-1.8 ms with this; softmax, whose output row is read back (the stash) and fetched for writing,
+  2.7-2.9 against 2.4-2.7 ms."""
+  stack: list[list] = []          # per open loop: [range, child loops, ranges opened inside, loads inside]
+  out: dict[UOp, list] = {}
+  stored = {b.arg.slot for s in prog
+            if s.kind == "node" and s.u.op is Ops.STORE and (b := _buffer(s.u)).op is Ops.BUFFER}
+  for s in prog:
+    if s.kind == "open":
+      if stack:
+        stack[-1][1] += 1
+        for f in stack: f[2].add(s.u)
+      stack.append([s.u, 0, set(), []])
+    elif s.kind == "close":
+      r, children, inner, loads = stack.pop()
+      if children >= 2 and (rows := _row_loads(r, inner, loads, stored)): out[r] = rows
+    elif s.u.op is Ops.LOAD and stack:
+      for f in stack: f[3].append(s.u)
+  return out
+
+
+def _buffer(u: UOp) -> UOp:
+  """The BUFFER or ALLOC a LOAD or STORE accesses."""
+  b = u.src[0].src[0]
+  while b.op is Ops.AFTER: b = b.src[0]
+  return b
+
+
+def _row_loads(r: UOp, inner: set, loads: list[UOp], stored: set[int]) -> list[tuple[int, UOp, int, int, int]]:
+  rows: dict[tuple, tuple] = {}
+  for ld in loads:
+    b, addr = _buffer(ld), ld.src[0].src[1]
+    if b.op is not Ops.BUFFER or r not in addr.ranges or not inner & addr.ranges: continue
+    start = simplify(addr.substitute({q: UOp.const(0, q.dtype) for q in inner & addr.ranges}))
+    if r not in start.ranges or any(u.op not in _ROW_OPS for u in start.toposort()): continue
+    step = simplify(start.substitute({r: r + 1}) - start)
+    if step.op is not Ops.CONST: continue
+    lo, hi = bounds(simplify(addr - start))
+    if not 0 <= lo <= hi < step.arg: continue
+    n, size = step.arg, b.dtype.itemsize
+    if ROW_PREFETCH[0] <= n * size <= ROW_PREFETCH[1]:
+      rows.setdefault((b.arg.slot, start), (b.arg.slot, start, n, size, int(b.arg.slot in stored)))
+  return list(rows.values())
 
 
 SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more
