@@ -1,4 +1,4 @@
-"""render_c's row prefetch (`_rows`): a loop whose body passes over a row of a buffer two or more times fetches the
+"""render_c's row prefetch (`_rows`): a loop whose body reads a dense row of a buffer in inner loops fetches the
 next iteration's row at its top. It is a hint: values never change, with or without it, compiled by gcc or tcc."""
 import re
 import numpy as np
@@ -68,16 +68,26 @@ def test_the_softmax_output_row_read_back_is_fetched_for_writing():
   assert ("data1", 256, 512, 16, 1) in prefetches(source(softmax((9, 256)), Opts()))
 
 
-def test_no_prefetch_for_one_pass_short_rows_or_columns():
+@pytest.mark.parametrize("opts", OPTS, ids=repr)
+def test_a_row_sum_fetches_the_next_row(opts):
   x = buf(0, 64 * 256, dtypes.float32).reshape((64, 256))
-  assert prefetches(source(x * x.const_like(2.0), Opts())) == []                        # one pass: no loop body
-  assert prefetches(source(x.reduce(Ops.ADD, 1), Opts())) == []                         # a row sum: one pass
+  root = x.cast(dtypes.float64).reduce(Ops.ADD, 1).cast(dtypes.float32)
+  assert ("data0", 256, 512, 16, 0) in prefetches(source(root, opts))
+  a = np.random.default_rng(2).standard_normal((64, 256)).astype(np.float32)
+  np.testing.assert_allclose(run_shaped(root, [a.ravel()], opts), a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_no_prefetch_without_dense_rows():
+  flat = buf(0, 64 * 256, dtypes.float32)
+  assert prefetches(source(flat * flat.const_like(2.0), Opts())) == []                  # one loop: no rows
   short = ROW_PREFETCH[0] // 4 // 2                                                     # rows of half the minimum
   assert prefetches(source(layernorm((64, short)), Opts())) == []
   t = buf(0, 256 * 64, dtypes.float32).reshape((256, 64)).permute((1, 0))             # rows that are columns
   e = UOp(Ops.EXP, (t,))
   col = e / e.reduce(Ops.ADD, 1).reshape((64, 1)).expand((64, 256))
   assert not [p for p in prefetches(source(col, Opts())) if p[0] == "data0"]
+  big = buf(0, 512 * 512, dtypes.float32).reshape((512, 512)).permute((1, 0))         # a tiled transpose:
+  assert prefetches(source(big, Opts(tile={0: 8, 1: 8}, thread=0))) == []               # 8 x 8 of 8 rows' span
 
 
 def test_a_row_read_with_a_stride_fetches_the_whole_next_row():
