@@ -30,16 +30,19 @@ exp(m_old - m_new), l = l * that + sum p (l in the sum's dtype), acc += p V by t
 out = acc / l. No L x S value is ever stored. A NaN logit is passed over by the maximum, but its p is NaN, and so
 is its row, as NumPy's. A row with every logit -inf subtracts 0 instead of -inf (so p = 0, not NaN) and ends as
 0 / 0 = NaN, as NumPy's composition gives; logits are never exponentiated above the running maximum, so large ones
-do not overflow. The summation order differs from the composition's (blocks), within float rounding. Plain C loops
-(tcc compiles them at tier 0); sums are in fixed lanes, so both tiers give the same bits except where libm and
-libmvec's exp differ (tiers.py).
+do not overflow. The summation order differs from the composition's (blocks), within float rounding. The two
+products are register tiles of GCC vector types (render_c.vector_type: TR rows of two vectors, one FMA per
+accumulator and step, the tile in registers; written as arrays of scalars, gcc kept three of its accumulators on
+the stack, and L=512 took 2.4-3.7 ms on one core instead of 1.1-1.7 ms). tcc has no vector types, so tiers.py
+compiles the kernel with the C compiler in both tiers; sums are in fixed lanes, so both tiers give the same bits
+except where libm and libmvec's exp differ.
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import ravel, unravel
-from minitensor.backend.render_c import _literal
+from minitensor.backend.render_c import _literal, vector_type
 from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import Ops, UOp, prod, range_
 
@@ -265,7 +268,10 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   m, BR, BC, TR, TW = a.m, a.br, a.bc, a.tr, a.tw
   T, A = m.dtype.ctype, m.sum_dtype.ctype
   sfx = "f" if m.dtype is dtypes.float32 else ""
-  fma = (lambda x, y, z: f"fma{sfx}({x}, {y}, {z})") if machine().fma else (lambda x, y, z: f"({z} + {x} * {y})")
+  tile_bytes = TW * m.dtype.itemsize           # a tile row: whole vectors of the machine's width or less
+  vbytes = min(machine().vector_bytes, tile_bytes & -tile_bytes)
+  lanes = vbytes // m.dtype.itemsize
+  V, NV = f"{name}_v", TW // lanes
   DVP, nb, NRB = -(-m.DV // TW) * TW, len(m.batch), -(-m.L // BR)
   bufs = sink.src
   reads: dict[int, str] = {}          # a buffer Read's batch offset variable, per Read
@@ -302,7 +308,8 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
     emit(f"    int64_t o{n} = {' + '.join(terms)};")
   step_reads = [r for _, _, rs in m.steps for r in rs if not isinstance(r.base, UOp)]
   uses = [any(r.strides[nb + k] for r in step_reads) for k in (0, 1)]     # whether the steps read at i, at j
-  emit(f"    {T} qb[{BR}][{m.D}], kt[{m.D}][{BC}], vb[{BC}][{DVP}], sb[{BR}][{BC}], acc[{BR}][{DVP}];")
+  for decl in (f"qb[{BR}][{m.D}]", f"kt[{m.D}][{BC}]", f"vb[{BC}][{DVP}]", f"sb[{BR}][{BC}]", f"acc[{BR}][{DVP}]"):
+    emit(f"    {T} {decl} __attribute__((aligned(64)));")      # (the tiles load whole vectors from rows of these)
   emit(f"    {T} mx[{BR}], cr[{BR}];")
   emit(f"    {A} l[{BR}];")
   emit(f"    for (int64_t r = 0; r < {BR}; r++) {{")
@@ -317,20 +324,24 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   emit(f"        for (int64_t e = 0; e < {DVP}; e++)")
   emit(f"          vb[x][e] = x < cols && e < {m.DV} ? {load(m.v, j='j0 + x', e='e')} : 0;")
   emit("      }")
-  # s = Q K^T by TR x TW register tiles
-  acc = [f"a{r}" for r in range(TR)]
-  fmas = lambda x, y: " ".join(f"a{r}[w] = {fma(x + str(r), y, 'a%d[w]' % r)};" for r in range(TR))   # noqa: E731
+  # s = Q K^T by TR x TW register tiles: TR rows of NV vector accumulators, the two vectors of a K^T row loaded
+  # once per step and each Q element broadcast (GCC vector types, so the tile stays in registers)
+  tile = [[f"a{r}_{q}" for q in range(NV)] for r in range(TR)]
+  zero = ", ".join(f"{x} = {{0}}" for row in tile for x in row)
+  bcast = f"({V}){{{', '.join(['y'] * lanes)}}}"
+  def steps(src: str, row: str, at: str) -> str:       # broadcast src[r + k][at], one FMA per accumulator
+    return " ".join(f"y = {src}[r + {r}][{at}]; b = {bcast}; " +
+                    " ".join(f"{a} = {name}_fma(b, {row}{q}, {a});" for q, a in enumerate(tile[r])) for r in range(TR))
   emit(f"      for (int64_t r = 0; r < {BR}; r += {TR})")
   emit(f"        for (int64_t x0 = 0; x0 < {BC}; x0 += {TW}) {{")
-  emit(f"          {T} {', '.join(f'{x}[{TW}]' for x in acc)};")
-  emit(f"          for (int w = 0; w < {TW}; w++) {{ {' '.join(f'{x}[w] = 0;' for x in acc)} }}")
+  emit(f"          {V} {zero}, b;")
+  emit(f"          {T} y;")
   emit(f"          for (int64_t c = 0; c < {m.D}; c++) {{")
-  emit(f"            const {T}* k = &kt[c][x0];")
-  emit(f"            {T} {', '.join(f'q{r} = qb[r + {r}][c]' for r in range(TR))};")
-  emit(f"            for (int w = 0; w < {TW}; w++) {{ {fmas('q', 'k[w]')} }}")
+  emit(f"            {V} " + ", ".join(f"k{q} = *(const {V}*)&kt[c][x0 + {q * lanes}]" for q in range(NV)) + ";")
+  emit(f"            {steps('qb', 'k', 'c')}")
   emit("          }")
-  emit(f"          for (int w = 0; w < {TW}; w++) {{ "
-       f"{' '.join(f'sb[r + {r}][x0 + w] = {x}[w];' for r, x in enumerate(acc))} }}")
+  emit("          " + " ".join(f"*({V}*)&sb[r + {r}][x0 + {q * lanes}] = {a};"
+                             for r, row in enumerate(tile) for q, a in enumerate(row)))
   emit("        }")
   # per row: the logits, the new running max, p = exp(t - max), the rescale factor and the row sum
   emit(f"      for (int64_t r = 0; r < {BR}; r++) {{")
@@ -357,16 +368,15 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   # acc = acc * rescale + p V, by the same register tiles
   emit(f"      for (int64_t r = 0; r < {BR}; r += {TR})")
   emit(f"        for (int64_t e0 = 0; e0 < {DVP}; e0 += {TW}) {{")
-  emit(f"          {T} {', '.join(f'{x}[{TW}]' for x in acc)};")
-  emit(f"          for (int w = 0; w < {TW}; w++) {{ "
-       f"{' '.join(f'{x}[w] = acc[r + {r}][e0 + w] * cr[r + {r}];' for r, x in enumerate(acc))} }}")
+  emit(f"          {V} " + ", ".join(f"{a} = *({V}*)&acc[r + {r}][e0 + {q * lanes}] * cr[r + {r}]"
+                                  for r, row in enumerate(tile) for q, a in enumerate(row)) + ", b;")
+  emit(f"          {T} y;")
   emit(f"          for (int64_t x = 0; x < {BC}; x++) {{")
-  emit(f"            const {T}* v = &vb[x][e0];")
-  emit(f"            {T} {', '.join(f'p{r} = sb[r + {r}][x]' for r in range(TR))};")
-  emit(f"            for (int w = 0; w < {TW}; w++) {{ {fmas('p', 'v[w]')} }}")
+  emit(f"            {V} " + ", ".join(f"v{q} = *(const {V}*)&vb[x][e0 + {q * lanes}]" for q in range(NV)) + ";")
+  emit(f"            {steps('sb', 'v', 'x')}")
   emit("          }")
-  emit(f"          for (int w = 0; w < {TW}; w++) {{ "
-       f"{' '.join(f'acc[r + {r}][e0 + w] = {x}[w];' for r, x in enumerate(acc))} }}")
+  emit("          " + " ".join(f"*({V}*)&acc[r + {r}][e0 + {q * lanes}] = {a};"
+                             for r, row in enumerate(tile) for q, a in enumerate(row)))
   emit("        }")
   emit("    }")
   out = bufs[0]
@@ -379,7 +389,7 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   params = [f"{'' if b is out else 'const '}{b.dtype.ctype}* restrict data{b.arg.slot}"
             for b in sorted(set(bufs), key=lambda b: b.arg.slot)]
   if checked: params.append("int64_t* restrict mt_err")
-  return f"void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}\n"
+  return vector_type(name, T, vbytes) + f"void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}\n"
 
 
 def _tree(op: str | None, arr: str, n: int, ind: str) -> list[str]:

@@ -38,7 +38,7 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import variables
 from minitensor.backend.machine import Machine, machine
 from minitensor.backend.rangeify import Ctx, rangeify, unravel
-from minitensor.backend.render_c import render_function
+from minitensor.backend.render_c import render_function, vector_type
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, MOVEMENT, AxisType, Ops, ParamArg, UOp, buf, prod, range_, sink, var
 
@@ -236,20 +236,9 @@ static void mt_gemm_offsets(int64_t* off, int64_t n, int nax, const int64_t* siz
 #endif
 """
 
-# x86 FMA builtins by (vector bytes, itemsize): what <immintrin.h>'s intrinsics expand to (that header alone
-# costs ~1 s of compile time); elsewhere, or without FMA, a multiply then an add
-_FMA = {(16, 4): ("__FMA__", "__builtin_ia32_vfmaddps(a, b, c)"),
-        (16, 8): ("__FMA__", "__builtin_ia32_vfmaddpd(a, b, c)"),
-        (32, 4): ("__FMA__", "__builtin_ia32_vfmaddps256(a, b, c)"),
-        (32, 8): ("__FMA__", "__builtin_ia32_vfmaddpd256(a, b, c)"),
-        (64, 4): ("__AVX512F__", "__builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4)"),
-        (64, 8): ("__AVX512F__", "__builtin_ia32_vfmaddpd512_mask(a, b, c, (unsigned char)-1, 4)")}
-
-
 def _micro(name: str, ct: str, vb: int, lanes: int, mr: int, nv: int) -> str:
   """The MR x NR register-tile kernel: c[MR*NR] = sum over kc of a sliver column times a b sliver row."""
   v = f"{name}_v"
-  guard, fma = _FMA.get((vb, 8 if ct == "double" else 4), ("MT_NO_FMA", ""))
   acc = [[f"c{r}_{q}" for q in range(nv)] for r in range(mr)]
   bcast = "{" + ", ".join(["x"] * lanes) + "}"
   body = [f"    {v} " + ", ".join(f"b{q} = *(const {v}*)(b + {q * lanes})" for q in range(nv)) + ";"]
@@ -257,9 +246,7 @@ def _micro(name: str, ct: str, vb: int, lanes: int, mr: int, nv: int) -> str:
     body.append(f"    x = a[{r}]; av = ({v}){bcast}; " + " ".join(f"{acc[r][q]} = {name}_fma(av, b{q}, {acc[r][q]});"
                                                                for q in range(nv)))
   stores = " ".join(f"memcpy(c + {(r * nv + q) * lanes}, &{acc[r][q]}, {vb});" for r in range(mr) for q in range(nv))
-  return (f"typedef {ct} {v} __attribute__((vector_size({vb})));\n"
-          f"#if defined(__x86_64__) && defined({guard})\n#define {name}_fma(a, b, c) {fma}\n"
-          f"#else\n#define {name}_fma(a, b, c) ((c) + (a) * (b))\n#endif\n"
+  return (vector_type(name, ct, vb) +
           f"__attribute__((noinline)) static void {name}_micro(int64_t kc, const {ct}* restrict a, "
           f"const {ct}* restrict b, "
           f"{ct}* restrict c) {{\n  {v} " + ", ".join(f"{a} = {{0}}" for row in acc for a in row) + ";\n"

@@ -468,6 +468,26 @@ def _row_loads(r: UOp, inner: set, loads: list[UOp], stored: set[int]) -> list[t
   return list(rows.values())
 
 
+# x86 FMA builtins by (vector bytes, itemsize): what <immintrin.h>'s intrinsics expand to (that header alone
+# costs ~1 s of compile time); elsewhere, or without FMA, a multiply then an add
+FMA_BUILTINS = {(16, 4): ("__FMA__", "__builtin_ia32_vfmaddps(a, b, c)"),
+                (16, 8): ("__FMA__", "__builtin_ia32_vfmaddpd(a, b, c)"),
+                (32, 4): ("__FMA__", "__builtin_ia32_vfmaddps256(a, b, c)"),
+                (32, 8): ("__FMA__", "__builtin_ia32_vfmaddpd256(a, b, c)"),
+                (64, 4): ("__AVX512F__", "__builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4)"),
+                (64, 8): ("__AVX512F__", "__builtin_ia32_vfmaddpd512_mask(a, b, c, (unsigned char)-1, 4)")}
+
+
+def vector_type(name: str, ct: str, vb: int) -> str:
+  """C declaring `<name>_v`, a GCC vector of vb bytes of ct, and `<name>_fma(a, b, c)`, a * b + c rounded once
+  (an FMA instruction where the target has one, else a multiply then an add), for register tiles (gemm.py's
+  micro-kernel, attention.py's products). tcc has no vector types (tiers.tcc_lacks)."""
+  guard, fma = FMA_BUILTINS.get((vb, 8 if ct == "double" else 4), ("MT_NO_FMA", ""))
+  return (f"typedef {ct} {name}_v __attribute__((vector_size({vb})));\n"
+          f"#if defined(__x86_64__) && defined({guard})\n#define {name}_fma(a, b, c) {fma}\n"
+          f"#else\n#define {name}_fma(a, b, c) ((c) + (a) * (b))\n#endif\n")
+
+
 SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more
 
 
