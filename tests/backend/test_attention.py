@@ -104,6 +104,19 @@ def test_composition_is_one_kernel_without_scores(tier, L, S, d, dv, scale, monk
   np.testing.assert_allclose(out.numpy(), _softmax(q @ k.T / scale) @ v, rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("vb,regs", [(64, 32), (16, 16)])
+def test_other_vector_widths_compute_the_same(vb, regs, monkeypatch, concrete):
+  """The register tiles written for AVX-512 or SSE-width vectors (compiled here whatever the CPU: GCC splits wider
+  vector types) give NumPy's values, partial blocks included."""
+  from minitensor.backend.machine import Machine
+  monkeypatch.setattr(attention, "machine", lambda: Machine(vb, regs, True, 32 << 10, 512 << 10, 8 << 20, 2, True))
+  for dt in (np.float32, np.float64):
+    (_, _, tr, tw), = {attention.blocks(k.sink.arg.m) for k in fused_kernels(
+      nn.scaled_dot_product_attention(*(np.ones((5, 3), dt),) * 3))}
+    assert tw == 2 * vb // np.dtype(dt).itemsize and tr == min(6, (regs - 3) // 2)
+    check_problem((2,), 37, 45, 19, 21, dt, "additive", True, None, 3)
+
+
 def test_large_logits_and_masked_rows(concrete):
   """Logits near 1e4 (exp would overflow without the running max) and rows masked entirely (NaN, as NumPy)."""
   rng = np.random.default_rng(1)
