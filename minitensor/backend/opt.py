@@ -8,6 +8,8 @@ apply_opt to the Opts so far, or refused (OptRefused, with the reason) where low
     UNROLL  0    f   the innermost reduce axis as f independent accumulators (vector lanes); axis 0 only
     VECTOR  axis f   output axis as an f-wide `omp simd` loop around the reduce loops
     TILE    axis b   output axis blocked by b, the block loops outside (cache blocks)
+    BLOCK   axis b   a tiled axis grouped into blocks of b (a multiple of its tile): the loops over blocks outside
+                     the tile loops (two-level blocking: L2 blocks of L1 tiles)
     THREAD  axis 0   output axis run on all cores (OpenMP)
     LOCAL   0    b   the innermost reduce axis as an outer loop around an inner loop of b iterations (a block of
                      the reduction with a literal trip count the compiler can unroll); axis 0 only
@@ -34,7 +36,9 @@ then proposes:
     upcast   an outer output axis that one load walks while another broadcasts it is unrolled inside that loop,
              so each loaded vector feeds several rows (a register tile of rows x 2 vectors sized to the registers)
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
-             transpose) is blocked TILE x TILE when its data exceed L2, so both sides stay in cache
+             transpose) is blocked TILE x TILE when its data exceed L2, so both sides stay in cache, and the tiles
+             grouped into square blocks whose input and output fill half the L2 (_block), so the pages a block
+             touches stay in the TLB
     thread   the outermost output axis of size >= 2 runs on all cores (OpenMP) when the kernel does at
              least THREAD_WORK loop iterations (outputs plus, per reduce, its loops around and inside)
 
@@ -49,8 +53,8 @@ from minitensor.backend.rangeify import Ctx, Opts, rangeify
 from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17
-# cache blocks of a transpose-like copy: measured on (4096, 1024) float32 (AMD EPYC Zen 3, tier 1, medians of
-# alternating runs): 8 x 8 5.2-7.3 ms, 4 x 4 5.1 ms, 16 x 16 8.5-9.0 ms, 32 x 32 8.7-9.9 ms
+# cache tiles of a transpose-like copy: measured on (4096, 1024) float32 (AMD EPYC Zen 3, tier 1, medians of
+# alternating runs): 8 x 8 5.2-7.3 ms, 4 x 4 5.1 ms, 16 x 16 8.5-9.0 ms, 32 x 32 8.7-9.9 ms; in blocks: _block
 TILE = 8
 # independent vector accumulators of an unrolled reduction (an add's latency is 3-4 cycles, two issue per cycle).
 # Row sums of (4096, 1024) float32 in float64 (AMD EPYC Zen 3, 2 threads, minimum of 20 calls): 2 chains 0.43-0.63
@@ -60,7 +64,7 @@ MAX_UPCAST = 32          # unrolled copies of the output expression at most (cod
 
 
 class OptOps(Enum):
-  UPCAST = auto(); UNROLL = auto(); VECTOR = auto(); TILE = auto(); THREAD = auto(); LOCAL = auto()
+  UPCAST = auto(); UNROLL = auto(); VECTOR = auto(); TILE = auto(); THREAD = auto(); LOCAL = auto(); BLOCK = auto()
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,12 @@ def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
     if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
     if o.upcast.get(ax, 1) > 1 and f % o.upcast[ax]: no(f"the upcast {o.upcast[ax]} of axis {ax} does not divide {f}")
     new = replace(o, tile={**o.tile, ax: f})
+  elif op is OptOps.BLOCK:
+    if ax not in o.tile: no(f"axis {ax} is not tiled (a BLOCK groups its tiles)")
+    if ax in o.block: no(f"axis {ax} is blocked already")
+    if f >= n: no(f"a block of {f} is not smaller than axis {ax} of size {n}")
+    if f <= o.tile[ax] or f % o.tile[ax]: no(f"{f} is not a larger multiple of the tile {o.tile[ax]} of axis {ax}")
+    new = replace(o, block={**o.block, ax: f})
   else: no(f"unknown action {op}")
   if op in (OptOps.UPCAST, OptOps.VECTOR) and new.upcast and _registers(new, info) > machine().registers:
     no(f"the register tile needs {_registers(new, info)} vector registers, the machine has {machine().registers}")
@@ -164,6 +174,19 @@ def _wide(n: int, acc_itemsize: int, threads: int) -> int:
   0.77-1.0; a narrow block re-reads a short run of every row and misses the TLB each time."""
   m = machine()
   return divisor(n, min(max(m.lanes(acc_itemsize), m.l1 // (2 * acc_itemsize)), max(1, n // threads)))
+
+
+def _block(n: int, itemsize: int) -> int:
+  """The block of a transpose-like copy's axis of n: TILE times a power of two, square blocks whose input and output
+  (2 b^2 elements) fill at most half the L2, dividing n. Measured on (4096, 1024) float32 (AMD EPYC Zen 3, 512 KiB
+  L2, 2 threads, medians of 40 alternating calls in a C harness): 8 x 8 tiles alone 6.4-7.6 ms, in blocks of 64 x
+  64 5.7-5.9 (all blocks of one input row band first) or 3.8-5.0 (of one output row band first), 128 x 128 3.4-5.1,
+  256 x 128 3.3-5.2. A block of 128 rows touches 128 pages of each side: the TLB holds them; the 8-wide tiles
+  alone walk all 4,096 input rows (4,096 pages) for each 8 output rows."""
+  b = TILE
+  while 2 * (2 * b) ** 2 * itemsize <= machine().l2 // 2: b *= 2
+  while b > TILE and n % b: b //= 2
+  return b
 
 
 def _tile_rows() -> int:
@@ -248,6 +271,8 @@ def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
         prod(shape) * itemsize > machine().l2:
       add(Opt(OptOps.TILE, axis_of[inner], TILE))
       add(Opt(OptOps.TILE, axis_of[other[0]], TILE))
+      for r in (inner, other[0]):
+        if (b := _block(shape[axis_of[r]], itemsize)) > TILE: add(Opt(OptOps.BLOCK, axis_of[r], b))
   if work >= THREAD_WORK:
     first = min(axis_of, key=lambda r: r.arg.idx, default=None)
     if first is not None and \

@@ -75,6 +75,7 @@ class Opts:
   thread: int | None = None                              # output axis run in parallel (OpenMP)
   unroll: int = 1                                        # vector lanes of the innermost reduce axis
   tile: dict[int, int] = field(default_factory=dict)     # output axis -> cache block size
+  block: dict[int, int] = field(default_factory=dict)    # tiled output axis -> an outer block of its tiles
   vector: dict[int, int] = field(default_factory=dict)   # output axis -> lanes of an innermost `omp simd` loop
   local: int = 1                                         # innermost reduce axis as outer loop x inner loop of this
 
@@ -450,20 +451,26 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
   kind = lambda k: AxisType.THREAD if k == o.thread else AxisType.LOOP
   tiled = {k: t for k, t in o.tile.items()
            if 1 < t < root.shape[k] and root.shape[k] % t == 0 and t % o.upcast.get(k, 1) == 0}
+  blocked = {k: b for k, b in o.block.items() if k in tiled and tiled[k] < b < root.shape[k] and
+             root.shape[k] % b == 0 and b % tiled[k] == 0}
   # tiled axes: every block loop first (outer), then the loops inside a block, so a block of outputs reuses
-  # the same rows of each operand while they are in cache
+  # the same rows of each operand while they are in cache; blocked axes have one more level outside: the loops
+  # over blocks of tiles (an L2 block of L1 tiles), then the tile loops within a block
   parts: dict[int, tuple[UOp, int]] = {}
   if o.thread is not None and o.thread not in tiled and o.thread not in o.vector:     # the THREAD loop first
     parts[o.thread] = _axis_parts(ctx, root.shape[o.thread], o.upcast.get(o.thread, 1), AxisType.THREAD)
-  outer = {k: ctx.rng(root.shape[k] // tiled[k], kind(k)) for k in order if k in tiled}
+  blocks = {k: ctx.rng(root.shape[k] // blocked[k], kind(k)) for k in order if k in blocked}
+  outer = {k: ctx.rng(blocked[k] // tiled[k]) if k in blocked else ctx.rng(root.shape[k] // tiled[k], kind(k))
+           for k in order if k in tiled}
   vec = {k: v for k, v in o.vector.items()
          if 1 < v <= root.shape[k] and root.shape[k] % v == 0 and k not in tiled and k not in o.upcast}
   for k in order:
     f = o.upcast.get(k, 1)
     if k in parts: continue
     if k in tiled:
-      inner = tiled[k] // f
-      parts[k] = (outer[k] * inner + ctx.rng(inner) if inner > 1 else outer[k], f)
+      inner, t = tiled[k] // f, outer[k]
+      if k in blocked: t = blocks[k] * (blocked[k] // tiled[k]) + t          # the tile's index along the axis
+      parts[k] = (t * inner + ctx.rng(inner) if inner > 1 else t, f)
     elif k in vec: parts[k] = (ctx.rng(root.shape[k] // vec[k], kind(k)) if root.shape[k] > vec[k] else UOp.const(0), 1)
     else: parts[k] = _axis_parts(ctx, root.shape[k], f, kind(k))
   # vector lanes: the innermost output loops, run as `#pragma omp simd` (the reduce loops nest inside them)

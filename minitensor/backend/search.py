@@ -131,13 +131,14 @@ def actions(info: KernelInfo) -> list[Opt]:
     out += [Opt(OptOps.UPCAST, ax, f) for f in (2, 4, 8)]
     out += [Opt(OptOps.VECTOR, ax, f) for f in (lanes, 2 * lanes, 4 * lanes, 8 * lanes)]
     out += [Opt(OptOps.TILE, ax, f) for f in (16, 32, 64)]
+    out += [Opt(OptOps.BLOCK, ax, f) for f in (64, 128, 256)]
     out.append(Opt(OptOps.THREAD, ax, 0))
   return out
 
 
 def _okey(o: Opts) -> tuple:
   return (tuple(sorted(o.upcast.items())), o.thread, o.unroll, tuple(sorted(o.tile.items())),
-          tuple(sorted(o.vector.items())), o.local)
+          tuple(sorted(o.vector.items())), o.local, tuple(sorted(o.block.items())))
 
 
 def _random(b: UOp, rng: np.random.Generator) -> np.ndarray:

@@ -7,6 +7,7 @@ The search's winner computes the default's values, a candidate that does not is 
 used only on the CPU (and code) they were made for, never when damaged.
 """
 import os
+import re
 import subprocess
 import sys
 import numpy as np
@@ -150,7 +151,12 @@ def test_refusals_name_the_reason():
            (Opts(thread=0), Opt(OptOps.THREAD, 1, 0), "threaded already"),
            (Opts(unroll=2), Opt(OptOps.LOCAL, 0, 3), "unrolled already"),
            (Opts(local=3), Opt(OptOps.UNROLL, 0, 2), r"blocked already \(LOCAL\)"),
-           (Opts(), Opt(OptOps.THREAD, 0, 4), "no factor")]
+           (Opts(), Opt(OptOps.THREAD, 0, 4), "no factor"),
+           (Opts(), Opt(OptOps.BLOCK, 1, 8), "not tiled"),
+           (Opts(tile={1: 4}, block={1: 8}), Opt(OptOps.BLOCK, 1, 20), "blocked already"),
+           (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 40), "not smaller"),
+           (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 10), "not a larger multiple of the tile 4"),
+           (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 4), "not a larger multiple")]
   for o, a, why in cases:
     with pytest.raises(OptRefused, match=why): apply_opt(o, a, info)
   with pytest.raises(OptRefused, match="no reduce"): apply_opt(Opts(), Opt(OptOps.UNROLL, 0, 2), KernelInfo((8, 8)))
@@ -168,6 +174,24 @@ def test_local_blocks_the_reduce_inside_the_output_loops():
   # k = outer * 4 + inner: an outer loop of 3 and an inner one of 4 iterations, inside the two output loops
   assert "ridx2 < 3;" in src and "ridx3 < 4;" in src and "(ridx2*4)" in src and "(ridx3*16)" in src, src
   check(root, shapes, ref, [o])
+
+
+def test_blocks_of_tiles_nest_outside_the_tiles(monkeypatch):
+  root, shapes, ref = transpose(1, 96, 256)                    # out (256, 1, 96): x.T of a (96, 256)
+  info = KernelInfo.of(root)
+  o = build([Opt(OptOps.TILE, 2, 8), Opt(OptOps.TILE, 0, 8), Opt(OptOps.BLOCK, 2, 32), Opt(OptOps.BLOCK, 0, 64),
+             Opt(OptOps.THREAD, 0, 0)], info)
+  src = render_function(lower(root, buf(1, prod(root.shape)), Ctx(opts=o)))
+  # the block loops (4 over axis 0 threaded, 3 over axis 2), the tiles inside a block (8, 4), then a tile's 8 x 8
+  extents = [int(n) for n in re.findall(r"ridx\d+ < (\d+);", src)]
+  assert extents == [4, 3, 8, 4, 8, 8] and "omp parallel for" in src.split("ridx1")[0], src
+  check(root, shapes, ref, [o, build([Opt(OptOps.TILE, 2, 8), Opt(OptOps.BLOCK, 2, 48)], info)])
+  # the heuristic blocks a transpose larger than L2 in squares whose two sides fill half of it (128 with 512 KiB)
+  monkeypatch.setattr(machine_module, "_machine", [machine_module.Machine(32, 16, True, 32 << 10, 512 << 10, 32 << 20,
+                                                                          2, True)])
+  big = buf(0, 4096 * 1024).reshape((4096, 1024)).permute((1, 0))
+  assert heuristic(big) == [Opt(OptOps.TILE, 1, 8), Opt(OptOps.TILE, 0, 8), Opt(OptOps.BLOCK, 1, 128),
+                            Opt(OptOps.BLOCK, 0, 128), Opt(OptOps.THREAD, 0, 0)]
 
 
 def test_the_heuristic_is_a_list_of_actions_that_builds_its_opts(monkeypatch):
