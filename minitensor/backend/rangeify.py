@@ -78,6 +78,7 @@ class Opts:
   block: dict[int, int] = field(default_factory=dict)    # tiled output axis -> an outer block of its tiles
   vector: dict[int, int] = field(default_factory=dict)   # output axis -> lanes of an innermost `omp simd` loop
   local: int = 1                                         # innermost reduce axis as outer loop x inner loop of this
+  jam: int = 1                                           # reduce steps combined per pass of a VECTOR loop
 
 
 @dataclass
@@ -254,7 +255,9 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   parts = ctx.reduce_ranges.get(rkey)
   if (vec := [r for r in rkey[1] if r.arg.kind is AxisType.VECTOR]) and prod(rshape) > 1:
     if parts is None:
-      parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]] + _split(ctx, rshape[-1])
+      jam = ctx.opts.jam if rshape[-1] % max(ctx.opts.jam, 1) == 0 and rshape[-1] > ctx.opts.jam > 1 else 1
+      parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
+      parts += [_axis_parts(ctx, rshape[-1], jam, AxisType.REDUCE)] if jam > 1 else _split(ctx, rshape[-1])
       parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
       ctx.reduce_ranges[rkey] = parts
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
@@ -344,18 +347,24 @@ def _stash_of(root: UOp, o: Opts) -> tuple[UOp, UOp] | None:
 def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ctx, rkey: tuple):
   """A reduce read inside an output VECTOR loop `lane`: the reduce loops move outside the lanes. acc[lane]
   lives around them; its update runs in a fresh innermost VECTOR loop, so loads along the lane stay contiguous
-  (the compiler vectorizes an inner loop; it cannot vectorize a lane loop around a loop nest)."""
+  (the compiler vectorizes an inner loop; it cannot vectorize a lane loop around a loop nest). A jammed innermost
+  reduce axis (Opts.jam, a part of factor j) steps by j, and one update combines its j values in order, so each
+  lane's accumulator is read and written once per j steps (the same terms in the same order)."""
   rop = u.arg[0]
   (upd_lane, _), (init_lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE]
-  inner = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx) + _combos(parts[:-2])[0]
-  v = yield (u.src[0], inner)
-  if (f := _folded(u, v.substitute({upd_lane: lane}), real + [upd_lane], ctx, rkey)) is not None: return f
+  at = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx)
+  vals = []
+  for c in _combos(parts[:-2]): vals.append((yield (u.src[0], at + c)))
+  if len(vals) == 1 and \
+      (f := _folded(u, vals[0].substitute({upd_lane: lane}), real + [upd_lane], ctx, rkey)) is not None: return f
   acc = ctx.alloc(u.dtype, lane.arg.size)
   acc0 = acc.after(*[r for r in ranges_in(*idx) if r is not lane])
   init = acc0.index(init_lane).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(init_lane)
   accl = acc0.after(init, *real, upd_lane)
-  upd = accl.index(upd_lane).store(combine(rop, accl.index(upd_lane).load(), v))
+  e = accl.index(upd_lane).load()
+  for v in vals: e = combine(rop, e, v)
+  upd = accl.index(upd_lane).store(e)
   return acc0.after(upd.end(*real, upd_lane)).index(lane).load()
 
 

@@ -126,6 +126,7 @@ def actions(info: KernelInfo) -> list[Opt]:
   lanes = machine().lanes(info.itemsize)
   out = [Opt(OptOps.UNROLL, 0, f) for f in (lanes // 2, lanes, 2 * lanes) if f > 1]
   out += [Opt(OptOps.LOCAL, 0, b) for b in (4, 16, 64)]
+  out += [Opt(OptOps.JAM, 0, j) for j in (2, 4, 8)]
   for ax, n in enumerate(info.shape):
     if n < 2: continue
     out += [Opt(OptOps.UPCAST, ax, f) for f in (2, 4, 8)]
@@ -138,7 +139,7 @@ def actions(info: KernelInfo) -> list[Opt]:
 
 def _okey(o: Opts) -> tuple:
   return (tuple(sorted(o.upcast.items())), o.thread, o.unroll, tuple(sorted(o.tile.items())),
-          tuple(sorted(o.vector.items())), o.local, tuple(sorted(o.block.items())))
+          tuple(sorted(o.vector.items())), o.local, tuple(sorted(o.block.items())), o.jam)
 
 
 def _random(b: UOp, rng: np.random.Generator) -> np.ndarray:

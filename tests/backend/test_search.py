@@ -156,7 +156,12 @@ def test_refusals_name_the_reason():
            (Opts(tile={1: 4}, block={1: 8}), Opt(OptOps.BLOCK, 1, 20), "blocked already"),
            (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 40), "not smaller"),
            (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 10), "not a larger multiple of the tile 4"),
-           (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 4), "not a larger multiple")]
+           (Opts(tile={1: 4}), Opt(OptOps.BLOCK, 1, 4), "not a larger multiple"),
+           (Opts(), Opt(OptOps.JAM, 0, 2), "VECTOR first"),
+           (Opts(vector={1: 8}, jam=2), Opt(OptOps.JAM, 0, 3), r"jammed already \(JAM\)"),
+           (Opts(vector={1: 8}), Opt(OptOps.JAM, 0, 4), "does not split"),
+           (Opts(jam=2), Opt(OptOps.VECTOR, 1, 8), "JAM comes after VECTOR"),
+           (Opts(jam=2), Opt(OptOps.UNROLL, 0, 2), "jammed already")]
   for o, a, why in cases:
     with pytest.raises(OptRefused, match=why): apply_opt(o, a, info)
   with pytest.raises(OptRefused, match="no reduce"): apply_opt(Opts(), Opt(OptOps.UNROLL, 0, 2), KernelInfo((8, 8)))
@@ -174,6 +179,20 @@ def test_local_blocks_the_reduce_inside_the_output_loops():
   # k = outer * 4 + inner: an outer loop of 3 and an inner one of 4 iterations, inside the two output loops
   assert "ridx2 < 3;" in src and "ridx3 < 4;" in src and "(ridx2*4)" in src and "(ridx3*16)" in src, src
   check(root, shapes, ref, [o])
+
+
+@pytest.mark.parametrize("jam", [2, 3, 6])
+def test_a_jammed_reduce_combines_its_steps_in_order(jam):
+  # a column sum of (18, 40): 18 rows, jam rows per pass over the 40 lanes, each added to the accumulator in turn
+  root = buf(0, 18 * 40).reshape((18, 40)).permute((1, 0)).reduce(Ops.ADD, 1)
+  info = KernelInfo.of(root)
+  o = build([Opt(OptOps.VECTOR, 0, 8), Opt(OptOps.JAM, 0, jam)], info)
+  src = render_function(lower(root, buf(1, 40), Ctx(opts=o)))
+  assert f"< {18 // jam};" in src and len(re.findall(r"data0\[", src)) == jam, src
+  x = np.random.default_rng(jam).standard_normal((18, 40)).astype(np.float32)
+  plain, jammed = run_all(root, [x.ravel()], [build([Opt(OptOps.VECTOR, 0, 8)], info), o])
+  np.testing.assert_array_equal(jammed, plain)                           # the same terms in the same order
+  np.testing.assert_allclose(jammed, x.sum(0), rtol=1e-5, atol=1e-5)
 
 
 def test_blocks_of_tiles_nest_outside_the_tiles(monkeypatch):
@@ -211,12 +230,13 @@ def test_the_heuristic_is_a_list_of_actions_that_builds_its_opts(monkeypatch):
   # ... but short rows keep at least 8 steps of the loop: one vector of float32 lanes
   short = buf(0, 1 << 16).reshape((1 << 11, 32)).cast(dtypes.float64).reduce(Ops.ADD, 1)
   assert heuristic(short)[0] == Opt(OptOps.UNROLL, 0, 8)
-  # a column sum: one block of columns per core (2 x 512), its float64 accumulators in half the 32 KiB L1 ...
+  # a column sum: one block of columns per core (2 x 512), its float64 accumulators in half the 32 KiB L1, 4 rows
+  # combined per pass over them ...
   col = buf(0, 4096 * 1024).reshape((4096, 1024)).permute((1, 0)).cast(dtypes.float64).reduce(Ops.ADD, 1)
-  assert heuristic(col) == [Opt(OptOps.VECTOR, 0, 512), Opt(OptOps.THREAD, 0, 0)]
+  assert heuristic(col) == [Opt(OptOps.VECTOR, 0, 512), Opt(OptOps.JAM, 0, 4), Opt(OptOps.THREAD, 0, 0)]
   # ... and at most that (2048 float64 accumulators) when the rows are wider
   wide = buf(0, 64 * 65536).reshape((64, 65536)).permute((1, 0)).cast(dtypes.float64).reduce(Ops.ADD, 1)
-  assert heuristic(wide) == [Opt(OptOps.VECTOR, 0, 2048), Opt(OptOps.THREAD, 0, 0)]
+  assert heuristic(wide) == [Opt(OptOps.VECTOR, 0, 2048), Opt(OptOps.JAM, 0, 4), Opt(OptOps.THREAD, 0, 0)]
 
 
 # ---------------------------------------------------------------- the search
