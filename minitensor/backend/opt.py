@@ -17,7 +17,7 @@ apply_opt to the Opts so far, or refused (OptRefused, with the reason) where low
                      one pass of the lanes (unroll and jam: each accumulator read and written once per f steps)
 
 Every factor must divide its axis (and be smaller than it where lower() needs an outer loop); an axis takes
-one action of each kind, UPCAST and VECTOR exclude each other, TILE excludes VECTOR, BLOCK needs TILE on its axis
+one action of each kind, UPCAST and VECTOR exclude each other, TILE excludes VECTOR, BLOCK needs TILE on its axis,
 JAM needs VECTOR, and UNROLL, LOCAL and JAM exclude each other;
 the accumulators of a register tile must fit the machine's vector registers. A refused action is never wrong to
 skip: every Opts that apply_opt builds computes the same values as Opts() (up to the order of float reductions).
@@ -35,7 +35,8 @@ then proposes:
     vector   otherwise the innermost output axis runs in LANES-wide `omp simd` loop around the reduce loops
              when loads walk it with stride 1 (GEMM: a row of B times a broadcast element of A, convolution
              along a row): the compiler vectorizes the outer loop, one accumulator per lane. With nothing to keep
-             in registers (a column sum) the loop is as wide as accumulators in half the L1 allow (_wide)
+             in registers (a column sum) the loop is as wide as accumulators in half the L1 allow (_wide), and
+             JAM rows are combined per pass over it
     upcast   an outer output axis that one load walks while another broadcasts it is unrolled inside that loop,
              so each loaded vector feeds several rows (a register tile of rows x 2 vectors sized to the registers)
     tile     an elementwise kernel that reads with a large stride along the store's contiguous axis (a
