@@ -10,8 +10,8 @@ import pytest
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 HEAVY = ("cffi", "pycparser", "_cffi_backend", "hypothesis", "scipy", "matplotlib", "numpy.random",
-         "minitensor.testing", "minitensor.testing_strategies", "minitensor.random", "minitensor.nn",
-         "minitensor.__main__", "minitensor.bench")
+         "minitensor.testing", "minitensor.testing_strategies", "minitensor.testing_chains", "minitensor.random",
+         "minitensor.nn", "minitensor.__main__", "minitensor.bench")
 
 _CHILD = textwrap.dedent("""
   import json, sys
