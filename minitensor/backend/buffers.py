@@ -4,7 +4,7 @@ A plan's outputs are new arrays on every run (they become the caller's), but its
 padded input, a split reduction's partials) die when the run ends. Memory the process maps anew is expensive:
 each 4 KiB page faults and is zeroed on its first write, and glibc gives a freed top of its heap back to the
 system, so a run that allocates and frees a few MiB maps them again every time. In a KVM guest without
-transparent huge pages that cost 4-5 us per page (about 1.1 ms per MiB): 14 ms of a 25 ms conv2d went to the page
+transparent huge pages that cost 4-5 us per page (about 1.1 ms per MiB): 14 ms of a 30 ms conv2d went to the page
 faults of its 6.6 MiB padded input (benchmarks/RESULTS.md).
 
 So intermediates of at least MIN_BYTES come from a pool of spare arrays (`take`, by element count and dtype) and
