@@ -27,7 +27,7 @@ import time
 import numpy as np
 import minitensor as mt
 from minitensor.backend import realize as R
-from minitensor.backend import uop as UO
+from minitensor.backend.debug import new_nodes
 
 BATCH = 20
 
@@ -78,17 +78,6 @@ def sample(fn, n: int, batch: int, before=None) -> list[float]:
   return out
 
 
-def nodes(fn) -> int:
-  """The UOps one call of fn creates (its result held while counting)."""
-  import gc
-  gc.collect()
-  n0 = len(UO._CONS)
-  r = fn()
-  n = len(UO._CONS) - n0
-  del r
-  return n
-
-
 def main(argv=None) -> int:
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--cold", action="store_true")
@@ -128,7 +117,7 @@ def main(argv=None) -> int:
       rl.append((time.thread_time() - t - (clock.total - k0)) * 1e6)
       del x
     print(f"{name:10s} {min(b):10.1f} {statistics.median(b):8.1f} {min(rl):12.1f} {statistics.median(rl):8.1f} "
-          f"{nodes(f):6d}")
+          f"{new_nodes(f):6d}")
   return 0
 
 

@@ -1,7 +1,6 @@
 """Graph building's short paths (issue 16: recording a GEMM's or a softmax's graph cost more than NumPy's whole call):
 they build the very nodes the general paths build, and common expressions take them. Counts, never times
 (benchmarks/bench_build.py has the times)."""
-import gc
 import numpy as np
 import pytest
 from hypothesis import given
@@ -9,6 +8,7 @@ from hypothesis import strategies as st
 import minitensor as mt
 from minitensor import tensor as T
 from minitensor.backend import uop as uop_mod
+from minitensor.backend.debug import new_nodes
 from minitensor.numpy_rules import broadcast_shapes
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float32, np.float64, np.complex64]
@@ -69,16 +69,6 @@ def counted(monkeypatch):
   return n
 
 
-def _new_nodes(f) -> int:
-  """The nodes f() creates (its result held while they are counted)."""
-  gc.collect()
-  n = len(uop_mod._CONS)
-  r = f()
-  k = len(uop_mod._CONS) - n
-  del r
-  return k
-
-
 EXPRESSIONS = {   # (expression, the nodes it records)
   "matmul": (lambda a, b, x: a @ b, 7),          # RESHAPE EXPAND, PERMUTE RESHAPE EXPAND, MUL, REDUCE
   "softmax": (lambda a, b, x: mt.nn.softmax(x, axis=-1), 12),
@@ -93,7 +83,7 @@ def test_common_expressions_take_the_short_paths(name, counted):
   a, b, x = (mt.asarray(rng.standard_normal(s, dtype=np.float32)) for s in ((8, 5), (5, 6), (4, 7)))
   f(a, b, x)                                        # the first build meets its loops and constants
   counted.update(infer=0, apply=0)
-  assert _new_nodes(lambda: f(a, b, x)) == nodes and counted == {"infer": 0, "apply": 0}
+  assert new_nodes(lambda: f(a, b, x)) == nodes and counted == {"infer": 0, "apply": 0}
 
 
 def test_matmul_result_is_a_root_and_matches_numpy():

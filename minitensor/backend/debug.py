@@ -3,9 +3,12 @@ realize.py). Each helper crosses stages on purpose, so it lives here and no stag
 
     run_c(prog, bufs)          renders (if given a SINK), compiles and calls one kernel on {slot: ndarray}
     run_shaped(root, inputs)   lowers a shaped graph over BUFFER slots 0..n-1, runs it, returns the result
+    new_nodes(fn)              the UOps one call of fn creates (graph building's cost, in nodes)
 """
 from __future__ import annotations
+import gc
 import numpy as np
+from minitensor.backend import uop
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import render_c
 from minitensor.backend.runtime import call, compile_c
@@ -42,3 +45,13 @@ def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) ->
     run_c(lower(root, out, Ctx(opts=opts or Opts())),
           {**{i: np.ascontiguousarray(a) for i, a in enumerate(inputs)}, len(inputs): res})
   return res[:n].reshape(root.shape)
+
+
+def new_nodes(fn) -> int:
+  """The UOps one call of fn creates: the growth of the cons table while fn's result is held."""
+  gc.collect()
+  n = len(uop._CONS)
+  r = fn()
+  k = len(uop._CONS) - n
+  del r
+  return k
