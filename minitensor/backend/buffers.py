@@ -42,6 +42,7 @@ def take(count: int, dtype: np.dtype) -> np.ndarray:
 def give(arrays: list[np.ndarray]) -> None:
   """Return arrays from `take` that nothing reads any more; the pool keeps those of at least MIN_BYTES."""
   global _held
+  if not arrays: return                    # (most plans have no intermediates: no lock taken)
   with _lock:
     for a in arrays:
       if a.nbytes < MIN_BYTES or a.nbytes > POOL_BYTES: continue

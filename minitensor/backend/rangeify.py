@@ -232,11 +232,16 @@ def _combos(parts: list[tuple[UOp, int]]) -> list[tuple[UOp, ...]]:
   return out
 
 
+def _fits(f: int, n: int) -> int:
+  """f when it splits an axis of n (divides it and is smaller), else 1: an Opts factor lower() applies."""
+  return f if n > f > 1 and n % f == 0 else 1
+
+
 def _split(ctx: Ctx, n: int) -> list[tuple[UOp, int]]:
   """The parts of an innermost reduce axis of size n: split into an outer loop and an inner loop of
   ctx.opts.local iterations (the inner part of factor -1, see _combos) when that divides n, else one loop."""
-  b = ctx.opts.local
-  if b > 1 and n % b == 0 and n > b: return [(ctx.rng(n // b, AxisType.REDUCE), 1), (ctx.rng(b, AxisType.REDUCE), -1)]
+  if (b := _fits(ctx.opts.local, n)) > 1:
+    return [(ctx.rng(n // b, AxisType.REDUCE), 1), (ctx.rng(b, AxisType.REDUCE), -1)]
   return [_axis_parts(ctx, n, 1, AxisType.REDUCE)]
 
 
@@ -255,14 +260,14 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   parts = ctx.reduce_ranges.get(rkey)
   if (vec := [r for r in rkey[1] if r.arg.kind is AxisType.VECTOR]) and prod(rshape) > 1:
     if parts is None:
-      jam = ctx.opts.jam if rshape[-1] % max(ctx.opts.jam, 1) == 0 and rshape[-1] > ctx.opts.jam > 1 else 1
+      jam = _fits(ctx.opts.jam, rshape[-1])
       parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
       parts += [_axis_parts(ctx, rshape[-1], jam, AxisType.REDUCE)] if jam > 1 else _split(ctx, rshape[-1])
       parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
       ctx.reduce_ranges[rkey] = parts
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
-    lanes = ctx.opts.unroll if rshape[-1] % max(ctx.opts.unroll, 1) == 0 and rshape[-1] > ctx.opts.unroll > 1 else 1
+    lanes = _fits(ctx.opts.unroll, rshape[-1])
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
     # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
     parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes)] if lanes > 1 else _split(ctx, rshape[-1])

@@ -34,15 +34,14 @@ from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend.replay import pointer as _pointer
-from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, stats
+from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
+from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, _argkey, prod, var
 
 
 def _from_buffer(a):
   """A kernel's pointer argument to a's memory (cffi's backend is imported at the first kernel load)."""
-  fb, chars = _pointer()
-  return fb(chars, a, False)
+  return native().from_buffer(a)
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
 

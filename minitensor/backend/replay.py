@@ -16,17 +16,11 @@ import weakref
 from typing import TYPE_CHECKING
 import numpy as np
 from minitensor.backend import buffers
-from minitensor.backend.runtime import native, stats
+from minitensor.backend.runtime import pointer, stats
 from minitensor.backend.uop import UOp
 
 if TYPE_CHECKING:
   from minitensor.backend.realize import Compiled
-
-
-def pointer() -> tuple:
-  """(cffi's from_buffer, the char[] type): f(chars, a, False) is a kernel's pointer argument to a's memory."""
-  n = native()
-  return n.backend.from_buffer, n.chars
 
 
 class Bound:

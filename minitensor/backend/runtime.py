@@ -228,6 +228,13 @@ def native() -> Native:
   return _native[0]
 
 
+def pointer() -> tuple:
+  """(cffi's from_buffer, the char[] type): f(chars, a, False) is a kernel's pointer argument to a's memory, for
+  the hot paths that call it per buffer without Native.from_buffer's extra call (realize, replay)."""
+  n = native()
+  return n.backend.from_buffer, n.chars
+
+
 def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 
 
