@@ -206,3 +206,22 @@ def test_checked_mode_and_both_tiers_give_the_same_bits(monkeypatch, cache):
       results.append(np.asarray(t).tobytes())
   assert results[0] == results[1] == results[2]
   check_product(np.frombuffer(results[0], np.float32).reshape(97, 61), a, b)
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3, 4])
+@pytest.mark.parametrize("sizes", [(1, 64, 25088, 576), (7, 64, 3136, 576), (3, 16, 2000, 300), (1, 8, 300, 2000),
+                                   (1, 1024, 1024, 1024), (1, 256, 256, 256), (8, 64, 64, 64), (1, 4, 40, 9)])
+def test_grid_shares_the_work_evenly(sizes, cores):
+  """The tasks cover every row and column once; where A is small beside B, the columns are split into a multiple of
+  the cores (TASKS_PER_CORE each when they allow), each task at least two NR-column slivers; where it is not
+  (a square GEMM), no more than one task per core."""
+  nb, m, n, k = sizes
+  mr, nr = 6, 16
+  mg, ng, mt_, nt = gemm._grid(sizes, mr, nr, 4096, cores)
+  assert mg * mt_ >= m > (mg - 1) * mt_ and ng * nt >= n > (ng - 1) * nt and nt % nr == 0
+  tasks = nb * mg * ng
+  if n >= 4 * m * 2 and n >= 4 * nr * cores:          # A's packing per task at most a quarter of B's: split
+    assert tasks % cores == 0 and tasks >= cores and nt >= 2 * nr
+    if sizes == (1, 64, 25088, 576): assert tasks == gemm.TASKS_PER_CORE * cores      # (W6's convolution)
+  elif nb * -(-n // 4096) >= cores: assert mg == 1 and ng == -(-n // 4096)
+  else: assert tasks <= max(cores, nb)
