@@ -46,6 +46,7 @@ from minitensor.backend.opt import divisor
 from minitensor.backend.rangeify import Ctx, Lowering, Opts, lower, summarize
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.search import opts_for
+from minitensor.backend.split import split_loops
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
 
@@ -147,7 +148,8 @@ def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bo
   else:
     ctx.opts = opts_for(body) if optimize else Opts()
     program = lower(body, out, ctx)
-  return Lowered(program, body, orig, summarize(ctx, program))
+  summary = summarize(ctx, program)        # (the cost model counts the loops as lowered, before any split)
+  return Lowered(split_loops(program) if optimize else program, body, orig, summary)
 
 
 def fanout_cuts(outputs: list[UOp]) -> list[UOp]:

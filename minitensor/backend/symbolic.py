@@ -6,7 +6,8 @@ the loops they mention, the constant last. On that form:
 
     constant folding            any ALU op of CONSTs (integers wrap like C, floats round like NumPy); of complex
                                 ops only the exact ones (REAL, IMAG, CMPLX, ==, !=, WHERE): the rest are C calls
-    identities                  x*1, x//1, x%1, x/1, and x+0, x*0 on integers (not floats: -0.0, nan)
+    identities                  x*1, x//1, x%1, x/1, and x+0, x*0 on integers (not floats: -0.0, nan); x + -0.0 on
+                                floats (exact for every x: a concatenation's parts are added to -0.0 outside them)
     like terms, distribution    i*4 + i -> i*5;  (i*4 + j)*4 -> i*16 + j*4
     recombination               (x//c)*c + x%c -> x
     division                    (a*c + b)//c -> a + b//c;  (a*c + b)%c -> b%c;  gcd cancellation
@@ -295,6 +296,7 @@ def _split(terms: dict[UOp, int], c: int, d: int):
 _FOLDABLE = tuple(o for o, d in ALU_OPS.items() if not (d.cost == "transcendental" and d.operands == "float"))
 _one = lambda s: s.op is Ops.CONST and s.arg == 1
 _zero = lambda s: s.op is Ops.CONST and s.arg == 0
+_neg_zero = lambda s: s.op is Ops.CONST and s.dtype.is_float and s.arg == 0 and math.copysign(1.0, s.arg) < 0
 _ordered = lambda u: u.src[0].dtype.kind not in "fc"       # integers and bool: bounds may decide
 _data_int = lambda u: u.dtype.is_int and u.dtype is not dtypes.index
 _cdiv = lambda u: u.dtype is dtypes.index and u.src[1].op is Ops.CONST and u.src[1].arg > 0     # index x//c, x%c
@@ -393,6 +395,8 @@ RULES: tuple[tuple[str, tuple[Ops, ...], Callable[[UOp], bool], Callable[[UOp], 
   ("identities",        (Ops.MUL,),   lambda u: _int(u) and (_zero(u.src[0]) or _zero(u.src[1])), _n0),     # x*0
   ("identities",        (Ops.ADD,),   lambda u: _data_int(u) and _zero(u.src[1]),    _keep),                  # x+0
   ("identities",        (Ops.ADD,),   lambda u: _data_int(u) and _zero(u.src[0]),    lambda u: u.src[1]),     # 0+x
+  ("identities",        (Ops.ADD,),   lambda u: _neg_zero(u.src[1]),                 _keep),                  # x+-0.0
+  ("identities",        (Ops.ADD,),   lambda u: _neg_zero(u.src[0]),                 lambda u: u.src[1]),     # -0.0+x
   ("identities",        (Ops.FLOORDIV,), lambda u: _int(u) and _one(u.src[1]),       _keep),                  # x//1
   ("identities",        (Ops.FLOORMOD,), lambda u: _int(u) and _one(u.src[1]),       _n0),                    # x%1
   ("like terms, distribution, recombination", (Ops.ADD, Ops.MUL), _index,           _normal_sum),
