@@ -420,14 +420,17 @@ def _rows(prog: list) -> dict[UOp, list[tuple[int, UOp, int, int, int]]]:
   """The rows to prefetch at the top of each loop: a loop whose body reads a row of a buffer in inner loops (a
   row sum's, a column sum's rows, or a layernorm's and softmax's passes over each row) has the next iteration's
   row fetched while it works on this one. Per loop r: (buffer slot, the row's start at this iteration, its
-  length n, itemsize, 1 if the kernel also writes that buffer) of every load whose address is start + an offset
-  the inner loops keep within 0..n-1, reading at least n / 2 elements, where start moves by n per iteration of r
+  length n, itemsize, 1 if the kernel also writes that buffer) of every load (or store) whose address is start +
+  an offset the inner loops keep within 0..n-1, reaching at least n / 2 elements, where start moves by n per
+  iteration of r
   (consecutive dense rows: the next one is fetched whole). Hardware prefetchers follow a stream only within a
   4 KiB page, so each new row otherwise started cold from memory. In a C harness (2 threads, Zen 3, medians) a
   (4096, 1024) layernorm took 1.6-1.8 ms against 1.9-2.5 ms; softmax, whose output row is read back (the stash)
   and fetched for writing, 2.4-2.7 against 2.7-2.9 ms; the row sums 0.52-0.54 against 0.69-0.76 ms; the column
-  sum's first kernel 0.48-0.52 against 0.51-0.58 ms."""
-  stack: list[tuple] = []         # per open loop: (range, ranges opened inside, loads inside)
+  sum's first kernel 0.48-0.52 against 0.51-0.58 ms. A row pass (a loop that fetches a row it reads) also fetches,
+  for writing, the next row it stores: layernorm's whole call, 6 alternating runs of each, 1.66-2.47 ms (median
+  1.9) against 2.05-2.28 ms (2.1); softmax's 3.48-3.78 against 3.53-4.37 ms."""
+  stack: list[tuple] = []         # per open loop: (range, ranges opened inside, loads and stores inside)
   out: dict[UOp, list] = {}
   stored = {b.arg.slot for s in prog
             if s.kind == "node" and s.u.op is Ops.STORE and (b := _buffer(s.u)).op is Ops.BUFFER}
@@ -438,7 +441,7 @@ def _rows(prog: list) -> dict[UOp, list[tuple[int, UOp, int, int, int]]]:
     elif s.kind == "close":
       r, inner, loads = stack.pop()
       if rows := _row_loads(r, inner, loads, stored): out[r] = rows
-    elif s.u.op is Ops.LOAD:
+    elif s.u.op is Ops.LOAD or s.u.op is Ops.STORE:
       for f in stack: f[2].append(s.u)
   return out
 
@@ -450,9 +453,10 @@ def _buffer(u: UOp) -> UOp:
   return b
 
 
-def _row_loads(r: UOp, inner: set, loads: list[UOp], stored: set[int]) -> list[tuple[int, UOp, int, int, int]]:
+def _row_loads(r: UOp, inner: set, accesses: list[UOp], stored: set[int]) -> list[tuple[int, UOp, int, int, int]]:
   rows: dict[tuple, tuple] = {}
-  for ld in loads:
+  read = False
+  for ld in accesses:
     b, addr = _buffer(ld), ld.src[0].src[1]
     if b.op is not Ops.BUFFER or r not in addr.ranges or not inner & addr.ranges: continue
     start = simplify(addr.substitute({q: UOp.const(0, q.dtype) for q in inner & addr.ranges}))
@@ -464,8 +468,9 @@ def _row_loads(r: UOp, inner: set, loads: list[UOp], stored: set[int]) -> list[t
     if not (0 <= lo <= hi < step.arg and 2 * reads >= step.arg): continue       # (a dense row: not a tile's column)
     n, size = step.arg, b.dtype.itemsize
     if ROW_PREFETCH[0] <= n * size <= ROW_PREFETCH[1]:
+      read = read or ld.op is Ops.LOAD
       rows.setdefault((b.arg.slot, start), (b.arg.slot, start, n, size, int(b.arg.slot in stored)))
-  return list(rows.values())
+  return list(rows.values()) if read else []      # (a row pass; a tiled transpose's output strip is not one)
 
 
 # x86 FMA builtins by (vector bytes, itemsize): what <immintrin.h>'s intrinsics expand to (that header alone

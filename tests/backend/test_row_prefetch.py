@@ -59,13 +59,19 @@ def test_multi_pass_rows_fetch_the_next_row_and_compute_the_same(make, ref, opts
   root = make(shape)
   found = {b: (lo, hi, step, w) for b, lo, hi, step, w in prefetches(source(root, opts))}
   assert found.get("data0") == (256, 512, 16, 0)     # the next row of the input, a line (16 floats) at a time
-  if make is softmax and "data1" in found: assert found["data1"] == (256, 512, 16, 1)   # the output: for writing
+  assert found.get("data1") == (256, 512, 16, 1)     # the output row it stores: for writing
   x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
   np.testing.assert_allclose(run_shaped(root, [x.ravel()], opts), ref(x), rtol=2e-5, atol=2e-6)
 
 
 def test_the_softmax_output_row_read_back_is_fetched_for_writing():
   assert ("data1", 256, 512, 16, 1) in prefetches(source(softmax((9, 256)), Opts()))
+
+
+def test_a_stored_row_alone_is_not_fetched():
+  """A loop that stores rows but fetches none it reads (a broadcast fill of each row) is no row pass."""
+  col = buf(0, 64, dtypes.float32).reshape((64, 1)).expand((64, 256))
+  assert prefetches(source(col * col.const_like(2.0), Opts())) == []
 
 
 @pytest.mark.parametrize("opts", OPTS, ids=repr)
