@@ -273,7 +273,7 @@ class _Renderer:
           if self.depth.get(x, 0) < depth: self.deep_use.add(x)
     self.rows = _rows(self.prog)
     self.stream = None if checked else _stream(self.prog)
-    self.lane_store = ""                 # the streaming loop's store of the value into its lane (render_stream)
+    self.lane_store = (0, "")            # the streaming loop's store: (its line, the line storing into the lane)
 
   def ctype(self, d: DType) -> str: return self.itype if d is dtypes.index else d.ctype
   def var(self, prefix: str) -> str:
@@ -374,7 +374,8 @@ class _Renderer:
       self.r[u] = v
     elif op is Ops.STORE:
       st = f"{self.lvalue(u.src[0])} = {self.fma(u) or self.expr(u.src[1])};"
-      if self.stream is not None and u is self.stream[1]: self.lane_store = f"{ind}mt_t[mt_l] = {self.expr(u.src[1])};"
+      if self.stream is not None and u is self.stream[1]:
+        self.lane_store = (len(self.lines), f"{ind}mt_t[mt_l] = {self.expr(u.src[1])};")
       self.lines.append(f"{ind}if ({g[0]}) {st} else {g[1]};" if g else f"{ind}{st}")
     else:
       e = self.alu(u)
@@ -405,7 +406,7 @@ class _Renderer:
       if s.kind == "open":
         r = s.u
         size = f"n{r.arg.idx}" if self.sized else f"s{r.arg.var.arg.idx}" if r.arg.var is not None else r.arg.size
-        if self.stream is not None and r is self.stream[0]: start = len(self.lines)
+        if self.stream is not None and r is self.stream[0]: start, n = len(self.lines), size
         if r.arg.kind is AxisType.THREAD:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized or r.arg.var is not None else "!mt_serial"
           self.lines.append(f"{ind}#pragma omp parallel for schedule(dynamic, mt_chunk({size})) if({cond})")
@@ -421,22 +422,22 @@ class _Renderer:
         depth -= 1
         self.lines.append("  " * depth + "}")
         if self.stream is not None and s.u is self.stream[0]:
-          self.lines[start:] = self.render_stream(self.lines[start:], "  " * depth)
+          self.lines[start:] = self.render_stream(self.lines[start:], self.lane_store[0] - start, n, "  " * depth)
       else: self.stmt(s.u, ind)
     head = COMPLEX_PRELUDE if any(u.dtype.is_complex for u in self.sink.toposort()) else ""
     return head + f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
 
-  def render_stream(self, loop: list[str], ind: str) -> list[str]:
-    """The lines of the streaming loop around `loop` (the plain one: its pragma, head, body and brace), which
-    still runs where the loop is short, or not compiled by gcc for x86 (tcc): see _stream."""
+  def render_stream(self, loop: list[str], at: int, n: str, ind: str) -> list[str]:
+    """The lines of the streaming loop around `loop` (the plain one: its pragma, head, body and brace; its store is
+    loop[at]; n its size), which still runs where the loop is short, or not compiled by gcc for x86 (tcc)."""
     r, store, lanes, threshold = self.stream
     b, d = store.src[0].src[0], store.src[1].dtype
     ct, isz, vb = d.ctype, d.itemsize, lanes * d.itemsize
-    n, rv, out = loop[1].split("< ")[1].split(";")[0], f"ridx{r.arg.idx}", f"data{b.arg.slot}"
+    rv, out = f"ridx{r.arg.idx}", f"data{b.arg.slot}"
     body = loop[2:-1]
     inner = lambda lines, k: [f"{'  ' * k}{x}" for x in lines]
-    lane = [self.lane_store if x.lstrip().startswith(f"{out}[{rv}] =") else x for x in body]
+    lane = [self.lane_store[1] if k + 2 == at else x for k, x in enumerate(body)]
     name = f"mt_f{8 * isz}x{lanes}", f"__builtin_ia32_movntp{'s' if isz == 4 else 'd'}{'' if vb == 16 else 8 * vb}"
     return [f"#if defined(MT_STREAM) && defined({STREAM_ISA[vb]})",
             f"{ind}if ({n} >= {threshold} && !((uintptr_t){out} & {isz - 1})) {{",

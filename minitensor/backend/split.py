@@ -9,10 +9,11 @@ stretch's range now meets) and the select, and the loop becomes a plain copy of 
 
 Contract: `split_loops(program)` returns a program that stores the same values at the same addresses. It splits
 the innermost loop of an END whose statement holds no loops of its own (no END, accumulator or AFTER below it),
-that no other END closes, of concrete size and kind LOOP, at every point where a comparison (< or <=) of an
-expression affine in that loop's index alone (with integer constants) changes its value, when there are at most
-MAX_STRETCHES stretches. Each stretch is a loop of its own (a constant where it is one element long) nested where
-the split loop was; other loops and programs are returned as they are.
+that no other END closes, of concrete size and kind LOOP, whose body reads no buffer it writes (the stretches are
+sibling loops, in no promised order), at every point where a comparison (< or <=) of an expression affine in that
+loop's index alone (with integer constants) changes its value, when there are at most MAX_STRETCHES stretches.
+Each stretch is a loop of its own (a constant where it is one element long) nested where the split loop was; other
+loops and programs are returned as they are.
 """
 from __future__ import annotations
 from minitensor.backend.symbolic import simplify
@@ -36,6 +37,8 @@ def split_loops(program: UOp) -> UOp:
     if r.arg.kind is not AxisType.LOOP or r.arg.var is not None or closers[r] != 1: continue
     body = e.src[0].toposort()
     if any(u.op in (Ops.END, Ops.AFTER, Ops.ALLOC) for u in body): continue
+    written = {u.src[0].src[0].arg.slot for u in body if u.op is Ops.STORE}
+    if any(u.op is Ops.LOAD and u.src[0].src[0].arg.slot in written for u in body): continue     # (in any order)
     cuts = _cuts(body, r)
     if not cuts or len(cuts) + 1 > MAX_STRETCHES: continue
     stretches = []

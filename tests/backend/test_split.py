@@ -146,3 +146,12 @@ def test_negative_zero_is_kept_where_it_is_a_value():
   np.testing.assert_array_equal(np.signbit(got), np.signbit(np.concatenate([a, a], axis=1)))
   z = mt.asarray(np.zeros(100000, np.float32)) + mt.asarray(np.full(100000, -0.0, np.float32))
   assert not np.signbit(np.asarray(z)).any()
+
+
+def test_a_body_reading_what_it_writes_is_not_split():
+  """Sibling stretches run in no promised order, so a loop that reads the buffer it stores to keeps its order."""
+  x = buf(0, 64 * 64).reshape((64, 64))
+  program = lower(x.pad(((0, 0), (1, 1))), buf(0, 64 * 66))           # (slot 0 read and written: an in-place form)
+  assert split_loops(program) is program
+  other = lower(x.pad(((0, 0), (1, 1))), buf(1, 64 * 66))
+  assert split_loops(other) is not other
