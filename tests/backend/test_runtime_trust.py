@@ -270,6 +270,25 @@ def test_eviction_spares_build_directories_and_the_new_entry(cache, monkeypatch)
   assert len(entries) == 1 and diskcache.valid(entries[0])
 
 
+def test_a_full_cache_is_not_walked_at_every_install(cache, monkeypatch):
+  """Past its bound the cache is evicted to EVICT_TO of it, so the installs after an eviction only add to the byte
+  count until the bound is reached again (evicting to just below the bound walked every entry at every install)."""
+  root = diskcache.cache_dir()
+  size, walks, n = 1000, [], 300
+  real = diskcache._entries
+  monkeypatch.setattr(diskcache, "_entries", lambda r: walks.append(r) or real(r))
+  monkeypatch.setenv("MINITENSOR_CACHE_BYTES", str(100 * size))           # 100 entries
+  for k in range(n):
+    path = os.path.join(root, f"{k % 256:02x}", f"{k:032x}.plan")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    diskcache.install(path, b"x" * size)
+  entries = _files(cache, ".plan")
+  assert int(100 * diskcache.EVICT_TO) <= len(entries) <= 100
+  assert f"{n - 1:032x}.plan" in {os.path.basename(e) for e in entries}           # the newest entry stays
+  with open(os.path.join(root, "usage")) as f: assert int(f.read()) == size * len(entries)
+  assert len(walks) <= 2 + (n - 100) // int(100 * (1 - diskcache.EVICT_TO))       # one walk per 10 installs
+
+
 def _four_children(cache_dir, **env) -> None:
   """4 processes realizing the graphs a, b, c, d in four orders at once, each checking NumPy's values."""
   procs = [subprocess.Popen([sys.executable, "-c", _CHILD, g], env=_env(cache_dir, **env), cwd=REPO, text=True,
