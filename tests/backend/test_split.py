@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import minitensor as mt
-from minitensor.backend import split
-from minitensor.backend.debug import run_c
+from minitensor.backend import split, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.rangeify import Ctx, Opts, lower
-from minitensor.backend.render_c import render_function
+from minitensor.backend.render_c import PRELUDE, render_function
+from minitensor.backend.runtime import compile_c, native
 from minitensor.backend.split import split_loops
 from minitensor.backend.uop import Ops, UOp, buf, prod, range_
 
@@ -19,14 +19,19 @@ rng = np.random.default_rng(5)
 
 
 def both(root: UOp, inputs: list[np.ndarray], opts: Opts = Opts()) -> tuple[np.ndarray, np.ndarray, UOp]:
-  """root's values from its lowered program as it is and split, and the split program."""
+  """root's values from its lowered program as it is and split (both compiled by the tier-0 compiler, which is
+  quick), and the split program."""
   program = lower(root, buf(len(inputs), prod(root.shape), root.dtype), Ctx(opts=opts))
+  cut = split_loops(program)
+  src = render_function(program, "plain") + render_function(cut, "cut")
+  cc, flags = tiers.toolchain(0, tiers.tcc_lacks(src))
+  lib = compile_c(PRELUDE + src, flags, cc, {k: ("void*",) * (len(inputs) + 1) for k in ("plain", "cut")})
   out = []
-  for p in (program, split_loops(program)):
+  for name in ("plain", "cut"):
     res = np.full(prod(root.shape), np.nan, root.dtype.np)
-    run_c(p, {**dict(enumerate(inputs)), len(inputs): res})
+    lib[name].fn(*[native().from_buffer(np.ascontiguousarray(a)) for a in inputs], native().from_buffer(res))
     out.append(res.reshape(root.shape))
-  return out[0], out[1], split_loops(program)
+  return out[0], out[1], cut
 
 
 def innermost_bodies(src: str) -> list[str]:
@@ -37,7 +42,7 @@ def innermost_bodies(src: str) -> list[str]:
 pads = st.tuples(st.integers(0, 4), st.integers(0, 4))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), data=st.data(),
        opts=st.sampled_from([Opts(), Opts(thread=0)]))
 def test_split_pads_equal_the_unsplit_program_and_numpy(shape, data, opts):
@@ -53,7 +58,7 @@ def test_split_pads_equal_the_unsplit_program_and_numpy(shape, data, opts):
   np.testing.assert_array_equal(cut, want)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(rows=st.integers(1, 5), widths=st.lists(st.integers(1, 9), min_size=2, max_size=10))
 def test_split_concatenations_equal_numpy(rows, widths):
   parts = [rng.standard_normal((rows, w)).astype(np.float32) for w in widths]
