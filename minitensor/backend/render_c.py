@@ -427,7 +427,6 @@ class _Renderer:
     head = COMPLEX_PRELUDE if any(u.dtype.is_complex for u in self.sink.toposort()) else ""
     return head + f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
-
   def render_stream(self, loop: list[str], at: int, n: str, ind: str) -> list[str]:
     """The lines of the streaming loop around `loop` (the plain one: its pragma, head, body and brace; its store is
     loop[at]; n its size), which still runs where the loop is short, or not compiled by gcc for x86 (tcc)."""
@@ -491,19 +490,18 @@ _ROW_OPS = (Ops.ADD, Ops.MUL, Ops.CONST, Ops.RANGE, Ops.VAR)
 
 
 def _rows(prog: list) -> dict[UOp, list[tuple[int, UOp, int, int, int]]]:
-  """The rows to prefetch at the top of each loop: a loop whose body reads a row of a buffer in inner loops (a
-  row sum's, a column sum's rows, or a layernorm's and softmax's passes over each row) has the next iteration's
-  row fetched while it works on this one. Per loop r: (buffer slot, the row's start at this iteration, its
-  length n, itemsize, 1 if the kernel also writes that buffer) of every load (or store) whose address is start +
-  an offset the inner loops keep within 0..n-1, reaching at least n / 2 elements, where start moves by n per
-  iteration of r
-  (consecutive dense rows: the next one is fetched whole). Hardware prefetchers follow a stream only within a
-  4 KiB page, so each new row otherwise started cold from memory. In a C harness (2 threads, Zen 3, medians) a
-  (4096, 1024) layernorm took 1.6-1.8 ms against 1.9-2.5 ms; softmax, whose output row is read back (the stash)
-  and fetched for writing, 2.4-2.7 against 2.7-2.9 ms; the row sums 0.52-0.54 against 0.69-0.76 ms; the column
-  sum's first kernel 0.48-0.52 against 0.51-0.58 ms. A row pass (a loop that fetches a row it reads) also fetches,
-  for writing, the next row it stores: layernorm's whole call, 6 alternating runs of each, 1.66-2.47 ms (median
-  1.9) against 2.05-2.28 ms (2.1); softmax's 3.48-3.78 against 3.53-4.37 ms."""
+  """The rows to prefetch at the top of each loop: a loop whose body reads a row of a buffer in inner loops (a row
+  sum's, a column sum's rows, or a layernorm's and softmax's passes over each row) has the next iteration's row
+  fetched while it works on this one. Per loop r: (buffer slot, the row's start at this iteration, its length n,
+  itemsize, 1 if the kernel also writes that buffer) of every load (or store) whose address is start + an offset
+  the inner loops keep within 0..n-1, reaching at least n / 2 elements, where start moves by n per iteration of r
+  (consecutive dense rows: the next one is fetched whole). Hardware prefetchers follow a stream only within a 4 KiB
+  page, so each new row otherwise started cold from memory. In a C harness (2 threads, Zen 3, medians) a (4096,
+  1024) layernorm took 1.6-1.8 ms against 1.9-2.5 ms; softmax, whose output row is read back (the stash) and
+  fetched for writing, 2.4-2.7 against 2.7-2.9 ms; the row sums 0.52-0.54 against 0.69-0.76 ms; the column sum's
+  first kernel 0.48-0.52 against 0.51-0.58 ms. A row pass (a loop that fetches a row it reads) also fetches, for
+  writing, the next row it stores: layernorm's whole call, 6 alternating runs of each, 1.66-2.47 ms (median 1.9)
+  against 2.05-2.28 ms (2.1); softmax's 3.48-3.78 against 3.53-4.37 ms."""
   stack: list[tuple] = []         # per open loop: (range, ranges opened inside, loads and stores inside)
   out: dict[UOp, list] = {}
   stored = {b.arg.slot for s in prog

@@ -7,13 +7,13 @@ and the clamped loads keep gcc from vectorizing the loop: a (8, 64, 56, 56) pad 
 the comparisons change, each stretch's loop has them constant: simplify folds them, the clamps (whose bounds the
 stretch's range now meets) and the select, and the loop becomes a plain copy of a contiguous run.
 
-Contract: `split_loops(program)` returns a program that stores the same values at the same addresses. It splits
-the innermost loop of an END whose statement holds no loops of its own (no END, accumulator or AFTER below it),
-that no other END closes, of concrete size and kind LOOP, whose body reads no buffer it writes (the stretches are
-sibling loops, in no promised order), at every point where a comparison (< or <=) of an expression affine in that
-loop's index alone (with integer constants) changes its value, when there are at most MAX_STRETCHES stretches.
-Each stretch is a loop of its own (a constant where it is one element long) nested where the split loop was; other
-loops and programs are returned as they are.
+Contract: `split_loops(program)` returns a program that stores the same values at the same addresses. It splits the
+innermost loop of an END whose statement holds no loops of its own (no END, accumulator or AFTER below it), that no
+other END closes and no AFTER waits for, of concrete size and kind LOOP, whose body reads no buffer it writes (the
+stretches are sibling loops, in no promised order), at every point where a comparison (< or <=) of an expression
+affine in that loop's index alone (with integer constants) changes its value, when there are at most MAX_STRETCHES
+stretches. Each stretch is a loop of its own (a constant where it is one element long) nested where the split loop
+was; other loops and programs are returned as they are.
 """
 from __future__ import annotations
 from minitensor.backend.symbolic import simplify
@@ -31,10 +31,11 @@ def split_loops(program: UOp) -> UOp:
   for e in ends:
     for r in e.src[1:]: closers[r] = closers.get(r, 0) + 1
   fresh = 1 + max((u.arg.idx for u in nodes if u.op is Ops.RANGE), default=-1)
+  ordered = {s for u in nodes if u.op is Ops.AFTER for s in u.src[1:]}      # ENDs that statements must follow
   swap: dict[UOp, UOp] = {}
   for e in ends:
     r = max(e.src[1:], key=lambda x: x.arg.idx)        # the innermost loop this END closes
-    if r.arg.kind is not AxisType.LOOP or r.arg.var is not None or closers[r] != 1: continue
+    if r.arg.kind is not AxisType.LOOP or r.arg.var is not None or closers[r] != 1 or e in ordered: continue
     body = e.src[0].toposort()
     if any(u.op in (Ops.END, Ops.AFTER, Ops.ALLOC) for u in body): continue
     written = {u.src[0].src[0].arg.slot for u in body if u.op is Ops.STORE}

@@ -160,3 +160,25 @@ def test_a_body_reading_what_it_writes_is_not_split():
   assert split_loops(program) is program
   other = lower(x.pad(((0, 0), (1, 1))), buf(1, 64 * 66))
   assert split_loops(other) is not other
+
+
+def test_a_loop_another_statement_waits_for_is_not_split():
+  """An END that an AFTER orders other statements after (a buffer read once the loop has written it) stays one
+  loop (the loop reading through the AFTER holds one, so it is not split either)."""
+  x, tmp, out = buf(0, 64), buf(1, 66), buf(2, 68)
+  (first,) = lower(x.reshape((64,)).pad(((1, 1),)), tmp).src               # tmp = x padded: an END
+  r = range_(68, 7)
+  i = r - 1
+  ok = (i >= 0) & (i < 66)
+  second = out.index(r).store(ok.where(tmp.after(first).index(i.maximum(0).minimum(65)).load(), 0.0)).end(r)
+  program = UOp(Ops.SINK, (first, second))
+  cut = split_loops(program)
+  assert cut is program
+  assert split_loops(UOp(Ops.SINK, (first,))) is not UOp(Ops.SINK, (first,))         # alone, it is split
+  xs = rng.standard_normal(64).astype(np.float32)
+  res, scratch = np.full(68, np.nan, np.float32), np.full(66, np.nan, np.float32)
+  src = render_function(cut, "kernel")
+  cc, flags = tiers.toolchain(0, False)
+  k = compile_c(PRELUDE + src, flags, cc, {"kernel": ("void*",) * 3})["kernel"]
+  k.fn(*[native().from_buffer(a) for a in (xs, scratch, res)])
+  np.testing.assert_array_equal(res, np.pad(xs, 2))
