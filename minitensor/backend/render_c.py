@@ -511,8 +511,8 @@ def _rows(prog: list) -> dict[UOp, list[tuple[int, UOp, int, int, int]]]:
       for f in stack: f[1].add(s.u)
       stack.append((s.u, set(), []))
     elif s.kind == "close":
-      r, inner, loads = stack.pop()
-      if rows := _row_loads(r, inner, loads, stored): out[r] = rows
+      r, inner, accesses = stack.pop()
+      if rows := _row_accesses(r, inner, accesses, stored): out[r] = rows
     elif s.u.op is Ops.LOAD or s.u.op is Ops.STORE:
       for f in stack: f[2].append(s.u)
   return out
@@ -525,11 +525,11 @@ def _buffer(u: UOp) -> UOp:
   return b
 
 
-def _row_loads(r: UOp, inner: set, accesses: list[UOp], stored: set[int]) -> list[tuple[int, UOp, int, int, int]]:
+def _row_accesses(r: UOp, inner: set, accesses: list[UOp], stored: set[int]) -> list[tuple[int, UOp, int, int, int]]:
   rows: dict[tuple, tuple] = {}
   read = False
-  for ld in accesses:
-    b, addr = _buffer(ld), ld.src[0].src[1]
+  for x in accesses:
+    b, addr = _buffer(x), x.src[0].src[1]
     if b.op is not Ops.BUFFER or r not in addr.ranges or not inner & addr.ranges: continue
     start = simplify(addr.substitute({q: UOp.const(0, q.dtype) for q in inner & addr.ranges}))
     if r not in start.ranges or any(u.op not in _ROW_OPS for u in start.toposort()): continue
@@ -540,7 +540,7 @@ def _row_loads(r: UOp, inner: set, accesses: list[UOp], stored: set[int]) -> lis
     if not (0 <= lo <= hi < step.arg and 2 * reads >= step.arg): continue       # (a dense row: not a tile's column)
     n, size = step.arg, b.dtype.itemsize
     if ROW_PREFETCH[0] <= n * size <= ROW_PREFETCH[1]:
-      read = read or ld.op is Ops.LOAD
+      read = read or x.op is Ops.LOAD
       rows.setdefault((b.arg.slot, start), (b.arg.slot, start, n, size, int(b.arg.slot in stored)))
   return list(rows.values()) if read else []      # (a row pass; a tiled transpose's output strip is not one)
 

@@ -16,11 +16,10 @@ stretches. Each stretch is a loop of its own (a constant where it is one element
 was; other loops and programs are returned as they are.
 """
 from __future__ import annotations
-from minitensor.backend.symbolic import simplify
+from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import AxisType, Ops, UOp, range_
 
 MAX_STRETCHES = 8
-_AFFINE = {Ops.ADD, Ops.MUL, Ops.CONST, Ops.RANGE}
 
 
 def split_loops(program: UOp) -> UOp:
@@ -58,12 +57,9 @@ def _cuts(body: list[UOp], r: UOp) -> list[int]:
   """The indices in (0, size of r) where a comparison in body of an expression affine in r alone changes value."""
   n, cuts = r.arg.size, set()
   for u in body:
-    if u.op is not Ops.CMPLT and u.op is not Ops.CMPLE: continue
-    if u.src[0].dtype is not r.dtype or not all(_affine(s, r) for s in u.src): continue
-    d = u.src[0] - u.src[1]
-    at = lambda x: simplify(d.substitute({r: UOp.const(x, r.dtype)})).arg
-    c0, slope = at(0), at(1) - at(0)
-    if slope == 0: continue
+    if (u.op is not Ops.CMPLT and u.op is not Ops.CMPLE) or u.src[0].dtype is not r.dtype: continue
+    if (a := affine(simplify(u.src[0] - u.src[1]), (r,))) is None or a[1][0] == 0: continue
+    c0, (slope,) = a
     holds = (lambda x: slope * x + c0 < 0) if u.op is Ops.CMPLT else (lambda x: slope * x + c0 <= 0)
     lo, hi = 0, n            # the first index in (0, n) where the comparison's value differs from its value at 0
     first = holds(0)
@@ -73,12 +69,3 @@ def _cuts(body: list[UOp], r: UOp) -> list[int]:
       else: hi = mid
     if hi < n: cuts.add(hi)
   return sorted(cuts)
-
-
-def _affine(u: UOp, r: UOp) -> bool:
-  """Whether u is built from r and integer constants by + and * alone."""
-  for x in u.toposort():
-    if x.op not in _AFFINE or (x.op is Ops.RANGE and x is not r) or (x.op is Ops.CONST and type(x.arg) is not int):
-      return False
-    if x.op is Ops.MUL and not any(s.op is Ops.CONST for s in x.src): return False      # (r * r is not affine)
-  return True
