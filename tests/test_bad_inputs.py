@@ -317,7 +317,8 @@ def test_python_scalars_only(name, a, b):
       return
     got = getattr(mt, name)(a, b)
     assert isinstance(got, mt.Tensor) and got.shape == () and got.dtype == want.dtype, (got, want)
-    np.testing.assert_array_equal(np.asarray(got), want)
+    if name == "arctan2": np.testing.assert_array_max_ulp(np.asarray(got), want, maxulp=1)   # NumPy's SIMD atan2
+    else: np.testing.assert_array_equal(np.asarray(got), want)
 
 
 # ---------------------------------------------------------------------- the environment and the compiler

@@ -213,7 +213,9 @@ def _literal(v, d: DType, itype: str) -> str:
 
 def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
   """x converted from src to `to`: float to integer through the PRELUDE's f2i helpers (NumPy's x86-64 values
-  for NaN, inf and out of range, where a plain C cast is undefined), everything else as a C cast."""
+  for NaN, inf and out of range, where a plain C cast is undefined), complex to integer through its real part the
+  same way, everything else as a C cast."""
+  if src.is_complex and to.kind in "iu": x, src = f"creal{'f' if src is dtypes.complex64 else ''}({x})", src.real
   if not (src.is_float and to.kind in "iu"): return f"(({ctype})({x}))"
   s = "f64" if src is dtypes.float64 else "f32"
   if to is dtypes.uint64: return f"f2u64_{s}({x})"
