@@ -17,19 +17,19 @@ the loops they mention, the constant last. On that form:
     bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
                                 comparisons, MAX/MIN and WHERE decided when the bounds decide them
 
-The rules are the table RULES (one rule per line, named as above, tried in order on each node once its sources are
-simplified); the walk is uop.rewrite. The bounds it reads, (vmin, vmax) of integer and bool nodes from RANGE sizes
-and constants, are computed in uop.py (`bounds`, `u.vmin`, `u.vmax`: they live with the node, so the IR needs no
-import of this pass); simplify's result is cached on the node as the bounds are (nodes are immutable, so both are
-pure functions of the node).
+The rules are the PatternMatcher `symbolic` (one rule per line, under the names above, tried in order on each node
+once its sources are simplified); the walk is walk.graph_rewrite. The bounds it reads, (vmin, vmax) of integer and
+bool nodes from RANGE sizes and constants, are computed in uop.py (`bounds`, `u.vmin`, `u.vmax`: they live with the
+node, so the IR needs no import of this pass); simplify's result is cached on the node as the bounds are (nodes are
+immutable, so both are pure functions of the node).
 """
 from __future__ import annotations
 import math
-from typing import Callable
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes, float_to_int
 from minitensor.backend.ops import ALU_OPS
-from minitensor.backend.uop import COMPARE, Ops, UOp, bounds, rewrite
+from minitensor.backend.uop import COMPARE, Ops, UOp, bounds
+from minitensor.backend.walk import PatternMatcher, UPat, graph_rewrite
 
 _SHIFTS = (Ops.SHL, Ops.SHR)
 # the cheap ops on floats are exact or correctly rounded, as in the C: NumPy's ufunc of the op computes its value
@@ -294,12 +294,6 @@ def _split(terms: dict[UOp, int], c: int, d: int):
 # ---------------------------------------------------------------- rules
 # constant folding is tried on every op but the transcendental float functions (exec_alu has no exact value for them)
 _FOLDABLE = tuple(o for o, d in ALU_OPS.items() if not (d.cost == "transcendental" and d.operands == "float"))
-_one = lambda s: s.op is Ops.CONST and s.arg == 1
-_zero = lambda s: s.op is Ops.CONST and s.arg == 0
-_neg_zero = lambda s: s.op is Ops.CONST and s.dtype.is_float and s.arg == 0 and math.copysign(1.0, s.arg) < 0
-_ordered = lambda u: u.src[0].dtype.kind not in "fc"       # integers and bool: bounds may decide
-_data_int = lambda u: u.dtype.is_int and u.dtype is not dtypes.index
-_cdiv = lambda u: u.dtype is dtypes.index and u.src[1].op is Ops.CONST and u.src[1].arg > 0     # index x//c, x%c
 
 
 def _fold(u: UOp) -> UOp | None:
@@ -369,50 +363,50 @@ def _cmp_bounds(u: UOp) -> UOp | None:
 
 
 _MINMAX, _DIVMOD, _CMP = (Ops.MAX, Ops.MIN), (Ops.FLOORDIV, Ops.FLOORMOD), tuple(COMPARE)
-_index = lambda u: u.dtype is dtypes.index
-_int, _cplx = lambda u: u.dtype.is_int, lambda u: u.dtype.is_complex
-_keep = lambda u: u.src[0]
-_n0 = lambda u: UOp.const(0, u.dtype)
-# The rules, in the order they are tried, one per line: (name, the ops it matches, guard, rewrite). A rule applies to
-# a node whose sources are already simplified when the guard holds; its rewrite returns the replacement, or None where
-# the pattern does not match after all. Complex values take only constant folding and the WHERE and ==/!= rules
-# (z*(1+0j) is not z in NumPy's arithmetic when a part is inf or nan); floats no identity that -0.0 or nan breaks.
-RULES: tuple[tuple[str, tuple[Ops, ...], Callable[[UOp], bool], Callable[[UOp], UOp | None]], ...] = (
-  ("constant folding",  (Ops.CAST,),  lambda u: u.src[0].op is Ops.CONST,            _fold_cast),
-  ("constant folding",  _FOLDABLE,    lambda u: all(s.op is Ops.CONST for s in u.src), _fold),
-  ("bounds",            (Ops.WHERE,), lambda u: bounds(u.src[0])[0],                 lambda u: u.src[1]),
-  ("bounds",            (Ops.WHERE,), lambda u: not bounds(u.src[0])[1],             lambda u: u.src[2]),
-  ("identities",        (Ops.WHERE,), lambda u: u.src[1] is u.src[2],                lambda u: u.src[1]),
-  ("bounds",            _CMP,         _ordered,                                      _cmp_bounds),
-  ("identities",        _CMP,         lambda u: _ordered(u) and u.src[0] is u.src[1],
-                                      lambda u: UOp.const(u.op in (Ops.CMPLE, Ops.CMPEQ))),
-  ("identities",        _MINMAX,      lambda u: _ordered(u) and u.src[0] is u.src[1], _keep),
-  ("bounds",            _MINMAX,      _ordered,                                      _max_bounds),
-  ("identities",        (Ops.MUL,),   lambda u: not _cplx(u) and _one(u.src[1]),     _keep),                  # x*1
-  ("identities",        (Ops.MUL,),   lambda u: not _cplx(u) and _one(u.src[0]),     lambda u: u.src[1]),     # 1*x
-  ("identities",        (Ops.FDIV,),  lambda u: not _cplx(u) and _one(u.src[1]),     _keep),                  # x/1
-  ("identities",        (Ops.AND, Ops.OR), lambda u: u.dtype.is_bool,                _bool_identity),
-  ("identities",        (Ops.MUL,),   lambda u: _int(u) and (_zero(u.src[0]) or _zero(u.src[1])), _n0),     # x*0
-  ("identities",        (Ops.ADD,),   lambda u: _data_int(u) and _zero(u.src[1]),    _keep),                  # x+0
-  ("identities",        (Ops.ADD,),   lambda u: _data_int(u) and _zero(u.src[0]),    lambda u: u.src[1]),     # 0+x
-  ("identities",        (Ops.ADD,),   lambda u: _neg_zero(u.src[1]),                 _keep),                  # x+-0.0
-  ("identities",        (Ops.ADD,),   lambda u: _neg_zero(u.src[0]),                 lambda u: u.src[1]),     # -0.0+x
-  ("identities",        (Ops.FLOORDIV,), lambda u: _int(u) and _one(u.src[1]),       _keep),                  # x//1
-  ("identities",        (Ops.FLOORMOD,), lambda u: _int(u) and _one(u.src[1]),       _n0),                    # x%1
-  ("like terms, distribution, recombination", (Ops.ADD, Ops.MUL), _index,           _normal_sum),
-  ("division by a size", _DIVMOD,     lambda u: _index(u) and u.src[1].op is not Ops.CONST, _div_mod_symbolic),
-  ("bounds",            _DIVMOD,      _cdiv,                                         _div_bounds),
-  ("nested division",   _DIVMOD,      _cdiv,                                         _nested_div),
-  ("division",          _DIVMOD,      _cdiv,                                         _divide),
-)
-_BY_OP: dict[Ops, tuple] = {op: tuple((g, f) for _, ops, g, f in RULES if op in ops) for op in Ops}
+_index = lambda d: d is dtypes.index
+_ints, _real = lambda d: d.is_int, lambda d: not d.is_complex
+_data_ints = lambda d: d.is_int and d is not dtypes.index
+x, y = UPat.var("x"), UPat.var("y")
+one, zero = UPat.cvar(arg=1), UPat.cvar(arg=0)
+neg_zero = UPat.cvar(where=lambda c: c.dtype.is_float and c.arg == 0 and math.copysign(1.0, c.arg) < 0)
+ordered = lambda u: u.src[0].dtype.kind not in "fc"       # integers and bool: bounds may decide
+positive = UPat.cvar(where=lambda c: c.arg > 0)
 
-
-def _rules(u: UOp) -> UOp | None:
-  """One rewrite of u (whose sources are already simplified), or None if no rule applies."""
-  for guard, f in _BY_OP[u.op]:
-    if guard(u) and (r := f(u)) is not None: return r
-  return None
+# The rules, in the order they are tried, one per line, each headed by its name in the table above. A rule applies to
+# a node whose sources are already simplified; its function returns the replacement, or None where the pattern does
+# not simplify after all. Complex values take only constant folding and the WHERE and ==/!= rules (z*(1+0j) is not z
+# in NumPy's arithmetic when a part is inf or nan); floats no identity that -0.0 or nan breaks.
+symbolic = PatternMatcher([
+  # constant folding
+  (UPat(Ops.CAST, src=(UPat(Ops.CONST),), name="u"), _fold_cast),
+  (UPat(_FOLDABLE, name="u", where=lambda u: all(s.op is Ops.CONST for s in u.src)), _fold),
+  # bounds, identities: WHERE
+  (UPat(Ops.WHERE, src=(UPat.var("c"), x, y)),
+   lambda c, x, y: x if bounds(c)[0] else y if not bounds(c)[1] else None),
+  (UPat(Ops.WHERE, src=(UPat(), x, x)), lambda x: x),
+  # bounds, identities: comparisons, MAX, MIN (integers and bool)
+  (UPat(_CMP, name="u", where=ordered), _cmp_bounds),
+  (UPat(_CMP, src=(x, x), name="u", where=ordered), lambda u, x: UOp.const(u.op in (Ops.CMPLE, Ops.CMPEQ))),
+  (UPat(_MINMAX, src=(x, x), where=ordered), lambda x: x),
+  (UPat(_MINMAX, name="u", where=ordered), _max_bounds),
+  # identities: x*1, 1*x, x/1, bool AND/OR, x*0, x+0 (integers), x + -0.0 (floats), x//1, x%1
+  (UPat(Ops.MUL, _real, src=(x, one), commute=True), lambda x: x),
+  (UPat(Ops.FDIV, _real, src=(x, one)), lambda x: x),
+  (UPat((Ops.AND, Ops.OR), dtypes.bool, name="u"), _bool_identity),
+  (UPat(Ops.MUL, _ints, src=(x, zero), name="u", commute=True), lambda u, x: UOp.const(0, u.dtype)),
+  (UPat(Ops.ADD, _data_ints, src=(x, zero), commute=True), lambda x: x),
+  (UPat(Ops.ADD, src=(x, neg_zero), commute=True), lambda x: x),
+  (UPat(Ops.FLOORDIV, _ints, src=(x, one)), lambda x: x),
+  (UPat(Ops.FLOORMOD, _ints, src=(x, one), name="u"), lambda u, x: UOp.const(0, u.dtype)),
+  # like terms, distribution, recombination
+  (UPat((Ops.ADD, Ops.MUL), _index, name="u"), _normal_sum),
+  # division by a size
+  (UPat(_DIVMOD, _index, src=(UPat(), UPat(where=lambda d: d.op is not Ops.CONST)), name="u"), _div_mod_symbolic),
+  # bounds, nested division, division (by a positive constant)
+  (UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _div_bounds),
+  (UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _nested_div),
+  (UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _divide),
+])
 
 
 class _Simplified:
@@ -427,14 +421,6 @@ class _Simplified:
 _MEMO = _Simplified()
 
 
-def _simplify_node(u: UOp, src: tuple[UOp, ...]) -> UOp:
-  v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-  r = v if (w := _rules(v)) is None else simplify(w)
-  r._simp = True
-  if v._simp is None: v._simp = True if r is v else r
-  return r
-
-
 def simplify(root: UOp) -> UOp:
   """root rewritten to a fixpoint of the rules above. Values are unchanged at every point of the loops."""
-  return rewrite(root, _simplify_node, _MEMO)
+  return graph_rewrite(root, symbolic, memo=_MEMO)

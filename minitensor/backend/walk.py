@@ -2,12 +2,21 @@
 one such walk infers. uop.py re-exports them; the nodes' own methods (substitute, vmin, vmax) use them.
 
     rewrite(root, fn, memo)     root rebuilt bottom-up, each node once (the compiler's one graph-rewrite walker)
+    UPat, PatternMatcher        the pattern language: a rule is (pattern, function of the names it binds)
+    graph_rewrite(root, pm)     root rewritten bottom-up by a PatternMatcher to a fixpoint (on `rewrite`)
     memo_walk(root, rule, memo) a generator rule per key, run on an explicit stack (rangeify's rules)
     bounds(u)                   (vmin, vmax) of an index expression's value, memoized on the nodes
+
+A UPat matches a node by its op (one or a tuple), dtype (one, a tuple, or a predicate on the DType), arg (equal to
+a value), sources (a tuple of UPats matched in order; commute=True also tries two sources swapped) and a predicate
+on the node (`where`). A named pattern binds the node to its name, and a name bound twice must bind the same node
+(hash-consing makes `is` structural equality): UPat(Ops.MAX, src=(x, x)) is max(x, x). A PatternMatcher holds
+rules in order, indexed by op; the first rule whose pattern matches and whose function returns a node (not None)
+rewrites the node. Functions take the bound names as keywords, and `ctx` when the matcher is given one.
 """
 from __future__ import annotations
-from typing import TYPE_CHECKING, Callable
-from minitensor.backend.dtype import dtypes
+from typing import TYPE_CHECKING, Any, Callable
+from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ops import COMPARE, Ops
 
 if TYPE_CHECKING:
@@ -36,6 +45,84 @@ def rewrite(root: UOp, fn: Callable[[UOp, tuple[UOp, ...]], UOp | None] | None =
     stack.append((u, True))
     stack.extend([(s, False) for s in reversed(u.src) if s not in memo])
   return memo[root]
+
+
+_ANY = object()
+
+
+class UPat:
+  """A pattern over UOps (see the module docstring)."""
+  __slots__ = ("ops", "dtype", "src", "arg", "name", "where", "commute")
+
+  def __init__(self, op: Ops | tuple[Ops, ...] | None = None, dtype: DType | tuple | Callable | None = None,
+               src: tuple[UPat, ...] | None = None, arg: Any = _ANY, name: str | None = None,
+               where: Callable[[UOp], bool] | None = None, commute: bool = False):
+    self.ops = None if op is None else (op,) if isinstance(op, Ops) else tuple(op)
+    self.dtype = (dtype,) if isinstance(dtype, DType) else dtype
+    self.src, self.arg, self.name, self.where, self.commute = src, arg, name, where, commute
+
+  @staticmethod
+  def var(name: str, dtype: DType | tuple | Callable | None = None) -> UPat:
+    """Any node, bound to `name`."""
+    return UPat(dtype=dtype, name=name)
+
+  @staticmethod
+  def cvar(name: str | None = None, arg: Any = _ANY, where: Callable[[UOp], bool] | None = None) -> UPat:
+    """A CONST (with value `arg` when given), bound to `name`."""
+    return UPat(Ops.CONST, arg=arg, name=name, where=where)
+
+  def match(self, u: UOp, b: dict[str, UOp]) -> bool:
+    """Whether u matches, binding names into b (b may be partly filled on failure: callers pass a fresh dict)."""
+    if self.ops is not None and u.op not in self.ops: return False
+    if self.dtype is not None and not (u.dtype in self.dtype if isinstance(self.dtype, tuple) else self.dtype(u.dtype)):
+      return False
+    if self.arg is not _ANY and u.arg != self.arg: return False
+    if self.name is not None:
+      if (seen := b.get(self.name)) is not None: return seen is u
+      b[self.name] = u
+    if self.src is not None:
+      if len(u.src) != len(self.src): return False
+      before = dict(b) if self.commute else b
+      if not all(p.match(s, b) for p, s in zip(self.src, u.src)):
+        if not self.commute or len(u.src) != 2: return False
+        b.clear()
+        b.update(before)
+        if not (self.src[0].match(u.src[1], b) and self.src[1].match(u.src[0], b)): return False
+    return self.where is None or self.where(u)
+
+  def __repr__(self) -> str:
+    ops = "|".join(o.name for o in self.ops) if self.ops else "*"
+    return f"UPat({ops}{f', name={self.name!r}' if self.name else ''}{f', src={self.src}' if self.src else ''})"
+
+
+class PatternMatcher:
+  """Rules (pattern, function) tried in order on a node; see the module docstring."""
+
+  def __init__(self, rules: list[tuple[UPat, Callable[..., UOp | None]]]):
+    self.rules = list(rules)
+    self._by_op: dict[Ops, list] = {op: [(p, f) for p, f in self.rules if p.ops is None or op in p.ops] for op in Ops}
+
+  def __add__(self, other: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.rules + other.rules)
+
+  def rewrite(self, u: UOp, ctx: Any = None) -> UOp | None:
+    """The replacement of u by the first rule that matches and returns a node, or None."""
+    for pat, fn in self._by_op[u.op]:
+      b: dict[str, UOp] = {}
+      if pat.match(u, b) and (r := fn(**b) if ctx is None else fn(ctx=ctx, **b)) is not None: return r
+    return None
+
+
+def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, memo=None) -> UOp:
+  """root rewritten bottom-up by pm to a fixpoint: each node once its sources are rewritten, and a replacement is
+  rewritten again until no rule applies. `memo` as in `rewrite` (a memo kept across calls continues earlier walks)."""
+  if memo is None: memo = {}
+  def node(u: UOp, src: tuple[UOp, ...]) -> UOp:
+    v = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    r = v if (w := pm.rewrite(v, ctx)) is None else graph_rewrite(w, pm, ctx, memo)
+    memo[r] = r
+    if v not in memo: memo[v] = r
+    return r
+  return rewrite(root, node, memo)
 
 
 def memo_walk(root, rule, memo: dict):
