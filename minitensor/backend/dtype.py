@@ -21,6 +21,8 @@ class DType:
   itemsize: int
   ctype: str
   kind: str           # "b" bool, "i" signed int, "u" unsigned int, "f" float, "c" complex, "x" index, "v" void
+  suffix: str = ""    # the C PRELUDE helpers' suffix for its values (max_f32, floordiv_i64): narrow ints compute in i32
+  mantissa: int = 0   # a float's precision in bits (with the implicit one): float32 24
 
   def __repr__(self) -> str: return f"dtypes.{self.name}"
   def __reduce__(self): return (_by_name, (self.name,))
@@ -86,18 +88,18 @@ def float_to_int(v: float, to: DType) -> int:
 
 
 class dtypes:
-  bool = DType("bool", "bool", 1, "_Bool", "b")
-  int8 = DType("int8", "i8", 1, "int8_t", "i")
-  uint8 = DType("uint8", "u8", 1, "uint8_t", "u")
-  int16 = DType("int16", "i16", 2, "int16_t", "i")
-  uint16 = DType("uint16", "u16", 2, "uint16_t", "u")
-  int32 = DType("int32", "i32", 4, "int32_t", "i")
-  uint32 = DType("uint32", "u32", 4, "uint32_t", "u")
-  int64 = DType("int64", "i64", 8, "int64_t", "i")
-  uint64 = DType("uint64", "u64", 8, "uint64_t", "u")
-  float16 = DType("float16", "f16", 2, "_Float16", "f")
-  float32 = DType("float32", "f32", 4, "float", "f")
-  float64 = DType("float64", "f64", 8, "double", "f")
+  bool = DType("bool", "bool", 1, "_Bool", "b", "i32")
+  int8 = DType("int8", "i8", 1, "int8_t", "i", "i32")
+  uint8 = DType("uint8", "u8", 1, "uint8_t", "u", "i32")
+  int16 = DType("int16", "i16", 2, "int16_t", "i", "i32")
+  uint16 = DType("uint16", "u16", 2, "uint16_t", "u", "i32")
+  int32 = DType("int32", "i32", 4, "int32_t", "i", "i32")
+  uint32 = DType("uint32", "u32", 4, "uint32_t", "u", "u32")
+  int64 = DType("int64", "i64", 8, "int64_t", "i", "i64")
+  uint64 = DType("uint64", "u64", 8, "uint64_t", "u", "u64")
+  float16 = DType("float16", "f16", 2, "_Float16", "f", "f32", 11)
+  float32 = DType("float32", "f32", 4, "float", "f", "f32", 24)
+  float64 = DType("float64", "f64", 8, "double", "f", "f64", 53)
   complex64 = DType("complex64", "c64", 8, "float _Complex", "c")
   complex128 = DType("complex128", "c128", 16, "double _Complex", "c")
   index = DType("index", "index", 8, "int64_t", "x")

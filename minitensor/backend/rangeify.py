@@ -417,7 +417,7 @@ def _closed_form(rop: Ops, v: UOp, n: int) -> UOp | None:
     if rop is Ops.ADD: return v * UOp.const(d.python(n), d)
     return UOp(Ops.POW, (v, UOp.const(n, d))) if n <= d.max else None
   if v.op is not Ops.CONST: return None
-  c, bits = v.arg, {2: 11, 4: 24, 8: 53}[d.itemsize]
+  c, bits = v.arg, d.mantissa
   if rop is Ops.ADD:
     if not math.isfinite(c): return v
     if c == 0: return UOp.const(0.0, d)       # the loop starts from +0.0: a sum of -0.0 is +0.0

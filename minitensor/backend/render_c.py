@@ -193,8 +193,6 @@ MT_CPLX(float _Complex, float, c64, f, MT_CMPLXF, fmaf(ar, br, -(ai * bi)), fmaf
 MT_CPLX(double _Complex, double, c128, , MT_CMPLX, ar * br - ai * bi, ar * bi + ai * br)
 #endif
 """
-_SUFFIX = {"int8": "i32", "int16": "i32", "int32": "i32", "int64": "i64", "uint8": "i32", "uint16": "i32",
-           "uint32": "u32", "uint64": "u64", "float16": "f32", "float32": "f32", "float64": "f64", "bool": "i32"}
 
 def _literal(v, d: DType, itype: str) -> str:
   if d.is_complex:
@@ -217,7 +215,7 @@ def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
   same way, everything else as a C cast."""
   if src.is_complex and to.kind in "iu": x, src = f"creal{'f' if src is dtypes.complex64 else ''}({x})", src.real
   if not (src.is_float and to.kind in "iu"): return f"(({ctype})({x}))"
-  s = "f64" if src is dtypes.float64 else "f32"
+  s = src.suffix
   if to is dtypes.uint64: return f"f2u64_{s}({x})"
   if to is dtypes.int64: return f"f2i64_{s}({x})"
   if to is dtypes.uint32: return f"((uint32_t)f2i64_{s}({x}))"
@@ -327,7 +325,7 @@ class _Renderer:
     if op in (Ops.FLOORDIV, Ops.FLOORMOD) and d.is_int and bounds(u.src[0])[0] >= 0 and bounds(u.src[1])[0] > 0:
       out = f"({a[0]}{'/' if op is Ops.FLOORDIV else '%'}{a[1]})"
     elif sp is not None and sp.endswith("_"):
-      suffix = _SUFFIX.get(d.name) or ("i64" if self.itype == "int64_t" else "i32")
+      suffix = d.suffix or ("i64" if self.itype == "int64_t" else "i32")
       if d is dtypes.float16 and op in (Ops.MAX, Ops.MIN): suffix = "f16"
       out = f"{sp}{suffix}({a[0]}, {a[1]})"
     elif op in (Ops.ADD, Ops.MUL) and d.is_int and d is not dtypes.index:
