@@ -36,6 +36,7 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
+from minitensor.backend.walk import PatternMatcher, UPat, graph_rewrite
 
 
 def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:
@@ -446,14 +447,33 @@ def combine(op: Ops, a: UOp, b: UOp) -> UOp:
 
 def merge_ends(root: UOp) -> UOp:
   """Unrolled copies each END the same shared loop. Merge them into one END over a SINK."""
-  while True:
-    groups: dict[tuple, list[UOp]] = {}
-    for u in root.toposort():
-      if u.op is Ops.END: groups.setdefault(u.src[1:], []).append(u)
-    dup = next((g for g in groups.values() if len(g) > 1), None)
-    if dup is None: return root
-    merged = UOp(Ops.END, (UOp(Ops.SINK, tuple(e.src[0] for e in dup)), *dup[0].src[1:]))
-    root = root.substitute({e: merged for e in dup})
+  groups: dict[tuple, list[UOp]] = {}
+  for u in root.toposort():
+    if u.op is Ops.END: groups.setdefault(u.src[1:], []).append(u)
+  if all(len(g) == 1 for g in groups.values()): return root
+  ctx = _Ends(groups)
+  return graph_rewrite(root, _ends, ctx, ctx.memo)
+
+
+@dataclass
+class _Ends:
+  """merge_ends' context: the ENDs of each loop (by their ranges, which rewriting leaves alone), the merged END of
+  each loop once built, and the walk's memo, which building a merged END continues (its bodies are rewritten too)."""
+  groups: dict[tuple, list[UOp]]
+  merged: dict[tuple, UOp] = field(default_factory=dict)
+  memo: dict = field(default_factory=dict)
+
+  def merge(self, e: UOp) -> UOp | None:
+    """The one END of e's loop over every body that ends it (None: e is that END, or the loop's only one)."""
+    loop = e.src[1:]
+    if len(group := self.groups.get(loop, ())) < 2: return None
+    if (m := self.merged.get(loop)) is None:
+      bodies = [graph_rewrite(g.src[0], _ends, self, self.memo) for g in group]
+      m = self.merged[loop] = UOp(Ops.END, (UOp(Ops.SINK, tuple(bodies)), *loop))
+    return None if m is e else m
+
+
+_ends = PatternMatcher([(UPat(Ops.END, name="e"), lambda ctx, e: ctx.merge(e))])
 
 
 def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
