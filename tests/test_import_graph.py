@@ -5,6 +5,7 @@ also runs the packages above it; those implicit edges are left out (every module
 through `minitensor/__init__.py`, which imports the public modules). There are no exceptions: the Tensor class
 gets the methods of other modules by their registration (tensor.py's `tensor_methods`), not by importing them."""
 import ast
+import sys
 from pathlib import Path
 import pytest
 
@@ -96,3 +97,43 @@ def test_a_family_cannot_replace_a_method_of_tensor():
     class _Again:
       def sum(self): return 0
   assert mt.Tensor.sum.__qualname__ == "Tensor.sum" and mt.asarray([1, 2]).sum().item() == 3
+
+
+def private_reaches() -> list[str]:
+  """Every place a backend module, or the frontend, uses a private name (a leading underscore) of another backend
+  module: `from minitensor.backend.x import _y`, or `x._y` where x is an imported backend module."""
+  mods = _modules()
+  out = []
+  for name, path in mods.items():
+    tree = ast.parse(path.read_text(), str(path))
+    aliases: dict[str, str] = {}          # local name -> the backend module it is
+    for n, _ in _imports(tree):
+      if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("minitensor.backend"):
+        for a in n.names:
+          if f"{n.module}.{a.name}" in mods: aliases[a.asname or a.name] = f"{n.module}.{a.name}"
+          elif a.name.startswith("_") and n.module != name:
+            out.append(f"{name}:{n.lineno} imports {n.module}.{a.name}")
+      elif isinstance(n, ast.Import):
+        for a in n.names:
+          if a.name.startswith("minitensor.backend") and a.asname: aliases[a.asname] = a.name
+    for n in ast.walk(tree):
+      if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases and \
+         n.attr.startswith("_") and not n.attr.startswith("__") and aliases[n.value.id] != name:
+        out.append(f"{name}:{n.lineno} reads {aliases[n.value.id]}.{n.attr}")
+  return out
+
+
+def test_no_stage_reaches_into_another_stages_private_names():
+  assert private_reaches() == []
+
+
+def test_private_reaches_are_found(tmp_path, monkeypatch):
+  pkg = tmp_path / "minitensor" / "backend"
+  pkg.mkdir(parents=True)
+  (pkg / "__init__.py").write_text("")
+  (pkg / "a.py").write_text("_x = 1\ny = 2\n")
+  (pkg / "b.py").write_text("from minitensor.backend.a import _x, y\n"
+                            "from minitensor.backend import a\nz = a._x + a.y\n")
+  monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+  assert private_reaches() == ["minitensor.backend.b:1 imports minitensor.backend.a._x",
+                               "minitensor.backend.b:3 reads minitensor.backend.a._x"]

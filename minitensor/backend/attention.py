@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import ravel, unravel
-from minitensor.backend.render_c import _literal, vector_type
+from minitensor.backend.render_c import literal, vector_type
 from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import Ops, UOp, prod, range_
 
@@ -278,7 +278,7 @@ def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
   lines: list[str] = []
 
   def load(r: Read, i: str | None = None, j: str | None = None, c: str | None = None, e: str | None = None) -> str:
-    if isinstance(r.base, UOp): return _literal(r.base.arg, r.base.dtype, "int64_t")
+    if isinstance(r.base, UOp): return literal(r.base.arg, r.base.dtype, "int64_t")
     b = bufs[r.base]
     terms = [reads[id(r)]] + [f"({x})*{s}" if s != 1 else f"({x})" for x, s in zip((i, j, c, e), r.strides[nb:])
                               if s and x is not None]

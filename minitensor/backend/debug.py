@@ -50,8 +50,8 @@ def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) ->
 def new_nodes(fn) -> int:
   """The UOps one call of fn creates: the growth of the cons table while fn's result is held."""
   gc.collect()
-  n = len(uop._CONS)
+  n = uop.live_nodes()
   r = fn()
-  k = len(uop._CONS) - n
+  k = uop.live_nodes() - n
   del r
   return k

@@ -36,7 +36,7 @@ from minitensor.backend.linearize import operations
 from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
 from minitensor.backend.runtime import pointer as _pointer
-from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, _argkey, prod, var
+from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, argkey, prod, var
 
 
 def _from_buffer(a):
@@ -164,11 +164,11 @@ class Compiled:
       fb, chars = _pointer()
       for k, slots, extra, vs in self.fns:
         k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
-    self._ran(t)
+    self.ran(t)
     buffers.give([b for b, a in zip(bufs[len(inputs):], self.allocs) if not a[3]])
     return [bufs[o] for o in p.outputs]
 
-  def _ran(self, t: float) -> None:
+  def ran(self, t: float) -> None:
     """Count a run that started at perf_counter() t; at tier 0 its time counts towards the tier-1 compile."""
     if self.tier == 0:
       self.elapsed += time.perf_counter() - t
@@ -386,7 +386,7 @@ def _walk(outputs: list[UOp], symbolic: bool):
         if known:
           key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
           leaves.append(u)
-        else: key.append((op, u.dtype, _argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple(map(at, u.src))))
+        else: key.append((op, u.dtype, argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple(map(at, u.src))))
         pos[u] = len(key) - 1
         continue
       try:
@@ -398,11 +398,11 @@ def _walk(outputs: list[UOp], symbolic: bool):
         elif op is Ops.RESHAPE or op is Ops.EXPAND:
           arg = None                                      # the node's own shape says it
           flat = flat and (op is Ops.RESHAPE or _scalar_leaf(u.src[0]))
-        elif op is Ops.CONST: arg = _argkey(arg)
+        elif op is Ops.CONST: arg = argkey(arg)
         elif op not in ALU:
           flat = False
           if op is Ops.SHRINK: arg = tuple([(_token(b, sizes), _token(e, sizes)) for b, e in arg])
-          elif op is Ops.PAD: arg = (tuple([(_token(b, sizes), _token(a, sizes)) for b, a in arg[0]]), _argkey(arg[1]))
+          elif op is Ops.PAD: arg = (tuple([(_token(b, sizes), _token(a, sizes)) for b, a in arg[0]]), argkey(arg[1]))
       except OverflowError: return None
       if known:
         key.append((Ops.BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
@@ -440,7 +440,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := _modes(strict=False)) is not None:
     checked, tier = m
     if not (checked or DEBUG):
-      sig = (tier, o.op, _argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
+      sig = (tier, o.op, argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
       if (b := replay.bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):

@@ -194,9 +194,10 @@ MT_CPLX(double _Complex, double, c128, , MT_CMPLX, ar * br - ai * bi, ar * bi + 
 #endif
 """
 
-def _literal(v, d: DType, itype: str) -> str:
+def literal(v, d: DType, itype: str) -> str:
+  """The C literal of value v of dtype d (index arithmetic in itype): suffixed, NaN and infinities by name."""
   if d.is_complex:
-    parts = ", ".join(_literal(p, d.real, itype) for p in (v.real, v.imag))
+    parts = ", ".join(literal(p, d.real, itype) for p in (v.real, v.imag))
     return f"MT_CMPLX{'F' if d is dtypes.complex64 else ''}({parts})"
   if d.is_float:
     if math.isnan(v): return "NAN"
@@ -281,7 +282,7 @@ class _Renderer:
     return f"{prefix}{self.n}"
 
   def expr(self, u: UOp) -> str:
-    if u.op is Ops.CONST: return _literal(u.arg, u.dtype, self.itype)
+    if u.op is Ops.CONST: return literal(u.arg, u.dtype, self.itype)
     if u.op is Ops.VAR: return f"s{u.arg.idx}"
     return self.r[u]
 
@@ -333,7 +334,7 @@ class _Renderer:
       ut = _unsigned(d)
       out = f"(({d.ctype})((({ut}){a[0]}){sp}(({ut}){a[1]})))"
     elif op is Ops.ADD and u.src[1].op is Ops.CONST and d.min < u.src[1].arg < 0 and not d.is_unsigned:
-      out = f"({a[0]}-{_literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
+      out = f"({a[0]}-{literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
     elif (out := _spell(sp, a, "", "")) is None: raise NotImplementedError(f"render_c: {op} on {d.name}")
     # small types promote to int / float in C; round every result back so intermediates match NumPy
     if (u.dtype.is_int or u.dtype is dtypes.float16) and u.dtype.itemsize < 4 and u.dtype is not dtypes.index:

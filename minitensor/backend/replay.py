@@ -81,7 +81,7 @@ class Bound:
       for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
       r = bufs[out]
       buffers.give(bufs[:out] + bufs[out + 1:])
-    if prog.tier == 0: prog._ran(t)
+    if prog.tier == 0: prog.ran(t)
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r

@@ -50,8 +50,8 @@ from minitensor.backend.walk import bounds, memo_walk, rewrite
 
 # the op table's names are re-exported: stages import the IR from here
 __all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp", "UOpError",
-           "AxisType", "ParamArg", "RangeArg", "VarArg", "bounds", "buf", "memo_walk", "prod", "range_", "rewrite",
-           "sink", "var"]
+           "AxisType", "ParamArg", "RangeArg", "VarArg", "argkey", "bounds", "buf", "live_nodes", "memo_walk", "prod",
+           "range_", "rewrite", "sink", "var"]
 
 
 class UOpError(ValueError):
@@ -325,16 +325,16 @@ def _pairs(arg: tuple, shape: tuple[int, ...], window: bool) -> bool:
   return True
 
 
-def _argkey(arg):
-  # -0.0 == 0.0 and nan != nan in Python; structurally they are different constants
+def argkey(arg):
+  """arg as structure compares it: -0.0 and 0.0 differ, a NaN equals itself (Python's == says otherwise)."""
   t = type(arg)
   if t is float: return ("f", math.copysign(1.0, arg), repr(arg))
   if t is complex: return ("c", repr(arg))        # repr tells signed zeros apart, and names NaN parts
-  if t is tuple and any(type(a) is not int for a in arg): return tuple(_argkey(a) for a in arg)
+  if t is tuple and any(type(a) is not int for a in arg): return tuple(argkey(a) for a in arg)
   return arg
 
 
-FLOAT_ARG = {Ops.CONST, Ops.PAD}      # the ops whose arg may hold a float (keyed by _argkey); the others hold ints
+FLOAT_ARG = {Ops.CONST, Ops.PAD}      # the ops whose arg may hold a float (keyed by argkey); the others hold ints
 
 
 def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
@@ -343,6 +343,11 @@ def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool)
 # the cons table: key -> weakref of the node; a node's death removes its entry (only while it is that dead weakref:
 # the key may hold a newer node by then). A plain dict: WeakValueDictionary's methods are Python-level calls.
 _CONS: dict[tuple, weakref.ref] = {}
+
+
+def live_nodes() -> int:
+  """The number of entries in the hash-cons table (live nodes, and dead ones not yet swept)."""
+  return len(_CONS)
 _GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
 _LIKE: dict[tuple, UOp] = {}      # (dtype, shape, type, argkey) -> a broadcast constant (UOp.const_like)
 LIKE_SIZE = 4096
@@ -376,7 +381,7 @@ class UOp:
       dt, shape = _cast_rule(src, arg, dtype) or _infer(op, src, arg, dtype)
     else:
       if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
-      key = (op, src, _argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
+      key = (op, src, argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None:
         if dtype is not None and u.dtype is not dtype:
           raise UOpError(f"{op.name}: result is {u.dtype.name}, not {dtype.name}")
@@ -446,7 +451,7 @@ class UOp:
           a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) \
             if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
             if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) \
-            else _argkey(u.arg)
+            else argkey(u.arg)
           h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
           for s in u.src: h.update(s._key)
           u._key = h.digest()
@@ -471,7 +476,7 @@ class UOp:
     if not self.shape: return UOp.const(v, self.dtype)
     if type(v) not in _PY_SCALAR:        # (a NumPy scalar's -0.0 equals 0.0 as a key: built, not kept)
       return UOp.const(v, self.dtype).reshape((1,) * len(self.shape)).expand(self.shape)
-    key = (self.dtype, self.shape, type(v), _argkey(v))
+    key = (self.dtype, self.shape, type(v), argkey(v))
     if (u := _LIKE.get(key)) is None:
       if len(_LIKE) >= LIKE_SIZE: _LIKE.clear()
       u = _LIKE[key] = UOp.const(v, self.dtype).reshape((1,) * len(self.shape)).expand(self.shape)

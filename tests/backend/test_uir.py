@@ -327,7 +327,7 @@ def movement_chains(draw):
     elif k == "cast": u = u.cast(draw(st.sampled_from([t for t in DTYPES if t is not dtypes.index])))
     elif k == "stage": u = u.stage()
     elif k == "index" and s and s[0]: u = u.index(draw(st.integers(0, s[0] - 1)))
-    # a nan pad value is never hash-consed to itself (uop._argkey only normalizes a top-level float arg)
+    # a nan pad value is never hash-consed to itself (uop.argkey only normalizes a top-level float arg)
     elif k == "pad": u = UOp(Ops.PAD, (u,), (tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in s),
                                              u.dtype.python(draw(values(u.dtype).filter(lambda v: v == v)))))
     elif k == "flip":
