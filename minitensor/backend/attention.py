@@ -41,12 +41,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
-from minitensor.backend.rangeify import ravel, unravel
+from minitensor.backend.rangeify import INDEX_MAPS, apply_movement_op, ravel
 from minitensor.backend.render_c import literal, vector_type
 from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import Ops, UOp, prod, range_
 
-_MOVES = (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP)
 _STEP_OPS = (Ops.ADD, Ops.MUL, Ops.FDIV, Ops.WHERE)
 
 
@@ -76,18 +75,7 @@ class Match:
 
 def _view(u: UOp, idx: tuple[UOp, ...]) -> tuple[UOp, tuple[UOp, ...]]:
   """(base, index): u at idx read through its movement ops, down to the first node that holds or computes data."""
-  while u.op in _MOVES:
-    x = u.src[0]
-    if u.op is Ops.RESHAPE: idx = tuple(simplify(i) for i in unravel(ravel(idx, u.shape), x.shape))
-    elif u.op is Ops.EXPAND:
-      idx = tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, x.shape, u.shape))
-    elif u.op is Ops.PERMUTE:
-      inv = list(idx)
-      for k, p in enumerate(u.arg): inv[p] = idx[k]
-      idx = tuple(inv)
-    elif u.op is Ops.SHRINK: idx = tuple(simplify(i + b) if b else i for i, (b, _) in zip(idx, u.arg))
-    else: idx = tuple(simplify((n - 1) - i) if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape)))
-    u = x
+  while u.op in INDEX_MAPS: u, idx = u.src[0], apply_movement_op(u, idx)
   return u, idx
 
 

@@ -60,6 +60,36 @@ def unravel(flat: UOp, shape: tuple) -> tuple[UOp, ...]:
   return tuple(reversed(out))
 
 
+INDEX_MAPS = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP})   # MOVEMENT but PAD (guarded)
+
+
+def apply_movement_op(u: UOp, idx: tuple[UOp, ...], size=lambda n: n) -> tuple[UOp, ...]:
+  """The index into u.src[0] that movement op u (one of INDEX_MAPS) reads at index idx: the one definition of the
+  movement index maps. size maps a size of the graph to what index arithmetic uses (rangeify's Ctx.size: its VAR in
+  a symbolic lowering); offsets and reshaped indices are simplified at once, so a chain of movements never builds an
+  index expression as deep as the chain (((i*N + j)//N) % N mentions j but *is* i, and _reduce places loops by what
+  an index mentions)."""
+  x, op = u.src[0], u.op
+  if op is Ops.RESHAPE:
+    flat = ravel(idx, sizes_of(u.shape, size))
+    return tuple(simplify(i) for i in unravel(flat, sizes_of(x.shape, size)))
+  if op is Ops.EXPAND: return tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, x.shape, u.shape))
+  if op is Ops.PERMUTE:
+    inv: list[UOp] = list(idx)
+    for k, p in enumerate(u.arg): inv[p] = idx[k]
+    return tuple(inv)
+  if op is Ops.SHRINK: return tuple(simplify(i + size(b)) if b else i for i, (b, _) in zip(idx, u.arg))
+  if op is Ops.FLIP:
+    return tuple(simplify((size(n) - 1) - i) if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape)))
+  raise ValueError(f"apply_movement_op: {op} is not an index map")
+
+
+def sizes_of(shape: tuple[int, ...], size=lambda n: n) -> tuple:
+  """A shape's sizes for ravel/unravel (each as `size` maps it), which never use the first (a staged buffer's flat
+  size is not one of the graph's sizes), so it stays the int."""
+  return shape[:1] + tuple(size(n) for n in shape[1:])
+
+
 def identity(op: Ops, d: DType):
   """The value a reduction with op starts from."""
   if op is Ops.ADD: return False if d.is_bool else 0.0 if d.is_float else 0
@@ -111,9 +141,8 @@ class Ctx:
     return v
 
   def sizes_of(self, shape: tuple[int, ...]) -> tuple:
-    """A shape's sizes for ravel/unravel, which never use the first (a staged buffer's flat size is not one of the
-    graph's sizes), so it stays the int."""
-    return shape[:1] + tuple(self.size(n) for n in shape[1:])
+    """A shape's sizes for ravel/unravel in this lowering (module-level sizes_of)."""
+    return sizes_of(shape, self.size)
 
   def rng(self, size: int, kind: AxisType = AxisType.LOOP, sym: bool = False) -> UOp:
     """A new loop of `size` iterations; sym: size is one of the graph's sizes (symbolic when lowering so)."""
@@ -156,24 +185,8 @@ def _rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx):
     for i, n in zip(u.src[1:], u.src[0].shape): iv.append(_clamp((yield (i, idx[:k])), n, ctx.size(n)))
     return (yield (u.src[0], tuple(iv) + idx[k:]))
   if op is Ops.STACK: return (yield from _stack(u.src, idx[0], idx[1:], 0))
-  if op is Ops.RESHAPE:
-    # simplify now: ((i*N + j)//N) % N mentions j but *is* i, and _reduce places loops by what idx mentions
-    flat = ravel(idx, ctx.sizes_of(u.shape))
-    return (yield (u.src[0], tuple(simplify(i) for i in unravel(flat, ctx.sizes_of(u.src[0].shape)))))
-  if op is Ops.EXPAND:
-    return (yield (u.src[0], tuple(UOp.const(0) if s == 1 and n != 1 else i
-                                   for i, s, n in zip(idx, u.src[0].shape, u.shape))))
-  if op is Ops.PERMUTE:
-    inv: list[UOp] = [UOp.const(0)] * len(idx)
-    for k, p in enumerate(u.arg): inv[p] = idx[k]
-    return (yield (u.src[0], tuple(inv)))
-  # a chain of shrinks must not grow an index expression as deep as the chain: simplify every offset
-  if op is Ops.SHRINK:
-    return (yield (u.src[0], tuple(simplify(i + ctx.size(b)) if b else i for i, (b, _) in zip(idx, u.arg))))
+  if op in INDEX_MAPS: return (yield (u.src[0], apply_movement_op(u, idx, ctx.size)))
   if op is Ops.PAD: return (yield from _pad(u, idx, ctx))
-  if op is Ops.FLIP:
-    return (yield (u.src[0], tuple(simplify((ctx.size(n) - 1) - i) if k in u.arg else i
-                                   for k, (i, n) in enumerate(zip(idx, u.shape)))))
   if op is Ops.REDUCE: return (yield from _reduce(u, idx, ctx))
   raise NotImplementedError(f"rangeify: {op}")
 

@@ -508,7 +508,7 @@ def realize_base(u: UOp) -> None:
 def _numpy_view(u: UOp) -> np.ndarray | None:
   """u as a NumPy view when u only moves the data of one realized value (or of a constant); else None."""
   moves = []
-  while u.data is None and u.op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP, Ops.PAD):
+  while u.data is None and u.op in MOVEMENT:
     moves.append(u)
     u = u.src[0]
   if u.data is not None: x = u.data

@@ -26,7 +26,7 @@ from minitensor.backend.linearize import linearize, variables
 from minitensor.backend.machine import machine
 from minitensor.backend.ops import ALU_OPS
 from minitensor.backend.symbolic import simplify
-from minitensor.backend.uop import AxisType, Ops, UOp, bounds
+from minitensor.backend.uop import AxisType, Ops, UOp, bounds, memory_of
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
@@ -287,16 +287,13 @@ class _Renderer:
     return self.r[u]
 
   def lvalue(self, idx: UOp) -> str:
-    base = idx.src[0]
-    while base.op is Ops.AFTER: base = base.src[0]
-    i = idx.src[1]
+    base, i = memory_of(idx.src[0]), idx.src[1]
     if base.op is Ops.ALLOC and base.arg.shape[0] == 1: return f"acc{base.arg.slot}"
     return f"{self.r_base(base)}[{self.expr(i)}]"
 
   def guard(self, idx: UOp) -> tuple[str, str] | None:
     """Checked mode: (in-bounds condition, failure call) for an access the bounds do not prove safe."""
-    base = idx.src[0]
-    while base.op is Ops.AFTER: base = base.src[0]
+    base = memory_of(idx.src[0])
     n, i = base.arg.shape[0], idx.src[1]
     if not self.checked or (base.op is Ops.ALLOC and n == 1): return None
     slot = base.arg.slot if base.op is Ops.BUFFER else -1 - base.arg.slot
@@ -344,8 +341,7 @@ class _Renderer:
   def fma(self, store: UOp) -> str | None:
     """acc = acc + a*b into a float accumulator as one fused multiply-add (the compiler contracts nothing
     by itself; sums of products are where NumPy's own kernels, BLAS, fuse too)."""
-    base, v = store.src[0].src[0], store.src[1]
-    while base.op is Ops.AFTER: base = base.src[0]
+    base, v = memory_of(store.src[0].src[0]), store.src[1]
     if base.op is not Ops.ALLOC or v.op is not Ops.ADD or not v.dtype.is_float or v.dtype is dtypes.float16: return None
     acc, m = v.src if v.src[1].op is Ops.MUL else v.src[::-1]
     if m.op is not Ops.MUL or self.uses.get(m, 0) != 1: return None
@@ -521,9 +517,7 @@ def _rows(prog: list) -> dict[UOp, list[tuple[int, UOp, int, int, int]]]:
 
 def _buffer(u: UOp) -> UOp:
   """The BUFFER or ALLOC a LOAD or STORE accesses."""
-  b = u.src[0].src[0]
-  while b.op is Ops.AFTER: b = b.src[0]
-  return b
+  return memory_of(u.src[0].src[0])
 
 
 def _row_accesses(r: UOp, inner: set, accesses: list[UOp], stored: set[int]) -> list[tuple[int, UOp, int, int, int]]:

@@ -50,8 +50,8 @@ from minitensor.backend.walk import bounds, memo_walk, rewrite
 
 # the op table's names are re-exported: stages import the IR from here
 __all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp", "UOpError",
-           "AxisType", "ParamArg", "RangeArg", "VarArg", "argkey", "bounds", "buf", "live_nodes", "memo_walk", "prod",
-           "range_", "rewrite", "sink", "var"]
+           "AxisType", "ParamArg", "RangeArg", "VarArg", "argkey", "bounds", "buf", "live_nodes", "memo_walk",
+           "memory_of", "prod", "range_", "rewrite", "sink", "var"]
 
 
 class UOpError(ValueError):
@@ -255,8 +255,7 @@ def _infer_effect(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]
     return src[0].dtype, src[0].shape
   _check(len(src) >= 1 and src[0].op is Ops.INDEX and src[0].shape == (),
          lambda: f"{op.name}: needs an INDEX to a scalar element")
-  base = src[0].src[0]
-  while base.op is Ops.AFTER: base = base.src[0]
+  base = memory_of(src[0].src[0])
   _check(base.op in (Ops.BUFFER, Ops.ALLOC),
          lambda: f"{op.name}: can only address a BUFFER or ALLOC, got {base.op.name}")
   if op is Ops.LOAD:
@@ -343,6 +342,12 @@ def _ints(xs) -> bool: return all(isinstance(x, int) and not isinstance(x, bool)
 # the cons table: key -> weakref of the node; a node's death removes its entry (only while it is that dead weakref:
 # the key may hold a newer node by then). A plain dict: WeakValueDictionary's methods are Python-level calls.
 _CONS: dict[tuple, weakref.ref] = {}
+
+
+def memory_of(x: UOp) -> UOp:
+  """The BUFFER or ALLOC that x (an INDEX's first source) is, under the AFTERs that order accesses to it."""
+  while x.op is Ops.AFTER: x = x.src[0]
+  return x
 
 
 def live_nodes() -> int:
