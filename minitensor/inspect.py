@@ -9,10 +9,7 @@ C source of each compiled translation unit. Silence it with logging.getLogger("m
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from minitensor.backend import gemm
-from minitensor.backend.linearize import iterations
 from minitensor.backend.realize import scheduled
-from minitensor.backend.render_c import render_function
 from minitensor.backend.uop import Ops, UOp
 
 
@@ -25,6 +22,8 @@ class KernelInfo:
   reads: tuple[int, ...]
   writes: int
   source: str
+  lowering: str = "loops"            # the lowerings.py entry that lowered it
+  opts: tuple = ()                   # the Opts actions applied (opt.py)
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,9 @@ class Explanation:
     lines += [f"  {'output' if n_in + i in self.outputs else 'temp  '} buf{n_in + i}: {n} x {d}"
               for i, (n, d) in enumerate(self.buffers)]
     for k in self.kernels:
+      opts = "".join(f", {o!r}" for o in k.opts)
       lines.append(f"\n{k.name}: {k.shape} {k.dtype}, reads {', '.join(f'buf{r}' for r in k.reads)} -> buf{k.writes}, "
-                   f"{k.iterations:,} iterations")
+                   f"{k.iterations:,} iterations, {k.lowering}{opts}")
       lines.append(k.source.rstrip())
     return "\n".join(lines)
 
@@ -67,10 +67,9 @@ def explain(*tensors) -> Explanation:
   tensors = tuple(t for t in tensors if t._realized() is None)
   if not tensors: return Explanation((), (), (), ())
   s, arrays = scheduled([t.uop for t in tensors])
-  ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, iterations(k.sink),
-                        tuple(x for x in k.slots if x != k.out), k.out,
-                        gemm.render(k.gemm, k.name) if k.gemm is not None else
-                        render_function(k.sink, k.name, sized=bool(k.sizes))) for k in s.kernels)
+  ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, k.program.iterations,
+                        tuple(x for x in k.slots if x != k.out), k.out, k.program.render(k.name), k.program.kind,
+                        k.program.opts) for k in s.kernels)
   return Explanation(ks, tuple((a.shape, a.dtype.name) for a in arrays), tuple((n, d.name) for n, d in s.buffers),
                      s.outputs)
 

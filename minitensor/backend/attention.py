@@ -236,7 +236,7 @@ STACK_LIMIT = 1 << 19      # bytes of packed blocks per thread (on its stack); l
 @dataclass(frozen=True)
 class Attention:
   """The fused kernel of a Match whose Reads name positions in the kernel SINK's sources (0: the output) or
-  constants; `render` writes its C function, `work` the statements it executes (realize's tier choice)."""
+  constants; `work` is the statements it executes (realize's tier choice); `render` writes its C."""
   m: Match
   br: int
   bc: int
@@ -248,11 +248,8 @@ class Attention:
     m = self.m
     return prod(m.batch) * m.L * m.S * (m.D + m.DV)
 
-  def render(self, sink: UOp, name: str, checked: bool = False) -> str:
-    return _render(self, sink, name, checked)
-
-
-def _render(a: Attention, sink: UOp, name: str, checked: bool) -> str:
+def render(a: Attention, sink: UOp, name: str, checked: bool = False) -> str:
+  """The C function `name` of fused kernel `a` over the buffers of its SINK (lowerings' attention entry)."""
   m, BR, BC, TR, TW = a.m, a.br, a.bc, a.tr, a.tw
   T, A = m.dtype.ctype, m.sum_dtype.ctype
   sfx = "f" if m.dtype is dtypes.float32 else ""

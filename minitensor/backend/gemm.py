@@ -103,7 +103,7 @@ def tile_sizes(m: Machine, itemsize: int) -> tuple[int, int, int, int, int]:
   return mr, nr, kc, mc, nc
 
 
-def _contraction(body: UOp) -> UOp | None:
+def contraction(body: UOp) -> UOp | None:
   """The REDUCE(ADD) of a float32/float64 MUL that body is (through reshapes, which keep the row-major order)."""
   r = body
   while r.op is Ops.RESHAPE: r = r.src[0]
@@ -136,14 +136,14 @@ def inner(body: UOp) -> UOp | None:
   x @ w + b, relu of it, a conv2d with bias, a transposed product): kernelize materializes it, so that it becomes
   a Gemm kernel. Contractions below another reduction (a softmax's, a sum's) are left to the kernel, where they fuse
   with it."""
-  if _contraction(body) is not None: return None
+  if contraction(body) is not None: return None
   stack, seen = [body], set()
   while stack:
     u = stack.pop()
     if u in seen: continue
     seen.add(u)
     if u.op is Ops.REDUCE:
-      if _contraction(u) is u and _classify(u, list(u.src[0].src)) is not None: return u
+      if contraction(u) is u and _classify(u, list(u.src[0].src)) is not None: return u
     elif u.op in ALU or u.op in MOVEMENT: stack.extend(u.src)
   return None
 
@@ -151,7 +151,7 @@ def inner(body: UOp) -> UOp | None:
 def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:
   """The Gemm of a kernel computing shaped `body` into BUFFER `out`, whose buffers are renumbered to local slots by
   position in `slots` (UOp.localize), or None when it is not a contraction worth blocking."""
-  r = _contraction(body)
+  r = contraction(body)
   if r is None: return None
   local = {b: UOp(Ops.BUFFER, (), ParamArg(slots.index(b.arg.slot), b.arg.dtype, b.arg.shape))
            for b in r.toposort() if b.op is Ops.BUFFER and b.arg.slot in slots}

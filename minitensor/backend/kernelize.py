@@ -24,43 +24,38 @@ softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
 Both counts come from the lowering's public summary (rangeify.summarize: a Lowering, per REDUCE the iterations of its
-accumulators, per ALU node its evaluations). Each kernel is lowered once per body: after a cut, only the kernels
-containing the cut node are lowered again.
+accumulators, per ALU node its evaluations); the kernel's lowering entry (lowerings.py, the registry every kernel is
+lowered by: attention, flat, scan, gemm, loops) reads it and names the node to cut. Each kernel is lowered once per
+body: after a cut, only the kernels containing the cut node are lowered again.
 
-schedule(outputs) returns the kernels in dependency order, each a lowered SINK over kernel-local buffer
-slots (with the Opts opt.py chooses), plus the intermediate buffers to allocate; `iterations` (from
-linearize) counts the loop iterations of a lowered kernel: the work accounting tests and `explain` use.
+schedule(outputs) returns the kernels in dependency order, each a Program over kernel-local buffer slots (with the
+Opts opt.py chooses), plus the intermediate buffers to allocate.
 
 Sizes: a graph of small values is lowered with symbolic sizes (schedule's `sizes`: VARs, arguments of the C
 functions), so one compile serves every graph of its structure (realize.structure). A larger graph is lowered
-for its shapes, tuned by opt.py; an elementwise kernel over whole operands (`flat_elementwise`) is still lowered
+for its shapes, tuned by opt.py; an elementwise kernel over whole operands (lowerings.flat_elementwise) is still lowered
 as one loop over n = prod(shape) with n an argument, so large elementwise kernels compile once for every shape and rank.
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
-from minitensor.backend import gemm
-from minitensor.backend.attention import fused, stage_operands
-from minitensor.backend.linearize import variables
-from minitensor.backend.ops import TRANSCENDENTAL
+from minitensor.backend.attention import stage_operands
+from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.opt import divisor
-from minitensor.backend.rangeify import Ctx, Lowering, Opts, lower, summarize
-from minitensor.backend.scan import lower_scan
-from minitensor.backend.search import opts_for
-from minitensor.backend.split import split_loops
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
 
 @dataclass(frozen=True)
 class KernelSpec:
-  """One kernel: its lowered program over local slots 0..n-1, and the schedule buffer of each local slot."""
+  """One kernel: its Program (lowerings.py: the lowered program over local slots 0..n-1, its size arguments, how it
+  renders), the shaped root it computes (for inspection), and the schedule buffer of each local slot."""
   name: str
-  ast: UOp                    # the shaped root it computes (for inspection)
-  sink: UOp                   # lowered, kernel-local slots
+  ast: UOp
+  program: Program
   slots: tuple[int, ...]      # local slot k reads/writes schedule buffer slots[k]
   out: int                    # the schedule buffer it writes
-  sizes: tuple[int, ...] = ()    # a flat kernel: its loop size, an argument of the C function
-  vars: tuple[int, ...] = ()     # a symbolic kernel: the VARs it takes (`int64_t s<idx>` after the buffers)
-  gemm: gemm.Gemm | None = None  # a contraction rendered as a blocked GEMM (gemm.py) instead of `sink`
+
+  @property
+  def sink(self) -> UOp: return self.program.sink
 
 
 @dataclass(frozen=True)
@@ -71,85 +66,6 @@ class Schedule:
   buffers: tuple[tuple[int, object], ...]     # (size, DType) of every schedule buffer after the inputs
   outputs: tuple[int, ...]                    # the schedule buffer of each output
   shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
-
-
-RECOMPUTE_LIMIT = 4      # an elementwise value with transcendentals may be computed this many times per element
-
-
-def _recomputed(root: UOp, low: Lowering) -> UOp | None:
-  """The node to materialize next in this kernel, or None: a REDUCE whose inline accumulators cost more than
-  computing it once, else the outermost elementwise value with transcendentals that is computed more than
-  RECOMPUTE_LIMIT times per element."""
-  for r, c in low.reduce_work.items():
-    if c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]): return r
-  heavy: set[UOp] = set()
-  best = None
-  for u in root.toposort():
-    if u.op is Ops.REDUCE: continue
-    if u.op in TRANSCENDENTAL or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
-    if u in heavy and u is not root and low.evaluations.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
-  return best
-
-
-def _scalar(u: UOp) -> bool:
-  """A constant, or a one-element buffer (a constant passed as a kernel argument): broadcast, not walked."""
-  return u.op is Ops.CONST or (u.op is Ops.BUFFER and u.shape == (1,))
-
-
-def flat_elementwise(body: UOp) -> UOp | None:
-  """body computed on its buffers read as (n,) arrays, when it is elementwise over operands read whole in their
-  own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
-  n = prod(body.shape)
-  if n < 2: return None
-  try: flat = rewrite(body, _flat)
-  except _NotFlat: return None
-  return flat if flat.shape == (n,) else None
-
-
-class _NotFlat(Exception): pass
-
-
-def _flat(u: UOp, src: tuple[UOp, ...]) -> UOp:
-  if u.op in (Ops.CONST, Ops.BUFFER): return u
-  if u.op is Ops.RESHAPE or (u.op is Ops.EXPAND and _scalar(src[0])): return src[0]
-  if u.op not in ALU: raise _NotFlat
-  m = prod(u.shape)
-  return u.replace(src=tuple(x.reshape((1,)).expand((m,)) if _scalar(x) else x for x in src))
-
-
-@dataclass(frozen=True)
-class Lowered:
-  """One kernel's lowering, as the scheduler reads it: the SINK program; the body that was lowered (other kernels'
-  outputs read from their buffers) and, for its nodes, the node of the scheduled graph each one stands for; the
-  cost summary (rangeify.summarize) of a kernel lowered by loops, which the cost model and the GEMM stage examine,
-  or None for a kernel with a schedule of its own (fused attention, a flat elementwise loop); and for a flat
-  kernel its loop size, an argument of the C function."""
-  program: UOp
-  body: UOp
-  orig: dict[UOp, UOp]
-  summary: Lowering | None
-  sizes: tuple[int, ...] = ()
-
-
-def _lower_kernel(root: UOp, staged_bufs: dict[UOp, UOp], out: UOp, optimize: bool, sizes: dict | None,
-                  flat: bool = False) -> Lowered:
-  """Lower the kernel of staged node `root`, other staged nodes read from their buffers (see Lowered)."""
-  body = root.src[0] if root.op is Ops.STAGE else root
-  # the walk stops at other kernels' outputs: a kernel costs its own nodes, not the whole graph below it
-  new: dict[UOp, UOp] = {u: b for u, b in staged_bufs.items() if u is not root}
-  body = rewrite(body, memo=new)
-  orig = {n: u for u, n in new.items() if u is root or u not in staged_bufs}
-  if optimize and (f := fused(body, out)) is not None: return Lowered(f, body, orig, None)     # attention.py
-  if optimize and not flat and body.op is not Ops.SCAN and (f := flat_elementwise(body)) is not None:
-    return Lowered(lower(f, out, Ctx(opts=Opts(thread=0))), body, orig, None, (f.shape[0],))
-  ctx = Ctx(sizes=sizes)
-  if body.op is Ops.SCAN: program = lower_scan(body, out, ctx)
-  elif flat: program = lower(flat_elementwise(body), out, ctx)
-  else:
-    ctx.opts = opts_for(body) if optimize else Opts()
-    program = lower(body, out, ctx)
-  summary = summarize(ctx, program)        # (the cost model counts the loops as lowered, before any split)
-  return Lowered(split_loops(program) if optimize else program, body, orig, summary)
 
 
 def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
@@ -243,7 +159,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (each size of the graph
   >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no Opts, no
   split reductions (their choices depend on the sizes). flat: the graph is elementwise over whole operands of
-  sizes' one size; every kernel is lowered as one loop over it (`flat_elementwise`), whatever the rank."""
+  sizes' one size; every kernel is lowered as one loop over it (lowerings.flat_elementwise), whatever the rank."""
   if sizes is not None: optimize = False
   if optimize: outputs = stage_operands(split_reduces(outputs))
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
@@ -283,14 +199,13 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
 
 def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None,
             flat: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
-  """The kernel of staged node u (other staged nodes read from `bufs`), the node it asks to materialize
-  because it would be recomputed (or None), and the nodes of the scheduled graph it computes."""
-  out = buf(out_slot, prod(u.shape), u.dtype)
-  low = _lower_kernel(u, bufs, out, optimize, symbolic, flat)
-  looped, new = low.summary is not None, None
-  if looped and (found := _recomputed(low.body, low.summary)) is not None: new = low.orig.get(found)
-  if new is None and optimize and looped and (c := gemm.inner(low.body)) is not None: new = low.orig.get(c)
-  local, slots = low.program.localize()     # equal kernels share code
-  g = gemm.plan(low.body, out, slots) if optimize and looped and new is None else None
-  return KernelSpec("", u, local, slots, out_slot, low.sizes, variables(local), g), new, set(low.orig.values())
-
+  """The kernel of staged node u (other staged nodes read from `bufs`), the node of the scheduled graph it asks to
+  materialize because it would repeat work (or None), and the nodes of the scheduled graph it computes."""
+  body = u.src[0] if u.op is Ops.STAGE else u
+  # the walk stops at other kernels' outputs: a kernel costs its own nodes, not the whole graph below it
+  new: dict[UOp, UOp] = {x: b for x, b in bufs.items() if x is not u}
+  body = rewrite(body, memo=new)
+  orig = {n: x for x, n in new.items() if x is u or x not in bufs}
+  low = lower_kernel(KernelBody(body, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat))
+  cut = None if low.cut is None else orig.get(low.cut)
+  return KernelSpec("", u, low.program, low.slots, out_slot), cut, set(orig.values())

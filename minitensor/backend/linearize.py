@@ -184,9 +184,7 @@ def _linearize(sink: UOp) -> list[Stmt]:
 
 
 def operations(sink: UOp) -> int:
-  """Statements executed by a lowered program: every statement times the iterations of the loops around it
-  (a fused kernel, attention.py, states its own)."""
-  if hasattr(sink.arg, "work"): return sink.arg.work
+  """Statements executed by a lowered program: every statement times the iterations of the loops around it."""
   total, stack = 0, [1]
   for s in linearize(sink):
     if s.kind == "open": stack.append(stack[-1] * s.u.arg.size)
@@ -197,7 +195,6 @@ def operations(sink: UOp) -> int:
 
 def iterations(sink: UOp) -> int:
   """Total loop iterations of a lowered program: sum over loops of size * iterations of the loops around it."""
-  if hasattr(sink.arg, "work"): return sink.arg.work
   total, stack = 0, [1]
   for s in linearize(sink):
     if s.kind == "open":

@@ -172,7 +172,7 @@ def build(actions: list[Opt], info: KernelInfo) -> Opts:
   """The Opts the actions build, applied in order from Opts() (OptRefused at the first that does not apply)."""
   o = Opts()
   for a in actions: o = apply_opt(o, a, info)
-  return o
+  return replace(o, actions=tuple(actions))
 
 
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register

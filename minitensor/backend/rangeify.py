@@ -110,6 +110,7 @@ class Opts:
   vector: dict[int, int] = field(default_factory=dict)   # output axis -> lanes of an innermost `omp simd` loop
   local: int = 1                                         # innermost reduce axis as outer loop x inner loop of this
   jam: int = 1                                           # reduce steps combined per pass of a VECTOR loop
+  actions: tuple = ()                                    # the opt.Opt actions that built these Opts
 
 
 @dataclass

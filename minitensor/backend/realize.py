@@ -29,11 +29,11 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 import numpy as np
-from minitensor.backend import buffers, gemm, plans, replay, tiers
+from minitensor.backend import buffers, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
-from minitensor.backend.linearize import operations
-from minitensor.backend.render_c import PRELUDE, render_function
+from minitensor.backend.lowerings import Program
+from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, argkey, prod, var
@@ -97,16 +97,18 @@ class Plan:
   """What running a compiled schedule needs, and all it needs (the contract between lowering and running, and
   what the disk keeps: plans.py): the translation unit without the PRELUDE, the tier it is compiled at, the calls
   in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
-  sizes elements) and the buffer of each output."""
+  sizes elements), the buffer of each output, and what its kernels need of the C compiler (lowerings.Program)."""
   src: str
   tier: int
   calls: tuple[Call, ...]
   buffers: tuple[tuple[int, tuple[int, ...], str], ...]
   outputs: tuple[int, ...]
+  needs: tuple[str, ...] = ()
 
   def to_json(self) -> dict:
     return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
-            "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs)}
+            "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs),
+            "needs": list(self.needs)}
 
   @staticmethod
   def from_json(d: dict) -> Plan:
@@ -116,7 +118,9 @@ class Plan:
                     for c in d["calls"])
       bufs = tuple((int(n), _ints(v), _text(t)) for n, v, t in d["buffers"])
       for _, _, t in bufs: np.dtype(t)
-      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]))
+      needs = d["needs"]
+      if not isinstance(needs, list) or any(n not in tiers.NEEDS for n in needs): raise ValueError("not a plan: needs")
+      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs))
     except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
 
 
@@ -265,17 +269,16 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule_of(outputs, n_inputs, sizes, flat)
-  # kernels with the same local program (the pieces of a long chain cut by the kernelizer) share one function
-  names: dict[tuple[UOp, bool], str] = {}
-  blocked = {k.sink: k.gemm for k in sched.kernels if k.gemm is not None}
-  for k in sched.kernels: names.setdefault((k.sink, bool(k.sizes)), k.name)
-  src = "\n".join(gemm.render(blocked[sink], name, checked) if sink in blocked else
-                  render_function(sink, name, checked, sized) for (sink, sized), name in names.items())
-  calls = tuple(Call(names[k.sink, bool(k.sizes)], k.slots, k.sizes, k.ast.shape, k.ast.dtype.name, k.vars)
+  # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
+  names: dict[Program, str] = {}
+  for k in sched.kernels: names.setdefault(k.program, k.name)
+  src = "\n".join(p.render(name, checked) for p, name in names.items())
+  calls = tuple(Call(names[k.program], k.slots, k.program.sizes, k.ast.shape, k.ast.dtype.name, k.program.vars)
                 for k in sched.kernels)
-  tier = tiers.choose(_work(sched)) if calls else 1
+  tier = tiers.choose(sum(k.program.work for k in sched.kernels)) if calls else 1
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
-  plan = Plan(src, tier, calls, bufs, sched.outputs)
+  needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
+  plan = Plan(src, tier, calls, bufs, sched.outputs, needs)
   return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier)
 
 
@@ -304,16 +307,11 @@ def _functions(plan: Plan, tier: int, checked: bool = False) -> list:
   compiled (or found in the caches) at `tier`. Each function's parameters follow from its call: the buffers,
   then the loop size of a flat kernel and the graph sizes (int64_t), then checked mode's error buffer."""
   if not plan.calls: return []
-  cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.src))
+  cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.needs))
   err = ("void*",) if checked else ()
   sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err for c in plan.calls}
   lib = compile_c(PRELUDE + plan.src, flags, cc, sigs)
   return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
-
-
-def _work(sched: Schedule) -> int:
-  """The schedule's predicted work: the statements its kernels execute (at the shapes they were compiled for)."""
-  return sum(operations(k.sink) for k in sched.kernels)
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:

@@ -567,9 +567,7 @@ def render_function(sink: UOp, name: str = "kernel", checked: bool = False, size
   """The C function of one kernel, without the prelude. checked: every load and store tests its index
   against its buffer's size and reports a violation through a last `int64_t* mt_err` argument instead.
   sized: every loop bound is an argument `int64_t n<idx>` after the buffers (in the order of the loops'
-  indices), so the same source serves every size (unless checked: the guards name each buffer's size).
-  A SINK whose arg renders itself (a fused kernel: attention.py) is rendered by it."""
-  if callable(getattr(sink.arg, "render", None)): return sink.arg.render(sink, name, checked)
+  indices), so the same source serves every size (unless checked: the guards name each buffer's size)."""
   return _Renderer(sink, name, checked, sized).render()
 
 

@@ -17,14 +17,15 @@ the loops they mention, the constant last. On that form:
     bounds                      x//c -> k and x%c -> x - k*c when vmin(x)//c == vmax(x)//c;
                                 comparisons, MAX/MIN and WHERE decided when the bounds decide them
 
-The rules are the PatternMatcher `symbolic` (one rule per line, under the names above, tried in order on each node
-once its sources are simplified); the walk is walk.graph_rewrite. The bounds it reads, (vmin, vmax) of integer and
-bool nodes from RANGE sizes and constants, are computed in uop.py (`bounds`, `u.vmin`, `u.vmax`: they live with the
-node, so the IR needs no import of this pass); simplify's result is cached on the node as the bounds are (nodes are
-immutable, so both are pure functions of the node).
+The rules are the table RULES (one rule per line, named as above, tried in order on each node once its sources are
+simplified) as the PatternMatcher `symbolic`; the walk is walk.graph_rewrite. The bounds it reads, (vmin, vmax) of
+integer and bool nodes from RANGE sizes and constants, are computed in uop.py (`bounds`, `u.vmin`, `u.vmax`: they live
+with the node, so the IR needs no import of this pass); simplify's result is cached on the node as the bounds are
+(nodes are immutable, so both are pure functions of the node).
 """
 from __future__ import annotations
 import math
+from typing import Callable
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes, float_to_int
 from minitensor.backend.ops import ALU_OPS
@@ -372,41 +373,39 @@ neg_zero = UPat.cvar(where=lambda c: c.dtype.is_float and c.arg == 0 and math.co
 ordered = lambda u: u.src[0].dtype.kind not in "fc"       # integers and bool: bounds may decide
 positive = UPat.cvar(where=lambda c: c.arg > 0)
 
-# The rules, in the order they are tried, one per line, each headed by its name in the table above. A rule applies to
-# a node whose sources are already simplified; its function returns the replacement, or None where the pattern does
-# not simplify after all. Complex values take only constant folding and the WHERE and ==/!= rules (z*(1+0j) is not z
-# in NumPy's arithmetic when a part is inf or nan); floats no identity that -0.0 or nan breaks.
-symbolic = PatternMatcher([
-  # constant folding
-  (UPat(Ops.CAST, src=(UPat(Ops.CONST),), name="u"), _fold_cast),
-  (UPat(_FOLDABLE, name="u", where=lambda u: all(s.op is Ops.CONST for s in u.src)), _fold),
-  # bounds, identities: WHERE
-  (UPat(Ops.WHERE, src=(UPat.var("c"), x, y)),
+# The rules, in the order they are tried, one per line: (name in the table above, pattern, rewrite). A rule applies to a
+# node whose sources are already simplified; its function returns the replacement, or None where the pattern does not
+# simplify after all. Complex values take only constant folding and the WHERE and ==/!= rules (z*(1+0j) is not z in
+# NumPy's arithmetic when a part is inf or nan); floats no identity that -0.0 or nan breaks.
+_keep = lambda x: x
+_zero_of = lambda u, x: UOp.const(0, u.dtype)
+RULES: tuple[tuple[str, UPat, Callable[..., UOp | None]], ...] = (
+  ("constant folding", UPat(Ops.CAST, src=(UPat(Ops.CONST),), name="u"), _fold_cast),
+  ("constant folding", UPat(_FOLDABLE, name="u", where=lambda u: all(s.op is Ops.CONST for s in u.src)), _fold),
+  ("bounds", UPat(Ops.WHERE, src=(UPat.var("c"), x, y)),
    lambda c, x, y: x if bounds(c)[0] else y if not bounds(c)[1] else None),
-  (UPat(Ops.WHERE, src=(UPat(), x, x)), lambda x: x),
-  # bounds, identities: comparisons, MAX, MIN (integers and bool)
-  (UPat(_CMP, name="u", where=ordered), _cmp_bounds),
-  (UPat(_CMP, src=(x, x), name="u", where=ordered), lambda u, x: UOp.const(u.op in (Ops.CMPLE, Ops.CMPEQ))),
-  (UPat(_MINMAX, src=(x, x), where=ordered), lambda x: x),
-  (UPat(_MINMAX, name="u", where=ordered), _max_bounds),
-  # identities: x*1, 1*x, x/1, bool AND/OR, x*0, x+0 (integers), x + -0.0 (floats), x//1, x%1
-  (UPat(Ops.MUL, _real, src=(x, one), commute=True), lambda x: x),
-  (UPat(Ops.FDIV, _real, src=(x, one)), lambda x: x),
-  (UPat((Ops.AND, Ops.OR), dtypes.bool, name="u"), _bool_identity),
-  (UPat(Ops.MUL, _ints, src=(x, zero), name="u", commute=True), lambda u, x: UOp.const(0, u.dtype)),
-  (UPat(Ops.ADD, _data_ints, src=(x, zero), commute=True), lambda x: x),
-  (UPat(Ops.ADD, src=(x, neg_zero), commute=True), lambda x: x),
-  (UPat(Ops.FLOORDIV, _ints, src=(x, one)), lambda x: x),
-  (UPat(Ops.FLOORMOD, _ints, src=(x, one), name="u"), lambda u, x: UOp.const(0, u.dtype)),
-  # like terms, distribution, recombination
-  (UPat((Ops.ADD, Ops.MUL), _index, name="u"), _normal_sum),
-  # division by a size
-  (UPat(_DIVMOD, _index, src=(UPat(), UPat(where=lambda d: d.op is not Ops.CONST)), name="u"), _div_mod_symbolic),
-  # bounds, nested division, division (by a positive constant)
-  (UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _div_bounds),
-  (UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _nested_div),
-  (UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _divide),
-])
+  ("identities", UPat(Ops.WHERE, src=(UPat(), x, x)), _keep),
+  ("bounds", UPat(_CMP, name="u", where=ordered), _cmp_bounds),
+  ("identities", UPat(_CMP, src=(x, x), name="u", where=ordered),
+   lambda u, x: UOp.const(u.op in (Ops.CMPLE, Ops.CMPEQ))),
+  ("identities", UPat(_MINMAX, src=(x, x), where=ordered), _keep),
+  ("bounds", UPat(_MINMAX, name="u", where=ordered), _max_bounds),
+  ("identities", UPat(Ops.MUL, _real, src=(x, one), commute=True), _keep),                  # x*1, 1*x
+  ("identities", UPat(Ops.FDIV, _real, src=(x, one)), _keep),                               # x/1
+  ("identities", UPat((Ops.AND, Ops.OR), dtypes.bool, name="u"), _bool_identity),
+  ("identities", UPat(Ops.MUL, _ints, src=(x, zero), name="u", commute=True), _zero_of),    # x*0
+  ("identities", UPat(Ops.ADD, _data_ints, src=(x, zero), commute=True), _keep),            # x+0
+  ("identities", UPat(Ops.ADD, src=(x, neg_zero), commute=True), _keep),                    # x + -0.0
+  ("identities", UPat(Ops.FLOORDIV, _ints, src=(x, one)), _keep),                           # x//1
+  ("identities", UPat(Ops.FLOORMOD, _ints, src=(x, one), name="u"), _zero_of),              # x%1
+  ("like terms, distribution, recombination", UPat((Ops.ADD, Ops.MUL), _index, name="u"), _normal_sum),
+  ("division by a size", UPat(_DIVMOD, _index, src=(UPat(), UPat(where=lambda d: d.op is not Ops.CONST)), name="u"),
+   _div_mod_symbolic),
+  ("bounds", UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _div_bounds),
+  ("nested division", UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _nested_div),
+  ("division", UPat(_DIVMOD, _index, src=(UPat(), positive), name="u"), _divide),
+)
+symbolic = PatternMatcher([(pat, f) for _, pat, f in RULES])
 
 
 class _Simplified:

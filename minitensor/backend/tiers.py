@@ -59,10 +59,12 @@ def choose(work: int) -> int:
   return 1 if work >= LARGE_WORK else 0
 
 
-def tcc_lacks(body: str) -> bool:
-  """Whether kernel source (without the prelude) uses a type tcc does not have: _Float16, _Complex, GCC vector
-  types (gemm.py)."""
-  return "_Float16" in body or "_Complex" in body or "vector_size" in body
+NEEDS = frozenset({"vector", "complex", "float16"})    # what a kernel may need of the C compiler (lowerings.Program)
+
+
+def tcc_lacks(needs) -> bool:
+  """Whether kernels that need these (GCC vector types, _Complex, _Float16: a Program's `needs`) are beyond tcc."""
+  return bool(NEEDS & set(needs))
 
 
 def toolchain(tier: int, needs_cc: bool) -> tuple[str, tuple[str, ...]]:

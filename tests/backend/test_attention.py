@@ -13,7 +13,7 @@ from minitensor.backend import attention
 from minitensor.backend import realize as realize_mod
 from minitensor.backend.attention import Attention
 from minitensor.backend.realize import scheduled
-from minitensor.backend.render_c import PRELUDE, render_function
+from minitensor.backend.render_c import PRELUDE
 from strict_c import CC
 
 
@@ -39,7 +39,7 @@ def sdpa_np(q, k, v, mask=None, causal=False, scale=None):
 def fused_kernels(t) -> list:
   """The fused attention kernels of t's schedule."""
   sched, _ = scheduled([t.uop])
-  return [k for k in sched.kernels if isinstance(k.sink.arg, Attention)]
+  return [k for k in sched.kernels if k.program.kind == "attention"]
 
 
 def compile_strict(src: str) -> None:
@@ -99,7 +99,7 @@ def test_composition_is_one_kernel_without_scores(tier, L, S, d, dv, scale, monk
   s = mt.asarray(q) @ mt.asarray(k).T
   out = nn.softmax(s / 8 if scale == 8 else s, axis=-1) @ mt.asarray(v)
   sched, _ = scheduled([out.uop])
-  assert len(sched.kernels) == 1 and isinstance(sched.kernels[0].sink.arg, Attention)
+  assert len(sched.kernels) == 1 and isinstance(sched.kernels[0].program.plan, Attention)
   assert [n for n, _ in sched.buffers] == [L * dv]            # the output is the only buffer written
   np.testing.assert_allclose(out.numpy(), _softmax(q @ k.T / scale) @ v, rtol=2e-4, atol=2e-5)
 
@@ -111,7 +111,7 @@ def test_other_vector_widths_compute_the_same(vb, regs, monkeypatch, concrete):
   from minitensor.backend.machine import Machine
   monkeypatch.setattr(attention, "machine", lambda: Machine(vb, regs, True, 32 << 10, 512 << 10, 8 << 20, 2, True))
   for dt in (np.float32, np.float64):
-    (_, _, tr, tw), = {attention.blocks(k.sink.arg.m) for k in fused_kernels(
+    (_, _, tr, tw), = {attention.blocks(k.program.plan.m) for k in fused_kernels(
       nn.scaled_dot_product_attention(*(np.ones((5, 3), dt),) * 3))}
     assert tw == 2 * vb // np.dtype(dt).itemsize and tr == min(6, (regs - 3) // 2)
     check_problem((2,), 37, 45, 19, 21, dt, "additive", True, None, 3)
@@ -191,9 +191,9 @@ def test_checked_mode(concrete, monkeypatch):
   mask = rng.standard_normal((30, 21))
   out = nn.scaled_dot_product_attention(q, k, v, mask=mask)
   (kern,) = fused_kernels(out)
-  src = render_function(kern.sink, "k", checked=True)
+  src = kern.program.render("k", checked=True)
   assert src.count("mt_oob") >= 5
-  for c in (src, render_function(kern.sink, "k")): compile_strict(PRELUDE + c)
+  for c in (src, kern.program.render("k")): compile_strict(PRELUDE + c)
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   out = nn.scaled_dot_product_attention(q, k, v, mask=mask)
   np.testing.assert_allclose(out.numpy(), sdpa_np(q, k, v, mask), **tol(np.float64))

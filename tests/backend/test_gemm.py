@@ -25,7 +25,7 @@ def min_work(n: int):
 
 def blocked(t: mt.Tensor) -> bool:
   """Whether realizing t runs a kernel rendered as a blocked GEMM."""
-  return any(k.gemm is not None for k in scheduled([t.uop])[0].kernels)
+  return any(k.program.kind == "gemm" for k in scheduled([t.uop])[0].kernels)
 
 
 def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
@@ -115,11 +115,11 @@ def test_large_matmul_takes_blocked_path():
   a, b = (rng.standard_normal((300, 300)).astype(np.float32) for _ in range(2))
   t = mt.asarray(a) @ mt.asarray(b)
   (k,) = scheduled([t.uop])[0].kernels
-  assert k.gemm is not None and k.gemm.sizes == (1, 300, 300, 300)
-  assert k.gemm.tile == gemm.tile_sizes(machine(), 4)
-  src = gemm.render(k.gemm, "k0")
+  assert k.program.kind == "gemm" and k.program.plan.sizes == (1, 300, 300, 300)
+  assert k.program.plan.tile == gemm.tile_sizes(machine(), 4)
+  src = gemm.render(k.program.plan, "k0")
   assert "vector_size" in src and "k0_micro(kc" in src and "omp for schedule(dynamic)" in src
-  assert all(d is not None for d in k.gemm.direct)          # plain loads: packed through offset tables
+  assert all(d is not None for d in k.program.plan.direct)          # plain loads: packed through offset tables
   check_product(np.asarray(t), a, b)
 
 
@@ -131,7 +131,7 @@ def test_computed_and_cast_operands(dtype):
   with min_work(1):
     t = (mt.asarray(a) * 2 - 1) @ mt.asarray(b).astype(dtype)
     (k,) = scheduled([t.uop])[0].kernels
-    assert k.gemm is not None and k.gemm.direct[0] is None and k.gemm.direct[1] is not None
+    assert k.program.kind == "gemm" and k.program.plan.direct[0] is None and k.program.plan.direct[1] is not None
     check_product(np.asarray(t), a * 2 - 1, b.astype(dtype))
 
 
@@ -147,15 +147,15 @@ def test_epilogue_runs_after_a_blocked_gemm(dtype):
   cases = ((tx @ tw + tb, x64 @ w64 + b64, bias), (mt.maximum(tx @ tw + tb, 0), np.maximum(x64 @ w64 + b64, 0), bias),
            ((tx @ tw).T * 3, (x64 @ w64).T * 3, 4 * 220 * eps * 3 * p.T))
   # (all scheduled before any is realized: a realized x @ w + b would be a leaf of the next graph)
-  assert all([k.gemm is not None for k in scheduled([t.uop])[0].kernels] == [True, False] for t, _, _ in cases)
+  assert all([k.program.kind == "gemm" for k in scheduled([t.uop])[0].kernels] == [True, False] for t, _, _ in cases)
   for t, want, bound in cases:
     got = np.asarray(t)
     assert got.dtype == dtype and np.all(np.abs(got - want) <= bound)
   (k,) = scheduled([(tx @ tw).sum(axis=1).uop])[0].kernels        # a sum of the products: one fused kernel
-  assert k.gemm is None
+  assert k.program.kind != "gemm"
   xi, wi, bi = (rng.standard_normal(s).astype(dtype) for s in ((2, 16, 30, 30), (32, 16, 3, 3), (32,)))
   t = nn.conv2d(mt.asarray(xi), mt.asarray(wi), mt.asarray(bi), padding=1)
-  assert any(k.gemm is not None for k in scheduled([t.uop])[0].kernels)
+  assert any(k.program.kind == "gemm" for k in scheduled([t.uop])[0].kernels)
   want = conv_reference(xi, wi, 1, 1, 1, 1) + bi[:, None, None]
   absolute = conv_reference(np.abs(xi), np.abs(wi), 1, 1, 1, 1) + np.abs(bi)[:, None, None]
   bound = 2 * 145 * np.finfo(dtype).eps * absolute
@@ -190,7 +190,8 @@ def test_other_vector_widths_compute_the_same(vb, regs, monkeypatch, cache):
     a, b = rng.standard_normal((2, 45, 301)).astype(dtype), rng.standard_normal((301, 67)).astype(dtype)
     t = mt.asarray(a) @ mt.asarray(b)
     (k,) = scheduled([t.uop])[0].kernels
-    assert k.gemm is not None and k.gemm.tile[:2] == gemm.tile_sizes(gemm.machine(), np.dtype(dtype).itemsize)[:2]
+    assert k.program.kind == "gemm"
+    assert k.program.plan.tile[:2] == gemm.tile_sizes(gemm.machine(), np.dtype(dtype).itemsize)[:2]
     check_product(np.asarray(t), a, b)
 
 

@@ -2,7 +2,7 @@
 
 Two measures of a schedule's work, both from the lowered kernels:
 
-    iters   the sum of `iterations(k.sink)`: loop iterations, the kernelizer's own cost model
+    iters   the sum of the Programs' `iterations`: loop iterations, the kernelizer's own cost model
     flops   arithmetic statements executed (non-index ALU nodes, each weighted by the trip counts of the loops
             around it). Unlike iters it counts the lanes of an upcast register tile, which are unrolled
             statements rather than loops, so it is the work actually done.
@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.nn as nn
-from minitensor.backend import kernelize
+from minitensor.backend import kernelize, lowerings
 from minitensor.backend import realize as realize_mod
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule
-from minitensor.backend.linearize import iterations, linearize
+from minitensor.backend.linearize import linearize
 from minitensor.backend.realize import normalize
 from minitensor.backend.render_c import render_function
 from minitensor.backend.uop import ALU, Ops, prod
@@ -36,7 +36,7 @@ class NoTermination(AssertionError):
 def watchdog(monkeypatch):
   """A terminating schedule stages each node at most once: a second request for the same node is an endless
   loop, which this turns into a failure (every schedule of this module, realize's included, goes through it)."""
-  recomputed, calls = kernelize._recomputed, []
+  recomputed, calls = lowerings._recomputed, []
   def guarded(*args):
     new = recomputed(*args)
     if new is not None:
@@ -47,7 +47,7 @@ def watchdog(monkeypatch):
     calls.clear()
     return schedule(*args, **kw)
   schedule = kernelize.schedule
-  monkeypatch.setattr(kernelize, "_recomputed", guarded)
+  monkeypatch.setattr(lowerings, "_recomputed", guarded)
   monkeypatch.setattr(kernelize, "schedule", fresh)
   monkeypatch.setattr(realize_mod, "schedule", fresh)
 
@@ -57,7 +57,7 @@ def sched(*ts: mt.Tensor, optimize: bool = True) -> Schedule:
   return kernelize.schedule(list(norm), len(arrays), optimize=optimize)
 
 
-def iters(s: Schedule) -> int: return sum(iterations(k.sink) for k in s.kernels)
+def iters(s: Schedule) -> int: return sum(k.program.iterations for k in s.kernels)
 
 
 def flops(s: Schedule) -> int:
@@ -460,7 +460,7 @@ def test_flat_kernel_source_does_not_mention_the_size(shape):
   x = mt.asarray(np.ones(shape, np.float64))
   s = sched((x * 2 + 1).astype(np.float32))
   (k,) = s.kernels
-  assert k.sizes == (prod(shape),)
+  assert k.program.sizes == (prod(shape),)
   src = render_function(k.sink, k.name, sized=True)
   assert "int64_t n0)" in src and set(re.findall(r"ridx0 < (\w+);", src)) <= {"n0", "mt_a"}
   (other,) = sched((mt.asarray(np.ones((7, 11, 13))) * 2 + 1).astype(np.float32)).kernels
@@ -508,8 +508,8 @@ def test_one_reduce_over_strided_views_compiles_once_for_every_shape(make, monke
 
 def test_large_kernels_other_than_flat_ones_are_lowered_for_their_shape():
   x = mt.asarray(np.ones((300, 300), np.float32))
-  assert all(not k.sizes and not k.vars for k in sched(x.sum(axis=1, keepdims=True) + x).kernels)
-  assert not sched(x.T * 2).kernels[0].sizes
+  assert all(not k.program.sizes and not k.program.vars for k in sched(x.sum(axis=1, keepdims=True) + x).kernels)
+  assert not sched(x.T * 2).kernels[0].program.sizes
 
 
 # ---------------------------------------------------------------------- reductions to one value, split

@@ -124,9 +124,9 @@ def test_rule_table_names_the_docstring_rules():
   lines = symbolic.__doc__.splitlines()
   rows = [line[4:].split("  ")[0] for line in lines if line.startswith("    ") and line[4] != " "]
   names = {n for row in rows for n in row.split(", ")}
-  used = {n for name, ops, guard, f in symbolic.RULES for n in name.split(", ")}
+  used = {n for name, pat, f in symbolic.RULES for n in name.split(", ")}
   assert used == names, (used ^ names)
-  assert all(ops and callable(guard) and callable(f) for _, ops, guard, f in symbolic.RULES)
+  assert all(pat.ops and callable(f) for _, pat, f in symbolic.RULES)
 
 
 # ---------------------------------------------------------------- Lowering: what kernelize's cost model reads
@@ -159,8 +159,8 @@ def test_lowering_counts_evaluations_where_values_are_placed():
 def test_schedule_lowers_only_changed_kernels(monkeypatch):
   """(A @ B) @ C: the output kernel is lowered, asks for A @ B, which is lowered once, and the output once more."""
   calls = []
-  orig = K._lower_kernel
-  monkeypatch.setattr(K, "_lower_kernel", lambda root, *a, **kw: calls.append(root) or orig(root, *a, **kw))
+  orig = K._kernel
+  monkeypatch.setattr(K, "_kernel", lambda root, *a, **kw: calls.append(root) or orig(root, *a, **kw))
   n = 16
   a, b, c = (buf(k, n * n).reshape((n, n)) for k in range(3))
   s = K.schedule([_matmul(_matmul(a, b), c)], 3)

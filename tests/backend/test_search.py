@@ -309,7 +309,9 @@ def _store(body, actions) -> str:
 
 def test_a_record_is_used_on_its_cpu_only(cache, monkeypatch):
   _, body = _body()
-  heur, mine = choose_opts(body), Opts(upcast={0: 2}, thread=0)
+  heur = choose_opts(body)
+  mine = build([Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.THREAD, 0, 0)], KernelInfo.of(body))
+  assert (mine.upcast, mine.thread) == ({0: 2}, 0)
   assert heur != mine
   _store(body, [["UPCAST", 0, 2], ["THREAD", 0, 0]])
   assert search.opts_for(body) == mine
