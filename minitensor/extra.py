@@ -18,7 +18,7 @@ import numpy as np
 from minitensor import views as V
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.manipulation import _axis, concatenate
-from minitensor.numpy_rules import _acc_dtype, _dtype, broadcast_shapes
+from minitensor.numpy_rules import PRODUCT_ACC, _acc_dtype, _dtype, broadcast_shapes
 from minitensor.products import tensordot
 from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
 
@@ -426,6 +426,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   if -ax > min(a.ndim, b.ndim) or a.shape[ax] != b.shape[ax]:
     raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} differ along axis {axis}")
   p = apply_ufunc(np.multiply, apply_ufunc(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
+  if (w := PRODUCT_ACC.get(p.uop.dtype)) is not None:
+    return apply_ufunc(np.multiply, a.astype(w.np), b.astype(w.np)).sum(axis=ax).astype(p.dtype)
   return p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)
 
 

@@ -11,6 +11,8 @@ from minitensor.backend.uop import prod
 MAX_DIMS = 64
 # the accumulator of a float reduction: one step wider, rounded once at the end
 WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
+# NumPy's float16 products (matmul, dot, einsum, vecdot) multiply and sum in float32 and round once at the end
+PRODUCT_ACC = {dtypes.float16: dtypes.float32}
 
 
 def _dtype(d) -> DType:
