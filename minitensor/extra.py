@@ -32,6 +32,7 @@ _PY_SCALARS = (bool, int, float)
 def _accumulate(a, axis, dtype, kind: str) -> Tensor:
   t = asarray(a)
   if axis is None: t, axis = t.reshape(-1), 0
+  elif t.ndim == 0: t = t.reshape(1)          # NumPy scans a 0-d array as its 1-element ravel (any axis 0 or -1)
   ax = _axis(axis, t.ndim, f"cum{kind}")
   d = _dtype(dtype) if dtype is not None else _acc_dtype(kind, t.uop.dtype)
   op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX,
@@ -104,7 +105,7 @@ def cumulative(x, axis: int | None, dtype, include_initial: bool, kind: str) -> 
     t, axis = t.reshape(-1), 0
   r = _accumulate(t, axis, dtype, kind)
   if not include_initial: return r
-  ax = _axis(axis, t.ndim, name)
+  ax = _axis(axis, r.ndim, name)
   return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 0 if kind == "sum" else 1))
 
 

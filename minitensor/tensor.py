@@ -231,10 +231,12 @@ class Tensor:
     f = self._fast_power(x)
     return apply_ufunc(f, self) if f is not None else apply_ufunc(np.power, self, x)
   def _fast_power(self, x):
-    """NumPy's `**` shortcut for float and complex arrays: the exponent exactly the Python int 2 or -1, or the
-    Python float 0.5, computes square, reciprocal or sqrt (whose special values differ from power's)."""
+    """NumPy's `**` shortcut: the exponent exactly the Python int 2 computes square (for every dtype: bool ** 2 is
+    int8), and for float and complex arrays the Python int -1 or float 0.5 computes reciprocal or sqrt (whose
+    special values differ from power's)."""
+    if type(x) is int and x == 2: return np.square      # every dtype (bool squares to int8, as NumPy's)
     if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
-    return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
+    return {(int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
   def __rpow__(self, x): return apply_ufunc(np.power, x, self)
   def __and__(self, x): return apply_ufunc(np.bitwise_and, self, x)
   def __rand__(self, x): return apply_ufunc(np.bitwise_and, x, self)

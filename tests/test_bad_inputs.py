@@ -56,6 +56,12 @@ RAISES = [
   ("expand_dims_out_of_range", lambda m: m.expand_dims(m.asarray(A), 5), AxisError),
   ("flip_out_of_range", lambda m: m.flip(m.asarray(A), 3), AxisError),
   ("concatenate_axis_out_of_range", lambda m: m.concatenate([m.asarray(A), m.asarray(A)], axis=2), AxisError),
+  # concatenate checks as NumPy: the first array's rank, the axis against it (AxisError), then the other ranks
+  ("concatenate_bad_axis_mixed_ndims", lambda m: m.concatenate([m.zeros(2), m.zeros((2, 2))], axis=3), AxisError),
+  ("concatenate_bad_axis_then_0d", lambda m: m.concatenate([m.zeros(2), m.zeros(())], axis=3), AxisError),
+  ("concatenate_0d_after_1d", lambda m: m.concatenate([m.zeros(2), m.zeros(())], axis=0), ValueError),
+  ("concatenate_0d_first_bad_axis", lambda m: m.concatenate([m.zeros(()), m.zeros(2)], axis=3), ValueError),
+  ("cumsum_of_0d_axis_1", lambda m: m.cumsum(m.asarray(3.0), axis=1), AxisError),
   ("transpose_axis_out_of_range", lambda m: m.transpose(m.asarray(A), (0, 2)), AxisError),
   ("moveaxis_out_of_range", lambda m: m.moveaxis(m.asarray(A), 0, 2), AxisError),
   ("argmax_axis_out_of_range", lambda m: m.argmax(m.asarray(A), axis=-3), AxisError),
@@ -163,6 +169,12 @@ RESULTS = [
   # NaN and inf
   ("max_min_propagate_nan", lambda x: (x.max(axis=0), x.min(axis=1), x.max()), (NAN,)),
   ("argmax_argmin_find_first_nan", lambda x: (x.argmax(axis=1), x.argmin(axis=0), x.argmax()), (NAN,)),
+  # dtype corners
+  ("bool_squared_is_int8", lambda x: (x ** 2, x ** 3, x ** 2.0, ns(x).power(x, 2)), (np.array([True, False]),)),
+  ("cumsum_of_0d_is_1d", lambda x: (ns(x).cumsum(x, axis=0), ns(x).cumprod(x, axis=-1), x.cumsum(axis=0),
+                                    ns(x).cumsum(x)), (np.array(3.0),)),
+  ("big_endian_results", lambda x: (x + 1, -x, x.sum(), ns(x).sqrt(x), x[1:] * 1, x.astype(np.float64)),
+   (np.arange(4.0, dtype=">f4"),)),
   ("inf_arithmetic", lambda x: (x - x, x * 0, x / x, x + np.inf), (NAN,)),
   ("float_division_by_zero", lambda x: (x / 0.0, -x / 0.0, x // 0.0, x % 0.0), (NAN,)),
   ("int_division_by_zero", lambda x: (x // 0, x % 0, x // np.zeros(3, np.int8), x % np.zeros(3, np.int8)), (I8,)),
