@@ -420,7 +420,7 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   if isinstance(fill_value, Tensor):
     return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
-  check_shape(shape, "full", d.itemsize)
+  check_shape(shape, "full")
   if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
     if not d.is_bool:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,

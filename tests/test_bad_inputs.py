@@ -146,14 +146,45 @@ def test_full_with_out_of_range_int_overflows(value, dtype):
   with pytest.raises(OverflowError): mt.full(3, value, dtype=dtype)
 
 
-@pytest.mark.parametrize("f", [lambda m: m.zeros((2**40, 2**40)), lambda m: m.ones((2**31, 2**31)),
-                               lambda m: m.full((2**62, 4), 1.0),
-                               lambda m: m.asarray(np.ones(0)).reshape(2**40, 2**40, 0),
-                               lambda m: m.broadcast_to(m.asarray(1.0), (2**40, 2**40))],
-                         ids=["zeros", "ones", "full", "reshape_of_empty", "broadcast_to"])
-def test_shape_whose_size_overflows_raises_at_the_call(f):
-  with pytest.raises(ValueError): f(np)
-  with pytest.raises(ValueError): f(mt)
+def _wide(m, n: int, dt=np.float64):
+  """n elements that need no memory (a broadcast), in NumPy or minitensor."""
+  return m.broadcast_to(m.zeros(1, dt), (n,))
+
+
+# every way to make a shape: NumPy refuses those whose byte size reaches 2**63 (ValueError "array is too big"; where
+# it first copies a broadcast input, MemoryError); minitensor refuses them when the graph is built (the IR's size
+# rule, uop.fits), naming the function called and the shape, where before some built and then looped 2**64 times
+TOO_BIG = {
+  "zeros": lambda m: m.zeros((2**40, 2**40)), "ones": lambda m: m.ones((2**31, 2**31, 2)),
+  "full": lambda m: m.full((2**62, 4), 1.0), "empty": lambda m: m.empty((2**62, 2)),
+  "reshape": lambda m: m.asarray(np.ones(0)).reshape(2**40, 2**40, 0),
+  "broadcast_to": lambda m: m.broadcast_to(m.asarray(1.0), (2**60,)),
+  "tile": lambda m: m.tile(m.zeros(2), 2**62), "repeat": lambda m: m.repeat(_wide(m, 2**40), 2**30),
+  "pad": lambda m: m.pad(m.zeros(2), 2**62),
+  "concatenate": lambda m: m.concatenate([_wide(m, 2**62, np.int8), _wide(m, 2**62, np.int8)]),
+  "stack": lambda m: m.stack([_wide(m, 2**62, np.int8)] * 2),
+  "add": lambda m: _wide(m, 2**40)[:, None] + _wide(m, 2**40),
+  "where": lambda m: m.where(_wide(m, 2**40, bool)[:, None], _wide(m, 2**40), 1.0),
+  "outer": lambda m: m.outer(_wide(m, 2**40), _wide(m, 2**40)),
+  "matmul": lambda m: _wide(m, 2**40)[:, None] @ _wide(m, 2**40)[None, :],
+  "einsum": lambda m: m.einsum("i,j->ij", _wide(m, 2**40), _wide(m, 2**40)),
+  "tensordot": lambda m: m.tensordot(_wide(m, 2**40), _wide(m, 2**40), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(TOO_BIG))
+def test_shape_whose_size_overflows_raises_at_the_call(name):
+  with pytest.raises((ValueError, MemoryError)), np.errstate(over="ignore"): TOO_BIG[name](np)   # (pad's sums)
+  with pytest.raises(ValueError, match=rf"^{name}: array is too big; .* shape \("): TOO_BIG[name](mt)
+
+
+def test_shapes_up_to_the_size_limit_are_built():
+  """Just below NumPy's limit (2**63 - 1 bytes, or an empty array) a shape is made, lazily, as NumPy's view is (a
+  lazy sum of 2**62 elements too, which NumPy would have to allocate)."""
+  for m in (np, mt):
+    assert m.broadcast_to(m.zeros(1, np.int8), (2**63 - 1,)).shape == (2**63 - 1,)
+    assert m.zeros((0, 2**62), np.int8).shape == (0, 2**62)
+  assert (_wide(mt, 2**31, np.int8)[:, None] + _wide(mt, 2**31, np.int8)).shape == (2**31, 2**31)
 
 
 @pytest.mark.parametrize("f", [lambda m: m.ones((1,) * 65), lambda m: m.asarray(np.ones(1)).reshape((1,) * 65),
