@@ -11,7 +11,8 @@
 
 Labels of size 1 broadcast against the same label elsewhere, as in NumPy. Implicit output: the ellipsis
 dimensions, then the labels used exactly once, in ASCII order (upper case first). The result dtype is NumPy's
-result_type of the operands (bool: AND and OR); sums run in that dtype, so integers wrap as NumPy's do.
+result_type of the operands (bool: AND and OR); sums run in that dtype, so integers wrap as NumPy's do, except
+float16's, which multiply and sum in float32 and round once (numpy_rules.PRODUCT_ACC).
 """
 from __future__ import annotations
 import string
@@ -20,6 +21,7 @@ import numpy as np
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.uop import Ops, UOp
 from minitensor.extra import diagonal
+from minitensor.numpy_rules import PRODUCT_ACC
 from minitensor.tensor import Tensor, _dtype, asarray
 
 __all__ = ["einsum"]
@@ -160,9 +162,10 @@ def einsum(subscripts, /, *operands, dtype=None) -> Tensor:
               f"(shapes {' '.join(str(t.shape) for t in ts)})")
       sizes[c] = n if prev == 1 else prev
   acc: tuple[UOp, list[str]] | None = None
+  work = PRODUCT_ACC.get(d, d)
   for i, (t, ls) in enumerate(ops):
     keep = set(out).union(*(o[1] for o in ops[i + 1:]))
-    acc = _combine(([] if acc is None else [acc]) + [(t.uop.cast(d), ls)], keep, sizes, d)
+    acc = _combine(([] if acc is None else [acc]) + [(t.uop.cast(work), ls)], keep, sizes, work)
   u, ls = acc
   u = u.permute(tuple(ls.index(c) for c in out))
-  return Tensor(u)
+  return Tensor(u.cast(d))

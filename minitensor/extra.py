@@ -18,7 +18,7 @@ import numpy as np
 from minitensor import views as V
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.manipulation import _axis, concatenate
-from minitensor.numpy_rules import _acc_dtype, _dtype, broadcast_shapes
+from minitensor.numpy_rules import PRODUCT_ACC, _acc_dtype, _dtype, broadcast_shapes
 from minitensor.products import tensordot
 from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
 
@@ -32,6 +32,7 @@ _PY_SCALARS = (bool, int, float)
 def _accumulate(a, axis, dtype, kind: str) -> Tensor:
   t = asarray(a)
   if axis is None: t, axis = t.reshape(-1), 0
+  elif t.ndim == 0: t = t.reshape(1)          # NumPy scans a 0-d array as its 1-element ravel (any axis 0 or -1)
   ax = _axis(axis, t.ndim, f"cum{kind}")
   d = _dtype(dtype) if dtype is not None else _acc_dtype(kind, t.uop.dtype)
   op = {("sum", False): Ops.ADD, ("prod", False): Ops.MUL, ("sum", True): Ops.MAX,
@@ -104,7 +105,7 @@ def cumulative(x, axis: int | None, dtype, include_initial: bool, kind: str) -> 
     t, axis = t.reshape(-1), 0
   r = _accumulate(t, axis, dtype, kind)
   if not include_initial: return r
-  ax = _axis(axis, t.ndim, name)
+  ax = _axis(axis, r.ndim, name)
   return Tensor(r.uop.pad(tuple((1, 0) if k == ax else (0, 0) for k in range(r.ndim)), 0 if kind == "sum" else 1))
 
 
@@ -426,6 +427,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   if -ax > min(a.ndim, b.ndim) or a.shape[ax] != b.shape[ax]:
     raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} differ along axis {axis}")
   p = apply_ufunc(np.multiply, apply_ufunc(np.conjugate, a) if a.uop.dtype.is_complex else a, b)
+  if (w := PRODUCT_ACC.get(p.uop.dtype)) is not None:
+    return apply_ufunc(np.multiply, a.astype(w.np), b.astype(w.np)).sum(axis=ax).astype(p.dtype)
   return p.any(axis=ax) if p.uop.dtype.is_bool else p.sum(axis=ax, dtype=p.dtype)
 
 

@@ -449,4 +449,4 @@ class _Indexing:
 
   def __setitem__(self, idx, value) -> None:
     """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
-    V.write(self, setitem(self, idx, value).uop)
+    with V.WRITES: V.write(self, setitem(self, idx, value).uop)

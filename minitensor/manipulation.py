@@ -98,14 +98,13 @@ def concatenate(arrays: Sequence, axis: int | None = 0, dtype=None, *, casting: 
 def _concatenate(ts: list[Tensor], axis: int, dtype, casting: str, op: str) -> Tensor:
   """concatenate of at least one Tensor; errors name `op` (the public function the user called)."""
   shapes = [t.shape for t in ts]
-  if _any(len(s) == 0 for s in shapes):
+  if not (nd := len(shapes[0])):         # NumPy's order: the first array's rank, the axis against it, the others
     raise ValueError(f"{op}: zero-dimensional arrays cannot be concatenated, got shapes {shapes}")
-  nd = len(shapes[0])
+  ax = _axis(axis, nd, op)
   for i, s in enumerate(shapes):
     if len(s) != nd:
       raise ValueError(f"{op}: all the input arrays must have same number of dimensions, but the array at index 0 "
                        f"has {nd} dimension(s) and the array at index {i} has {len(s)} dimension(s) (shapes {shapes})")
-  ax = _axis(axis, nd, op)
   for i, s in enumerate(shapes):
     for k in range(nd):
       if k != ax and s[k] != shapes[0][k]:

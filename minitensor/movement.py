@@ -57,7 +57,7 @@ class _Movement:
       if known == 0 or self.size % known:
         raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
       shape = tuple(self.size // known if s == -1 else s for s in shape)
-    check_shape(shape, "reshape", self.itemsize)
+    check_shape(shape, "reshape")
     if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
     return V.reshaped(self, shape)
 
@@ -187,7 +187,7 @@ class _Movement:
     """
     shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
       tuple(operator.index(s) for s in shape)
-    check_shape(shape, "broadcast_to", self.itemsize)
+    check_shape(shape, "broadcast_to")
     if len(shape) < self.ndim or broadcast_shapes(self.shape, shape, op="broadcast_to") != shape:
       raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {self.shape} to shape {shape}")
     st = (0,) * (len(shape) - self.ndim) + tuple(0 if n == 1 else s for n, s in zip(self.shape, V.strides_of(self)))

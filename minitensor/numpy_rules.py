@@ -6,11 +6,12 @@ import operator
 import numpy as np
 from numpy.exceptions import AxisError
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.uop import prod
 
 MAX_DIMS = 64
 # the accumulator of a float reduction: one step wider, rounded once at the end
 WIDER = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float64, dtypes.complex64: dtypes.complex128}
+# NumPy's float16 products (matmul, dot, einsum, vecdot) multiply and sum in float32 and round once at the end
+PRODUCT_ACC = {dtypes.float16: dtypes.float32}
 
 
 def _dtype(d) -> DType:
@@ -83,10 +84,8 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
   return tuple(sorted(out))
 
 
-def check_shape(shape: tuple[int, ...], op: str, itemsize: int = 1) -> None:
-  """NumPy's limits, at the call: at most 64 dimensions, and a byte size (of the non-zero axes, as NumPy
-  counts) that fits in a signed 64-bit integer."""
+def check_shape(shape: tuple[int, ...], op: str) -> None:
+  """NumPy's limit of at most 64 dimensions, at the call. (Its size limit, a byte size below 2**63, is the IR's:
+  every node that makes a shape checks it, uop.fits.)"""
   if len(shape) > MAX_DIMS:
     raise ValueError(f"{op}: maximum supported dimension for a Tensor is {MAX_DIMS}, found {len(shape)}")
-  if prod(s for s in shape if s) * itemsize >= 2 ** 63:
-    raise ValueError(f"{op}: array is too big; the size of shape {shape} is larger than the maximum possible size")

@@ -1,12 +1,13 @@
 """Matrix and tensor products: matmul (the @ operator), dot and tensordot. A product is a broadcast multiply and
-one REDUCE over the shared axis, which the backend lowers to a tiled GEMM; complex products run as four real ones."""
+one REDUCE over the shared axis, which the backend lowers to a tiled GEMM; complex products run as four real ones.
+float16 operands are multiplied and summed in float32, rounded to float16 once at the end, as NumPy's are."""
 from __future__ import annotations
 import numpy as np
 from numpy.exceptions import AxisError
 from minitensor import ufuncs as U
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.uop import Ops, UOp, prod
-from minitensor.numpy_rules import broadcast_shapes
+from minitensor.numpy_rules import PRODUCT_ACC, broadcast_shapes
 from minitensor.tensor import Tensor, asarray, tensor_methods
 
 
@@ -36,12 +37,14 @@ def matmul(a, b) -> Tensor:
     acc = _RESULT[(ua.dtype, ub.dtype)] = dtypes.from_numpy(np.result_type(a.dtype, b.dtype))
   shape = batch + ((m,) if len(sa) > 1 else ()) + ((n,) if len(sb) > 1 else ())
   if acc.is_complex and k: return _complex_matmul(Tensor(a2.cast(acc)), Tensor(b2.cast(acc))).reshape(shape)
-  au = U._broadcast(a2.cast(acc), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
-  bu = U._broadcast(b2.cast(acc), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
+  work = PRODUCT_ACC.get(acc, acc)
+  au = U._broadcast(a2.cast(work), batch + (m, k)).reshape(batch + (m, 1, k)).expand(batch + (m, n, k))
+  bu = U._broadcast(b2.cast(work), batch + (k, n)).permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
   bu = bu.reshape(batch + (1, n, k)).expand(batch + (m, n, k))
   prodt = au & bu if acc.is_bool else au * bu
-  r = Tensor(prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
-             UOp.const(False if acc.is_bool else 0, acc).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
+  r = Tensor((prodt.reduce(Ops.MAX if acc.is_bool else Ops.ADD, 1) if k else
+              UOp.const(False if acc.is_bool else 0, work).reshape((1,) * (len(batch) + 2)).expand(batch + (m, n)))
+             .cast(acc))
   return r if shape == r.shape else r.reshape(shape)      # (r is new: no view of it is needed)
 
 

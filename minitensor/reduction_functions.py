@@ -172,44 +172,50 @@ def std(a, axis=None, dtype=None, ddof: float = 0, keepdims: bool = False, *, co
   return asarray(a).std(axis, dtype, ddof, keepdims, correction=correction, where=where)
 
 
-def _arg_of(a, axis, keepdims: bool, name: str) -> Tensor:
+def _arg_of(a, axis, out, keepdims: bool, name: str) -> Tensor:
   t = asarray(a)
   if axis is not None: _axis(axis, t.ndim or 1, name)     # one axis (a 0-d array counts as 1-d): TypeError for a tuple
-  return getattr(t, name)(axis, keepdims)
+  return getattr(t, name)(axis, out, keepdims=keepdims)
 
 
-def argmax(a, axis=None, keepdims: bool = False) -> Tensor:
-  """The index of the first maximum (or first NaN) along axis.
-
-  Parameters
-  ----------
-  a : array_like
-  axis : int or None, optional
-      None: the index into the flattened array
-  keepdims : bool, optional
-
-  Returns
-  -------
-  Tensor
-  """
-  return _arg_of(a, axis, keepdims, "argmax")
-
-
-def argmin(a, axis=None, keepdims: bool = False) -> Tensor:
-  """The index of the first minimum (or first NaN) along axis.
+def argmax(a, axis=None, out=None, *, keepdims: bool = False) -> Tensor:
+  """The index of the first maximum (or first NaN) along axis, int64; lazy (a reduction over an index expression,
+  no index array).
 
   Parameters
   ----------
   a : array_like
   axis : int or None, optional
       None: the index into the flattened array
+  out : Tensor or ndarray, optional
+      Receives the result (its shape; a dtype that casts to int64 safely); returned.
   keepdims : bool, optional
 
   Returns
   -------
-  Tensor
+  Tensor (or out)
   """
-  return _arg_of(a, axis, keepdims, "argmin")
+  return _arg_of(a, axis, out, keepdims, "argmax")
+
+
+def argmin(a, axis=None, out=None, *, keepdims: bool = False) -> Tensor:
+  """The index of the first minimum (or first NaN) along axis, int64; lazy (a reduction over an index expression,
+  no index array).
+
+  Parameters
+  ----------
+  a : array_like
+  axis : int or None, optional
+      None: the index into the flattened array
+  out : Tensor or ndarray, optional
+      Receives the result (its shape; a dtype that casts to int64 safely); returned.
+  keepdims : bool, optional
+
+  Returns
+  -------
+  Tensor (or out)
+  """
+  return _arg_of(a, axis, out, keepdims, "argmin")
 
 
 def any(a, axis=None, keepdims: bool = False, *, where=True) -> Tensor:

@@ -6,6 +6,7 @@ A reduction permutes the reduced axes last and records one REDUCE over them. Flo
 step wider and round once at the end (NumPy accumulates float32 in float32: README, Limitations)."""
 from __future__ import annotations
 import builtins
+import math
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.uop import Ops, UOp
@@ -255,33 +256,39 @@ class _Reductions:
     return self.astype(bool)._reduce(Ops.MIN, axis, keepdims, "all") if self.size else \
       _full_bool(self, axis, keepdims, True)
 
-  def argmax(self, axis=None, keepdims: bool = False) -> Tensor:
-    """Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor).
+  def argmax(self, axis=None, out=None, *, keepdims: bool = False) -> Tensor:
+    """Index of the first maximum (or first NaN) along `axis` (None: of the flattened Tensor), int64.
 
     Parameters
     ----------
     axis : int or None
+    out : Tensor or ndarray, optional
+        Receives the result: the result's shape, a dtype that casts to int64 safely (NumPy's rule); an
+        ndarray is written with the realized values. Returned.
     keepdims : bool, default False
 
     Returns
     -------
-    Tensor
+    Tensor (or out)
     """
-    return _arg(self, axis, keepdims, Ops.MAX)
+    return _into(_arg(self, axis, keepdims, Ops.MAX), out, "argmax")
 
-  def argmin(self, axis=None, keepdims: bool = False) -> Tensor:
-    """Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor).
+  def argmin(self, axis=None, out=None, *, keepdims: bool = False) -> Tensor:
+    """Index of the first minimum (or first NaN) along `axis` (None: of the flattened Tensor), int64.
 
     Parameters
     ----------
     axis : int or None
+    out : Tensor or ndarray, optional
+        Receives the result: the result's shape, a dtype that casts to int64 safely (NumPy's rule); an
+        ndarray is written with the realized values. Returned.
     keepdims : bool, default False
 
     Returns
     -------
-    Tensor
+    Tensor (or out)
     """
-    return _arg(self, axis, keepdims, Ops.MIN)
+    return _into(_arg(self, axis, keepdims, Ops.MIN), out, "argmin")
 
 
 def _full_bool(t: Tensor, axis, keepdims: bool, v: bool) -> Tensor:
@@ -304,8 +311,37 @@ def _arg(t: Tensor, axis, keepdims: bool, op: Ops) -> Tensor:
   m = t._reduce(op, ax, True, name)
   hit = (t == m) | apply_ufunc(np.isnan, t) if t.uop.dtype.kind in "fc" else (t == m)
   n = t.shape[ax]
-  iota = asarray(np.arange(n, dtype=np.int64)).reshape(tuple(n if k == ax else 1 for k in range(t.ndim)))
+  iota = Tensor(_iota(n).reshape(tuple(n if k == ax else 1 for k in range(t.ndim))))
   return where_(hit, iota, n).min(axis=ax, keepdims=keepdims)
+
+
+def _into(r: Tensor, out, name: str):
+  """r, or r written into out (argmax's and argmin's out=, with NumPy's checks)."""
+  if out is None: return r
+  if not isinstance(out, (Tensor, np.ndarray)):
+    raise TypeError(f"{name}: out must be an array, got {type(out).__name__}")
+  if out.shape != r.shape:
+    raise ValueError(f"output array does not match result of np.{name} (out shape {out.shape}, result {r.shape})")
+  if not np.can_cast(out.dtype, np.int64, "safe"):
+    raise TypeError(f"{name}: Cannot cast array data from {out.dtype!r} to dtype('int64') according to the rule 'safe'")
+  if isinstance(out, Tensor): out[...] = r
+  else: np.copyto(out, r._value(), casting="unsafe")
+  return out
+
+
+IOTA_BUFFER = 1 << 12      # an index up to this length is one buffer; a longer one is made of two of about sqrt(n)
+
+
+def _iota(n: int) -> UOp:
+  """0, 1, ..., n - 1 (int64) without an n-element array: i = q * c + r read from a buffer of the q * c and one of
+  the r (about sqrt(n) elements each), broadcast and flattened, so the reduction that reads it fuses it (argmax
+  materialized an int64 index, 16 bytes an element with its copy)."""
+  if n <= IOTA_BUFFER: return asarray(np.arange(n, dtype=np.int64)).uop
+  c = math.isqrt(n - 1) + 1
+  q = -(-n // c)
+  hi = asarray(np.arange(0, q * c, c, dtype=np.int64)).uop.reshape((q, 1)).expand((q, c))
+  lo = asarray(np.arange(c, dtype=np.int64)).uop.reshape((1, c)).expand((q, c))
+  return (hi + lo).reshape((q * c,)).shrink(((0, n),))
 
 
 # ---------------------------------------------------------------------- where= and initial=

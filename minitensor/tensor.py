@@ -65,7 +65,9 @@ class Tensor:
     """The graph of this tensor's current value. A realized tensor is a load of its buffer, made when first
     used in a graph (so a result that is only read costs no node)."""
     if self._link is not None: V.sync(self)
-    if (u := self._uop) is None: u = self._uop = buffer_of(self._data).reshape(self._data.shape)
+    if (u := self._uop) is None:
+      with V.WRITES:                     # (not in the middle of another thread's write or realization)
+        if (u := self._uop) is None: u = self._uop = buffer_of(self._data).reshape(self._data.shape)
     return u
 
   # ------------------------------------------------------------------ attributes
@@ -130,15 +132,12 @@ class Tensor:
   def _value(self, element: bool = False) -> np.ndarray:
     """The realized value. element: for an element read, which first computes a small lazy value the element
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
-    if self._link is None and self._data is None and (u := self._uop).op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
+    if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
        and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
-      a, self._uop, self._version, self._writes = _realize([u])[0], None, self._version + 1, 0
-      self._data = a
+      _commit(self, u, a := _realize([u])[0])
     elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
-      if self._link is None:
-        a, self._uop, self._version, self._writes = _realize([self._uop])[0], None, self._version + 1, 0
-        self._data = a
+      if self._link is None: _commit(self, u := self._uop, a := _realize([u])[0])
       else: a = realize(self)[0]
     return a
 
@@ -232,10 +231,12 @@ class Tensor:
     f = self._fast_power(x)
     return apply_ufunc(f, self) if f is not None else apply_ufunc(np.power, self, x)
   def _fast_power(self, x):
-    """NumPy's `**` shortcut for float and complex arrays: the exponent exactly the Python int 2 or -1, or the
-    Python float 0.5, computes square, reciprocal or sqrt (whose special values differ from power's)."""
+    """NumPy's `**` shortcut: the exponent exactly the Python int 2 computes square (for every dtype: bool ** 2 is
+    int8), and for float and complex arrays the Python int -1 or float 0.5 computes reciprocal or sqrt (whose
+    special values differ from power's)."""
+    if type(x) is int and x == 2: return np.square      # every dtype (bool squares to int8, as NumPy's)
     if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
-    return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
+    return {(int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
   def __rpow__(self, x): return apply_ufunc(np.power, x, self)
   def __and__(self, x): return apply_ufunc(np.bitwise_and, self, x)
   def __rand__(self, x): return apply_ufunc(np.bitwise_and, x, self)
@@ -262,6 +263,8 @@ class Tensor:
   # in place: the result (computed from the current values) is written into self, so every alias and view of
   # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
   def _inplace(self, ufunc, x) -> Tensor:
+    with V.WRITES: return self._inplace_locked(ufunc, x)      # (reading self and writing it are one step)
+  def _inplace_locked(self, ufunc, x) -> Tensor:
     fast = self._fast_power(x) if ufunc is np.power else None
     r = self @ x if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
       apply_ufunc(ufunc, self, x)
@@ -417,7 +420,7 @@ def full(shape, fill_value, dtype=None) -> Tensor:
   if isinstance(fill_value, Tensor):
     return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
   d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
-  check_shape(shape, "full", d.itemsize)
+  check_shape(shape, "full")
   if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
     if not d.is_bool:
       warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
@@ -530,12 +533,22 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
   -------
   list of numpy.ndarray
   """
-  todo = [t for t in tensors if t._realized() is None]
-  if todo:
-    for t, a in zip(todo, _realize([t.uop for t in todo])):
-      t._uop, t._data = None, a
-      if t._link is None: t._version, t._writes = t._version + 1, 0     # views re-derive from the buffer
-  return [t._realized() for t in tensors]
+  out = [t._realized() for t in tensors]
+  if todo := [k for k, a in enumerate(out) if a is None]:
+    us = [tensors[k].uop for k in todo]
+    for k, u, a in zip(todo, us, _realize(us)):
+      out[k] = a
+      _commit(tensors[k], u, a)
+  return out
+
+
+def _commit(t: Tensor, u: UOp, a: np.ndarray) -> None:
+  """t keeps a, its value realized from graph u, unless a write replaced u meanwhile (another thread's, whose graph
+  holds this value): the check and the update are one step under views.WRITES, so no write is ever lost."""
+  with V.WRITES:
+    if t._uop is not u: return
+    t._uop, t._data = None, a
+    if t._link is None: t._version, t._writes = t._version + 1, 0     # views re-derive from the buffer
 
 
 def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:

@@ -124,6 +124,14 @@ def _compare(op: Callable[[UOp, UOp], UOp], np_op: np.ufunc) -> Callable[[UOp, U
   return f
 
 
+def _fmaxmin(a: UOp, b: UOp, is_max: bool) -> UOp:
+  """fmax/fmin: the operand that is not NaN; of two equal ones (0.0 and -0.0) the first, as C's fmax and NumPy's
+  scalar, float64 and float16 loops give (README, Limitations: NumPy's float32 and long SIMD loops differ)."""
+  if a.dtype.is_complex: pick = a.maximum(b) if is_max else a.minimum(b)
+  else: pick = (a >= b if is_max else a <= b).where(a, b)
+  return _isnan(b).where(a, _isnan(a).where(b, pick))
+
+
 def _op(op: Ops) -> Callable[..., UOp]: return _unary(op) if ALU_OPS[op].arity == 1 else _binary(op)
 
 
@@ -139,8 +147,7 @@ TABLE.update({
   np.greater: _compare(lambda a, b: a > b, np.greater),
   np.greater_equal: _compare(lambda a, b: a >= b, np.greater_equal),
   np.equal: _compare(lambda a, b: a.eq(b), np.equal), np.not_equal: _compare(lambda a, b: a.ne(b), np.not_equal),
-  np.fmax: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.maximum(b))),
-  np.fmin: lambda a, b: _isnan(b).where(a, _isnan(a).where(b, a.minimum(b))),
+  np.fmax: lambda a, b: _fmaxmin(a, b, True), np.fmin: lambda a, b: _fmaxmin(a, b, False),
   np.logical_and: lambda a, b: _bool(a) & _bool(b), np.logical_or: lambda a, b: _bool(a) | _bool(b),
   np.logical_xor: lambda a, b: _bool(a) ^ _bool(b), np.logical_not: lambda x: _bool(x) ^ True,
   np.invert: _invert, np.negative: _neg, np.conjugate: _conj, np.positive: lambda x: x, np.sign: _sign,

@@ -21,8 +21,15 @@ place: realized arrays are immutable, and `np.asarray(t)` hands out read-only vi
 
 A root realizes its value once WRITE_CHAIN writes are pending on it, so a loop that mutates in place adds a
 bounded amount of graph per iteration.
+
+Threads: a write reads its root's value, builds the new one and assigns it; the three are one step under the lock
+WRITES (held by `t[i] = v` and the in-place operators), so concurrent writes to one root, even to disjoint parts,
+never lose each other. A realization keeps its buffer only if no write replaced the graph it computed meanwhile
+(tensor._commit, under the same lock). One lock serves every root: a write is graph building (microseconds), and
+a single lock cannot deadlock however writes and realizations nest.
 """
 from __future__ import annotations
+import threading
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from minitensor.backend.uop import Ops, UOp
 
@@ -30,6 +37,7 @@ if TYPE_CHECKING:
   from minitensor.tensor import Tensor
 
 WRITE_CHAIN = 16      # writes pending on one root before it is realized
+WRITES = threading.RLock()    # held by every write and by every commit of a realization (module docstring)
 
 
 

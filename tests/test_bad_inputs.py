@@ -56,6 +56,12 @@ RAISES = [
   ("expand_dims_out_of_range", lambda m: m.expand_dims(m.asarray(A), 5), AxisError),
   ("flip_out_of_range", lambda m: m.flip(m.asarray(A), 3), AxisError),
   ("concatenate_axis_out_of_range", lambda m: m.concatenate([m.asarray(A), m.asarray(A)], axis=2), AxisError),
+  # concatenate checks as NumPy: the first array's rank, the axis against it (AxisError), then the other ranks
+  ("concatenate_bad_axis_mixed_ndims", lambda m: m.concatenate([m.zeros(2), m.zeros((2, 2))], axis=3), AxisError),
+  ("concatenate_bad_axis_then_0d", lambda m: m.concatenate([m.zeros(2), m.zeros(())], axis=3), AxisError),
+  ("concatenate_0d_after_1d", lambda m: m.concatenate([m.zeros(2), m.zeros(())], axis=0), ValueError),
+  ("concatenate_0d_first_bad_axis", lambda m: m.concatenate([m.zeros(()), m.zeros(2)], axis=3), ValueError),
+  ("cumsum_of_0d_axis_1", lambda m: m.cumsum(m.asarray(3.0), axis=1), AxisError),
   ("transpose_axis_out_of_range", lambda m: m.transpose(m.asarray(A), (0, 2)), AxisError),
   ("moveaxis_out_of_range", lambda m: m.moveaxis(m.asarray(A), 0, 2), AxisError),
   ("argmax_axis_out_of_range", lambda m: m.argmax(m.asarray(A), axis=-3), AxisError),
@@ -140,14 +146,45 @@ def test_full_with_out_of_range_int_overflows(value, dtype):
   with pytest.raises(OverflowError): mt.full(3, value, dtype=dtype)
 
 
-@pytest.mark.parametrize("f", [lambda m: m.zeros((2**40, 2**40)), lambda m: m.ones((2**31, 2**31)),
-                               lambda m: m.full((2**62, 4), 1.0),
-                               lambda m: m.asarray(np.ones(0)).reshape(2**40, 2**40, 0),
-                               lambda m: m.broadcast_to(m.asarray(1.0), (2**40, 2**40))],
-                         ids=["zeros", "ones", "full", "reshape_of_empty", "broadcast_to"])
-def test_shape_whose_size_overflows_raises_at_the_call(f):
-  with pytest.raises(ValueError): f(np)
-  with pytest.raises(ValueError): f(mt)
+def _wide(m, n: int, dt=np.float64):
+  """n elements that need no memory (a broadcast), in NumPy or minitensor."""
+  return m.broadcast_to(m.zeros(1, dt), (n,))
+
+
+# every way to make a shape: NumPy refuses those whose byte size reaches 2**63 (ValueError "array is too big"; where
+# it first copies a broadcast input, MemoryError); minitensor refuses them when the graph is built (the IR's size
+# rule, uop.fits), naming the function called and the shape, where before some built and then looped 2**64 times
+TOO_BIG = {
+  "zeros": lambda m: m.zeros((2**40, 2**40)), "ones": lambda m: m.ones((2**31, 2**31, 2)),
+  "full": lambda m: m.full((2**62, 4), 1.0), "empty": lambda m: m.empty((2**62, 2)),
+  "reshape": lambda m: m.asarray(np.ones(0)).reshape(2**40, 2**40, 0),
+  "broadcast_to": lambda m: m.broadcast_to(m.asarray(1.0), (2**60,)),
+  "tile": lambda m: m.tile(m.zeros(2), 2**62), "repeat": lambda m: m.repeat(_wide(m, 2**40), 2**30),
+  "pad": lambda m: m.pad(m.zeros(2), 2**62),
+  "concatenate": lambda m: m.concatenate([_wide(m, 2**62, np.int8), _wide(m, 2**62, np.int8)]),
+  "stack": lambda m: m.stack([_wide(m, 2**62, np.int8)] * 2),
+  "add": lambda m: _wide(m, 2**40)[:, None] + _wide(m, 2**40),
+  "where": lambda m: m.where(_wide(m, 2**40, bool)[:, None], _wide(m, 2**40), 1.0),
+  "outer": lambda m: m.outer(_wide(m, 2**40), _wide(m, 2**40)),
+  "matmul": lambda m: _wide(m, 2**40)[:, None] @ _wide(m, 2**40)[None, :],
+  "einsum": lambda m: m.einsum("i,j->ij", _wide(m, 2**40), _wide(m, 2**40)),
+  "tensordot": lambda m: m.tensordot(_wide(m, 2**40), _wide(m, 2**40), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(TOO_BIG))
+def test_shape_whose_size_overflows_raises_at_the_call(name):
+  with pytest.raises((ValueError, MemoryError)), np.errstate(over="ignore"): TOO_BIG[name](np)   # (pad's sums)
+  with pytest.raises(ValueError, match=rf"^{name}: array is too big; .* shape \("): TOO_BIG[name](mt)
+
+
+def test_shapes_up_to_the_size_limit_are_built():
+  """Just below NumPy's limit (2**63 - 1 bytes, or an empty array) a shape is made, lazily, as NumPy's view is (a
+  lazy sum of 2**62 elements too, which NumPy would have to allocate)."""
+  for m in (np, mt):
+    assert m.broadcast_to(m.zeros(1, np.int8), (2**63 - 1,)).shape == (2**63 - 1,)
+    assert m.zeros((0, 2**62), np.int8).shape == (0, 2**62)
+  assert (_wide(mt, 2**31, np.int8)[:, None] + _wide(mt, 2**31, np.int8)).shape == (2**31, 2**31)
 
 
 @pytest.mark.parametrize("f", [lambda m: m.ones((1,) * 65), lambda m: m.asarray(np.ones(1)).reshape((1,) * 65),
@@ -163,6 +200,12 @@ RESULTS = [
   # NaN and inf
   ("max_min_propagate_nan", lambda x: (x.max(axis=0), x.min(axis=1), x.max()), (NAN,)),
   ("argmax_argmin_find_first_nan", lambda x: (x.argmax(axis=1), x.argmin(axis=0), x.argmax()), (NAN,)),
+  # dtype corners
+  ("bool_squared_is_int8", lambda x: (x ** 2, x ** 3, x ** 2.0, ns(x).power(x, 2)), (np.array([True, False]),)),
+  ("cumsum_of_0d_is_1d", lambda x: (ns(x).cumsum(x, axis=0), ns(x).cumprod(x, axis=-1), x.cumsum(axis=0),
+                                    ns(x).cumsum(x)), (np.array(3.0),)),
+  ("big_endian_results", lambda x: (x + 1, -x, x.sum(), ns(x).sqrt(x), x[1:] * 1, x.astype(np.float64)),
+   (np.arange(4.0, dtype=">f4"),)),
   ("inf_arithmetic", lambda x: (x - x, x * 0, x / x, x + np.inf), (NAN,)),
   ("float_division_by_zero", lambda x: (x / 0.0, -x / 0.0, x // 0.0, x % 0.0), (NAN,)),
   ("int_division_by_zero", lambda x: (x // 0, x % 0, x // np.zeros(3, np.int8), x % np.zeros(3, np.int8)), (I8,)),

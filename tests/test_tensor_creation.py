@@ -183,3 +183,16 @@ def test_bad_inputs_raise_numpys_exception(i):
                                lambda: mt.linspace(0, 1, 3, dtype="U")])
 def test_unsupported_dtypes_raise_type_error(f):
   with pytest.raises(TypeError): f()
+
+
+@pytest.mark.parametrize("dt", [">f4", ">i8", ">c16", ">u2"])
+def test_non_native_byte_order_is_read_into_native_order(dt):
+  """A non-native array's values are read into the native dtype: NumPy's results of arithmetic are native too, but
+  its asarray, copies and views keep `>f4`; minitensor's never do (README, Limitations)."""
+  a = np.arange(5).astype(dt)
+  t = mt.asarray(a)
+  native = a.dtype.newbyteorder("=")
+  for r in (t, t[1:], t.copy(), t.reshape(5, 1), mt.array(a, copy=True)):
+    assert r.dtype == native and r.dtype.isnative
+  np.testing.assert_array_equal(t.numpy(), a)
+  assert (t + 1).dtype == (a + 1).dtype

@@ -261,6 +261,22 @@ def test_operators(d):
   assert_same(ta, a, "operands are unchanged by in-place forms")
 
 
+@pytest.mark.parametrize("dt", [np.float64, np.float16, np.float32])
+def test_fmax_fmin_of_two_zeros_return_the_first_operand(dt):
+  """fmax/fmin of 0.0 and -0.0 (either order, NaN beside) return the first operand, bit for bit NumPy's float64 and
+  float16 results on short arrays and scalars (C's fmax). NumPy's float32 loops and its long float64 SIMD loops
+  return another zero; minitensor keeps the rule for every dtype and length (README, Limitations)."""
+  x, y = np.array([0.0, -0.0, np.nan, -0.0], dt), np.array([-0.0, 0.0, -0.0, np.nan], dt)
+  pairs = [(x, y), (y, x), (x[0], y[0]), (x[1], y[1])]
+  fs = [np.fmax, np.fmin]
+  got = mt.realize(*(getattr(mt, f.__name__)(mt.asarray(a), mt.asarray(b)) for f in fs for a, b in pairs))
+  bits = lambda v: np.asarray(v).view(f"u{np.dtype(dt).itemsize}")
+  for (f, (a, b)), g in zip([(f, p) for f in fs for p in pairs], got):
+    first = np.where(np.isnan(a), b, a)          # the rule: a unless a is NaN
+    np.testing.assert_array_equal(bits(g), bits(first), err_msg=f"{f.__name__}({a}, {b})")
+    if dt is not np.float32: np.testing.assert_array_equal(bits(g), bits(f(a, b)), err_msg=f"NumPy's {f.__name__}")
+
+
 def test_inplace_updates_every_alias_as_numpy():
   t = mt.asarray(np.arange(4, dtype=np.int8))
   a = np.arange(4, dtype=np.int8)

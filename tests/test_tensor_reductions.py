@@ -247,3 +247,67 @@ def test_sum_of_a_huge_broadcast_constant_has_no_loop():
   assert _iterations(t) < 1000
   assert t.numpy() == np.ones(10**6).sum() * 10**6
   assert mt.full((10**5, 10**5), 3, dtype=np.int8).sum().numpy() == np.full(10**5, 3, np.int8).sum() * 10**5
+
+
+# ---------------------------------------------------------------------- argmax and argmin: long axes, memory, out=
+def _long(d: np.dtype, n: int, rng) -> np.ndarray:
+  """n values of d whose extremes tie (first and late), with -0.0/0.0 ties and, for floats, NaNs late: longer
+  than reductions.IOTA_BUFFER, so the index is the two-buffer expression."""
+  if d.kind == "b": a = rng.random(n) < 0.5
+  elif d.kind in "iu": a = rng.integers(np.iinfo(d).min, np.iinfo(d).max, n, dtype=d, endpoint=True)
+  else: a = rng.standard_normal(n).astype(d)
+  if d.kind != "b":
+    lo, hi = a.min(), a.max()
+    a[[7, n - 3]], a[[11, n - 2]] = hi, lo
+  if d.kind in "fc":
+    a[[5, n - 5]] = 0.0
+    a[[6, n - 6]] = -0.0
+  return a
+
+
+@pytest.mark.parametrize("d", [np.dtype(x) for x in ("bool", "uint8", "int64", "uint64", "float16", "float64",
+                                                     "complex128")])
+def test_argmax_argmin_long_axes_match_numpy(d):
+  """First index of the extreme over axes longer than one index buffer: ties, signed zeros, a late NaN (the first
+  NaN wins), complex in lexicographic order, every axis/keepdims form and out= (a Tensor or an ndarray)."""
+  rng = np.random.default_rng(int(d.num))
+  a = _long(d, 2 * 5003, rng)
+  if d.kind in "fc": a[[4000, 9000]] = np.nan
+  if d.kind == "c": a = a + 1j * _long(np.dtype(np.float64), a.size, rng)
+  m = a.reshape(2, 5003)
+  calls = [(f, kw) for f in ("argmax", "argmin") for kw in ({}, {"axis": 1}, {"axis": -1, "keepdims": True},
+                                                               {"axis": 0}, {"axis": None, "keepdims": True})]
+  x, xm = mt.asarray(a), mt.asarray(m)
+  got = mt.realize(*(getattr(t, f)(**kw) for f, kw in calls for t in (x, xm) if not (t is x and kw.get("axis") == 1)))
+  want = [getattr(v, f)(**kw) for f, kw in calls for v in (a, m) if not (v is a and kw.get("axis") == 1)]
+  for g, w in zip(got, want):
+    assert g.dtype == w.dtype == np.int64 and g.shape == w.shape
+    np.testing.assert_array_equal(g, w)
+  o_np, o_mt = np.zeros(2, np.int32), mt.zeros(2, np.int16)
+  assert mt.argmax(xm, axis=1, out=o_np) is o_np and xm.argmin(1, o_mt) is o_mt
+  np.testing.assert_array_equal(o_np, m.argmax(axis=1))
+  assert o_mt.dtype == np.int16 and (o_mt.numpy() == m.argmin(axis=1)).all()
+
+
+@pytest.mark.parametrize("out, exc", [(np.zeros(3, np.int64), ValueError), (np.zeros((2, 1), np.int64), ValueError),
+                                      (np.zeros(2, np.float64), TypeError), (np.zeros(2, np.uint64), TypeError)])
+def test_argmax_out_is_checked_as_numpys(out, exc):
+  a = np.array([[1.0, 5, 2], [7, 0, 7]])
+  with pytest.raises(exc): a.argmax(axis=1, out=out.copy())
+  with pytest.raises(exc): mt.asarray(a).argmax(axis=1, out=out)
+
+
+@pytest.mark.parametrize("d, axis", [(np.uint8, None), (np.float32, None), (np.float64, 1)])
+def test_argmax_needs_no_index_array(d, axis):
+  """argmax/argmin reduce over an index expression: the schedule reads the input and two index buffers of about
+  sqrt(n) elements, and makes no buffer near n elements (it copied an int64 index array, 16 bytes an element)."""
+  n = 1 << 20
+  a = np.random.default_rng(0).integers(0, 200, n).astype(d).reshape(4, n // 4)
+  x = mt.asarray(a)
+  for r, want in ((x.argmax(axis=axis), a.argmax(axis=axis)), (x.argmin(axis=axis), a.argmin(axis=axis))):
+    e = mt.explain(r)
+    (big, *small) = sorted(e.inputs, key=lambda s: -int(np.prod(s[0])))
+    assert big == (a.shape, np.dtype(d).name)
+    assert all(np.prod(s) <= 2 * np.sqrt(n) for s, _ in small), e.inputs
+    assert all(k < n // 64 for k, _ in e.buffers), e.buffers
+    np.testing.assert_array_equal(r.numpy(), want)

@@ -198,11 +198,13 @@ def _scalar(u: UOp) -> bool:
 
 def flat_elementwise(body: UOp) -> UOp | None:
   """body computed on its buffers read as (n,) arrays, when it is elementwise over operands read whole in their
-  own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None."""
+  own order (every RESHAPE keeps that order; EXPAND only broadcasts a constant); else None. A body that is
+  itself a broadcast constant (zeros, broadcast_to of one element) is that constant broadcast to (n,)."""
   n = prod(body.shape)
   if n < 2: return None
   try: flat = rewrite(body, _flat_node)
   except _NotFlat: return None
+  if _scalar(flat): return flat.reshape((1,)).expand((n,))
   return flat if flat.shape == (n,) else None
 
 

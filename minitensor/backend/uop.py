@@ -27,6 +27,11 @@ RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTE
     FLIP      (x,)                         axes                     reverses the axes (composite.py: why primitive)
     CAST      (x,)                         None                     x.shape / given
 
+A shape-world node is at most NumPy's size: its byte size over its non-zero axes below 2**63 (MAX_BYTES). The ops
+that make a larger shape from smaller ones (EXPAND, PAD, STACK, INDEX, RESHAPE of an empty array) refuse more, so no
+operation can build a graph that would loop 2**63 times; the error is NumPy's ValueError, naming the minitensor
+function the user called and the shape.
+
 Nodes are immutable and hash-consed: structurally equal nodes are the same object, so `is` is structural
 equality and a dict keyed on UOps is a CSE table. The cons table holds nodes weakly. For that reason `==`
 keeps Python's identity meaning; comparisons that build nodes are `<`, `<=`, `>`, `>=`, `.eq()` and `.ne()`.
@@ -40,6 +45,7 @@ RANGE sizes, VAR limits and constants, cached on the node; symbolic.py simplifie
 """
 from __future__ import annotations
 import math
+import sys
 import weakref
 from _weakref import _remove_dead_weakref as _uncons  # del d[k] if d[k] is a dead weakref (C, atomic)
 from enum import Enum, auto
@@ -49,9 +55,9 @@ from minitensor.backend.ops import ALU, ALU_OPS, BINARY, COMPARE, COMPLEX_OK, MO
 from minitensor.backend.walk import bounds, memo_walk, rewrite
 
 # the op table's names are re-exported: stages import the IR from here
-__all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp", "UOpError",
-           "AxisType", "ParamArg", "RangeArg", "VarArg", "argkey", "bounds", "buf", "live_nodes", "memo_walk",
-           "memory_of", "prod", "range_", "rewrite", "sink", "var"]
+__all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MAX_BYTES", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp",
+           "UOpError", "AxisType", "ParamArg", "RangeArg", "VarArg", "argkey", "bounds", "buf", "fits", "live_nodes",
+           "memo_walk", "memory_of", "prod", "range_", "rewrite", "sink", "var"]
 
 
 class UOpError(ValueError):
@@ -102,6 +108,32 @@ def prod(xs) -> int:
   return out
 
 
+MAX_BYTES = 2 ** 63      # NumPy's limit: an array's byte size (of its non-zero axes) fits a signed 64-bit integer
+
+
+def fits(shape: tuple[int, ...], itemsize: int) -> bool:
+  """Whether an array of `shape` with elements of itemsize bytes is within NumPy's size limit."""
+  n = math.prod(shape)
+  return (n or math.prod([s for s in shape if s])) * itemsize < MAX_BYTES
+
+
+def _sized(op: Ops, dtype: DType, shape: tuple[int, ...]) -> tuple[DType, tuple[int, ...]]:
+  """(dtype, shape) of a node that may have grown past NumPy's size limit; NumPy's ValueError if it has (the
+  user's error, not a malformed node)."""
+  if not fits(shape, dtype.itemsize):
+    raise ValueError(f"{_called()}: array is too big; {op.name} to shape {shape} of {dtype.name} would be larger than "
+                   "the maximum possible size")
+  return dtype, shape
+
+
+def _called() -> str:
+  """The minitensor function the user called (the outermost frame of the package), which a size error names."""
+  f, name = sys._getframe(1), "minitensor"
+  while f is not None and ((m := f.f_globals.get("__name__", "")) == "minitensor" or m.startswith("minitensor.")):
+    name, f = f.f_code.co_name, f.f_back
+  return name.strip("_")
+
+
 def _check(cond: bool, msg) -> None:
   """Raise UOpError(msg()) unless cond; msg is a callable so the message is only built on failure."""
   if not cond: raise UOpError(msg() if callable(msg) else msg)
@@ -145,7 +177,7 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
     for i in idx:
       _check(i.dtype.is_int, lambda: f"INDEX: indices must be integers, got {i.dtype.name}")
       _check(i.shape == idx[0].shape, lambda: f"INDEX: index shapes differ: {idx[0].shape} vs {i.shape}")
-    return x.dtype, idx[0].shape + x.shape[len(idx):]
+    return _sized(op, x.dtype, idx[0].shape + x.shape[len(idx):])
   if op is Ops.CAST:
     _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void,
            "CAST: one source and a target dtype")
@@ -158,7 +190,8 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
 # non-negative ints; permutations and reductions take ints.
 def _reshape_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
   if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
-     _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0 and math.prod(arg) == math.prod(x.shape):
+     _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0 and (n := math.prod(arg)) == math.prod(x.shape) \
+     and n:                                   # (an empty shape may be too big: _infer decides)
     return x.dtype, arg
   return None
 
@@ -168,6 +201,7 @@ def _expand_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None
      len(arg) == len(s := x.shape) and _INT.issuperset(map(type, arg)) and min(arg, default=0) >= 0:
     for a, b in zip(s, arg):
       if a != b and a != 1: return None
+    if not fits(arg, x.dtype.itemsize): return None
     return x.dtype, arg
   return None
 
@@ -274,7 +308,7 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
     for s in src[1:]:
       _check(s.shape == src[0].shape and s.dtype is src[0].dtype,
              lambda: f"STACK: sources differ: {src[0].dtype.name} {src[0].shape} vs {s.dtype.name} {s.shape}")
-    return src[0].dtype, (len(src), *src[0].shape)
+    return _sized(op, src[0].dtype, (len(src), *src[0].shape))
   _check(len(src) == 1, lambda: f"{n}: takes one source, got {len(src)}")
   x = src[0]
   s = x.shape
@@ -282,11 +316,11 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
   if op is Ops.RESHAPE:
     _check(isinstance(arg, tuple) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arg)
            and prod(arg) == prod(s), lambda: f"RESHAPE {s} -> {arg}")
-    return x.dtype, arg
+    return _sized(op, x.dtype, arg)
   if op is Ops.EXPAND:
     _check(isinstance(arg, tuple) and len(_shape(arg)) == len(s) and all(a == b or a == 1 for a, b in zip(s, arg)),
            lambda: f"EXPAND {s} -> {arg}")
-    return x.dtype, arg
+    return _sized(op, x.dtype, arg)
   if op is Ops.PERMUTE:
     _check(isinstance(arg, tuple) and _ints(arg) and sorted(arg) == list(range(len(s))),
            lambda: f"PERMUTE {arg} of {s}")
@@ -297,7 +331,7 @@ def _infer_shape(op: Ops, src: tuple[UOp, ...], arg: Any) -> tuple[DType, tuple[
   if op is Ops.PAD:
     _check(type(arg) is tuple and len(arg) == 2 and type(arg[0]) is tuple and len(arg[0]) == len(s) and
            _pairs(arg[0], s, False), lambda: f"PAD {arg} of {s}")
-    return x.dtype, tuple([b + m + a for (b, a), m in zip(arg[0], s)])
+    return _sized(op, x.dtype, tuple([b + m + a for (b, a), m in zip(arg[0], s)]))
   if op is Ops.FLIP:
     _check(isinstance(arg, tuple) and _ints(arg) and all(0 <= a < len(s) for a in arg) and len(set(arg)) == len(arg),
            lambda: f"FLIP {arg} of {s}")

@@ -467,6 +467,28 @@ def test_flat_kernel_source_does_not_mention_the_size(shape):
   assert render_function(other.sink, other.name, sized=True) == src        # the same C for every size
 
 
+BROADCAST_CONSTANTS = {"zeros": lambda m, s: m.zeros(s), "ones": lambda m, s: m.ones(s, np.float32),
+                       "full": lambda m, s: m.full(s, 7, np.int16),
+                       "empty": lambda m, s: m.zeros(s) if m is np else m.empty(s),
+                       "zeros_like": lambda m, s: m.zeros_like(m.asarray(np.ones(s))),
+                       "full_like": lambda m, s: m.full_like(m.asarray(np.ones(s, np.int8)), 3),
+                       "broadcast_to": lambda m, s: m.broadcast_to(m.asarray([2.5]), s),
+                       "broadcast_to_nd": lambda m, s: m.broadcast_to(m.asarray(np.full((1,) * len(s), 4)), s)}
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 5)])
+def test_a_broadcast_constant_realized_with_an_elementwise_result(shape):
+  """A broadcast constant realized together with an elementwise result of it (one flat key for both): the constant
+  is a flat kernel of its own, a constant stored n times (it was an AttributeError in lowering)."""
+  ts = [t for f in BROADCAST_CONSTANTS.values() for z in [f(mt, shape)] for t in (z, z + 1)]
+  got = mt.realize(*ts)
+  for (name, f), a, b in zip(BROADCAST_CONSTANTS.items(), got[::2], got[1::2]):
+    want = f(np, shape)
+    for g, w in ((a, want), (b, want + 1)):
+      assert g.shape == w.shape and g.dtype == w.dtype, name
+      np.testing.assert_array_equal(g, w, err_msg=name)
+
+
 MOVERS = [lambda x: x * 2 + x.T, lambda x: x[1:, ::-1] + x[:-1, :1],
           lambda x: x + np.arange(x.shape[-1], dtype=np.float32),
           lambda x: mt.exp(x[:, 1:]) if isinstance(x, mt.Tensor) else np.exp(x[:, 1:])]

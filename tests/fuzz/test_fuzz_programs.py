@@ -2,8 +2,11 @@
 
 A program is a DAG of up to 20 operations over a few random inputs (every dtype, shapes with size-0 and size-1
 axes): elementwise unary and binary ufuncs (comparisons included, Python and NumPy scalars as operands), where,
-reductions over random axes (keepdims too), movement chains, indexing (slices, integer arrays, masks), matmul,
-concatenate and astype. The generator runs each operation on NumPy as it draws it:
+reductions over random axes (keepdims too), scans (cumsum, cumprod, 0-d included), `**` with NumPy's shortcut
+exponents (2, -1, 0.5), movement chains, indexing (slices, integer arrays, masks), matmul, concatenate (with 0-d
+and mixed-rank operands and bad axes) and astype. Inputs hold NaN, infinities, -0.0 and each dtype's extremes
+(float16 included), and 0-d arrays are frequent operands. The generator runs each operation on NumPy as it draws
+it:
 
   - an operation NumPy rejects for its dtypes or shapes (it raises also on harmless data of the same dtypes and
     shapes) stays in the program: minitensor must raise the same exception type there;
@@ -28,7 +31,7 @@ from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
 
-DTYPES = [np.dtype(d) for d in ("bool", "int8", "uint8", "int32", "int64", "float32", "float64")]
+DTYPES = [np.dtype(d) for d in ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64")]
 UNARY = ["negative", "positive", "absolute", "sign", "square", "sqrt", "exp", "log", "sin", "tanh", "arctan", "log1p",
          "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite", "logical_not", "invert", "reciprocal"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power", "maximum", "minimum", "fmax",
@@ -107,8 +110,10 @@ class Program:
 def elements(d: np.dtype) -> st.SearchStrategy:
   """Moderate values with the special ones (NaN, +-inf, -0.0) for floats; the extremes too for integers."""
   if d.kind == "f":
+    fi = np.finfo(d)
+    extremes = [float(fi.max), -float(fi.max), float(fi.tiny), -float(fi.smallest_subnormal)]
     return st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.0, 1.0, -1.0, 0.5]),
-                     st.floats(-8, 8, width=8 * d.itemsize))
+                     st.sampled_from(extremes), st.floats(-8, 8, width=8 * d.itemsize))
   if d.kind == "b": return st.booleans()
   return st.one_of(mtt.elements(d), st.integers(max(-8, int(np.iinfo(d).min)), 8))
 
@@ -188,6 +193,7 @@ def operand(g: Gen, shape: tuple, smooth: bool, scalars: list = SCALARS):
     k = g.pick(lambda j: broadcasts(g.vals[j].shape, shape) and (not smooth or g.smooth(j)))
     if k is not None: return Ref(k)
   if choice < 7: return g.draw(st.sampled_from(scalars))
+  if choice == 8: return Ref(g.new_input(()))                                              # a 0-d operand
   if choice == 9: return Ref(g.new_input(g.draw(mtt.shapes(max_dims=3, max_side=4))))   # often does not broadcast
   return Ref(g.new_input(g.draw(mtt.broadcastable_shapes(shape, max_dims=4, max_side=4))))
 
@@ -227,6 +233,23 @@ def reduction(g: Gen) -> None:
   inexact = g.vals[k].dtype.kind == "f" and name in ("sum", "prod", "mean", "var") or name in ("mean", "var")
   g.add(f"{name}(v{k}, axis={axis!r}, keepdims={kd})", lambda ns, x: getattr(ns, name)(x, axis=axis, keepdims=kd),
         (Ref(k),), not inexact)
+
+
+def scan(g: Gen) -> None:
+  name = g.draw(st.sampled_from(["cumsum", "cumprod"]))
+  k = g.pick(lambda j: moderate(g.vals[j]) and g.vals[j].size <= 64)
+  if k is None: return
+  nd = max(g.vals[k].ndim, 1)                       # (a 0-d array scans as its 1-element ravel)
+  axis = g.draw(st.one_of(st.none(), st.integers(-nd - 1, nd)))    # one past either end: AxisError
+  g.add(f"{name}(v{k}, axis={axis!r})", lambda ns, x: getattr(ns, name)(x, axis=axis), (Ref(k),), True)
+
+
+def power_operator(g: Gen) -> None:
+  """`x ** e` with the exponents NumPy's operator computes by square, reciprocal and sqrt (bool ** 2 is int8)."""
+  e = g.draw(st.sampled_from([2, -1, 0.5, 3, 2.0]))
+  k = g.pick(lambda j: e != -1 or g.vals[j].dtype.kind in "fc")     # (ints ** -1: a data-dependent error)
+  if k is None: return
+  g.add(f"v{k} ** {e!r}", lambda ns, x: x ** e, (Ref(k),), e in (2, -1))
 
 
 def movement(g: Gen) -> None:
@@ -288,6 +311,13 @@ def matmul(g: Gen) -> None:
 def concatenate(g: Gen) -> None:
   k = g.pick()
   s = g.vals[k].shape
+  if g.draw(st.integers(0, 5)) == 0:        # another rank (0-d too) and any axis: AxisError or ValueError, as NumPy's
+    j = g.pick(lambda j: g.vals[j].ndim != len(s))
+    if j is not None:
+      axis = g.draw(st.integers(-3, 3))
+      g.add(f"concatenate([v{k}, v{j}], axis={axis})", lambda ns, x, y: ns.concatenate([x, y], axis=axis),
+            (Ref(k), Ref(j)), True)
+      return
   if not s:                                                         # 0-d: ValueError
     g.add(f"concatenate([v{k}, v{k}])", lambda ns, x: ns.concatenate([x, x]), (Ref(k),), True)
     return
@@ -313,7 +343,7 @@ def astype(g: Gen) -> None:
   g.add(f"v{k}.astype({d.name})", lambda ns, x: x.astype(d), (Ref(k),), True)
 
 
-FAMILIES = [unary, binary, where, reduction, movement, indexing, matmul, concatenate, astype]
+FAMILIES = [unary, binary, where, reduction, scan, power_operator, movement, indexing, matmul, concatenate, astype]
 
 
 @st.composite
