@@ -144,7 +144,8 @@ _identity: dict[str, str] = {}
 def _compiler_identity(cc: str) -> str:
   if cc not in _identity:
     import subprocess
-    try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[:1]
+    try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace",
+                              timeout=30).stdout.splitlines()[:1]
     except (OSError, subprocess.SubprocessError): out = []
     _identity[cc] = f"{shutil.which(cc) or cc} {out[0] if out else ''}"
   return _identity[cc]
@@ -306,7 +307,8 @@ def _run_compiler(cmd: list[str], cwd: str):
   subprocess.CompletedProcess."""
   import signal
   import subprocess
-  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                       start_new_session=True)
   try: out, err = p.communicate(timeout=compile_timeout())
   except BaseException:
     # the whole group: a child left running would also keep the pipes open, and communicate() waits for them
@@ -318,37 +320,63 @@ def _run_compiler(cmd: list[str], cwd: str):
 
 def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
-  the cache at path; the loaded library."""
+  the cache at path; the loaded library. A build that fails for want of space (diskcache.out_of_space) is made
+  again in the private temporary directory, where every later build of the process goes too."""
+  try: return _build_in(src, key, path, flags, limit, cc)
+  except diskcache.Full as e:
+    diskcache.full(os.path.dirname(path))
+    fallback = os.path.join(entry_dir(key), key + ".so")
+    if fallback == path: raise CompileError(f"cannot compile a kernel: {e}") from None
+  try: return _build_in(src, key, fallback, flags, limit, cc)
+  except diskcache.Full as e: raise CompileError(f"cannot compile a kernel: {e} (nor in the cache directory)") from None
+
+
+def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
+  """The error of a failed build in shard d: diskcache.Full when it ran out of space, else a CompileError with the
+  source kept beside the entry (when it can be written)."""
+  if diskcache.out_of_space(d, said=said): return diskcache.Full(f"no space left in {d}: {msg}")
+  kept = os.path.join(d, key + ".failed.c")
+  try:
+    with open(kept, "w") as f: f.write(src)
+  except OSError: kept = None
+  return CompileError(msg, kept)
+
+
+def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   import subprocess
   d = os.path.dirname(path)
-  with diskcache.build_dir(d) as work:
-    with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
-    t = time.perf_counter()
-    # relative names: the object's bytes depend only on the source, whichever process builds it
-    try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
-    except OSError: raise _no_compiler(cc) from None
-    except subprocess.TimeoutExpired as e:
-      kept = os.path.join(d, key + ".failed.c")
-      with open(kept, "w") as f: f.write(src)
-      raise CompileError(f"{cc} did not finish within {e.timeout:g} s and was stopped (MINITENSOR_COMPILE_TIMEOUT; "
-                         f"set it higher for a very large kernel)", kept) from None
-    stats.compiles += 1
-    stats.compile_seconds += time.perf_counter() - t
-    so = os.path.join(work, "kernel.so")
-    if p.returncode != 0 or not os.path.isfile(so):
-      kept = os.path.join(d, key + ".failed.c")
-      with open(kept, "w") as f: f.write(src)
-      if p.returncode != 0: raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
-      said = f": {p.stderr.strip()}" if p.stderr.strip() else ""
-      raise CompileError(f"{cc} exited with status 0 but wrote no shared object{said}", kept)
-    os.chmod(so, 0o600)
-    if (lib := _open(so, key)) is None:
-      raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
-    with open(so, "rb") as f: data = f.read()
-    # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
-    # only costs a later compile
-    with contextlib.suppress(OSError): diskcache.install_library(path, so, data, limit)
-    return lib
+  try:
+    with diskcache.build_dir(d) as work:
+      with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
+      t = time.perf_counter()
+      # relative names: the object's bytes depend only on the source, whichever process builds it
+      try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
+      except OSError: raise _no_compiler(cc) from None
+      except subprocess.TimeoutExpired as e:
+        raise _failed(d, key, src, f"{cc} did not finish within {e.timeout:g} s and was stopped "
+                      f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
+      stats.compiles += 1
+      stats.compile_seconds += time.perf_counter() - t
+      so, said = os.path.join(work, "kernel.so"), p.stderr.strip()
+      if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
+      if not os.path.isfile(so):
+        raise _failed(d, key, src, f"{cc} exited with status 0 but wrote no shared object" +
+                      (f": {said}" if said else ""), said)
+      os.chmod(so, 0o600)
+      with open(so, "rb") as f: data = f.read()
+      if not diskcache.elf_complete(data):           # (a short object would SIGBUS in dlopen)
+        raise _failed(d, key, src, f"{cc} exited with status 0 but wrote an incomplete shared object "
+                      f"({len(data)} bytes)", said)
+      if (lib := _open(so, key)) is None:
+        raise _failed(d, key, src, f"{cc} built a shared object that does not load as kernel {key}", said)
+      # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
+      # only costs a later compile
+      with contextlib.suppress(OSError): diskcache.install_library(path, so, data, limit)
+      return lib
+  except diskcache.Full: raise
+  except OSError as e:
+    if diskcache.out_of_space(d, e): raise diskcache.Full(f"no space left in {d}: {e}") from None
+    raise
 
 
 def _memory_hit(key: str) -> dict[str, Kernel] | None:
