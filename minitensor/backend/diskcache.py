@@ -3,6 +3,7 @@
     cache_dir()                 this version's cache directory (a private temporary one when it is not trusted)
     entry_dir(key)              the directory (shard) holding key's entry
     valid(so)                   the library at so may be loaded (the `entries` rule below, checked before dlopen)
+    read_private(path)          an entry file's bytes when its owner, mode and type are trusted (run plans too)
     elf_complete(data)          data is a whole ELF object (checked before a fresh build is loaded too)
     build_dir(shard)            a private build directory for one compile, removed however the build ends
     install_library(path, ...)  a built library moved into its entry, counted, the cache evicted to its bound
@@ -191,20 +192,28 @@ def elf_complete(data: bytes) -> bool:
              (struct.unpack_from(e + "8xQ16xQ", data, phoff + k * phsize) for k in range(phnum)))
 
 
+def read_private(path: str) -> bytes | None:
+  """The bytes of the entry at path when it is a regular file (not a link) owned by this user and writable by no
+  one else; None otherwise or when it cannot be read (the `entries` rule's file checks)."""
+  try: fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+  except OSError: return None
+  with os.fdopen(fd, "rb") as f:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return None
+    try: data = f.read()
+    except OSError: return None
+  return data if len(data) == st.st_size else None
+
+
 def valid(so: str) -> bool:
   """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
   the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
   import hashlib
   try:
     with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
-    fd = os.open(so, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
   except (OSError, ValueError): return False
-  with os.fdopen(fd, "rb") as f:
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return False
-    if str(st.st_size) != size: return False
-    data = f.read()
-  return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and elf_complete(data)
+  if (data := read_private(so)) is None or str(len(data)) != size: return False
+  return hashlib.sha256(data).hexdigest() == want and elf_complete(data)
 
 
 @contextlib.contextmanager
