@@ -99,14 +99,14 @@ class Once:
       done.set()
 
 
-_serial = False          # True in a forked child: kernels run single-threaded there
-_threaded: list = []     # every loaded library with an mt_serial switch
+_serial = False                         # True in a forked child: kernels run single-threaded there
+_threaded: weakref.WeakSet = weakref.WeakSet()   # the live kernels whose library has an mt_serial switch
 
 
 def _after_fork_in_child() -> None:
   global _serial
   _serial = True
-  for lib in _threaded: _set_serial(lib)
+  for k in list(_threaded): _set_serial(k.lib)
   for o in list(Once.instances): o.reset()
 
 
@@ -179,9 +179,9 @@ def _no_compiler(cc: str) -> CompileError:
                       f"compiler: install gcc or clang (e.g. `apt-get install gcc`), or set MINITENSOR_CC to one.")
 
 
-@dataclass
+@dataclass(eq=False)
 class Kernel:
-  """A compiled C function and the cffi handle that keeps its library loaded."""
+  """A compiled C function and the cffi handle that keeps its library loaded (compared by identity)."""
   name: str
   src: str
   fn: object
@@ -239,6 +239,10 @@ def pointer() -> tuple:
 def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 
 
+# libraries by key, least recently used first: at most LOADED_LIMIT are kept for later compile_c calls. One dropped
+# from here is closed (cffi's library object dlcloses when it is freed) once no Kernel holds it: a program that
+# still runs it (realize's Compiled) keeps it loaded.
+LOADED_LIMIT = 256
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 
@@ -380,11 +384,15 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
 
 
 def _memory_hit(key: str) -> dict[str, Kernel] | None:
-  if (ks := _loaded.get(key)) is not None: stats.memory_hits += 1
+  if (ks := _loaded.pop(key, None)) is not None:
+    stats.memory_hits += 1
+    _loaded[key] = ks                       # the most recently used
   return ks
 
 
-def _keep(key: str, ks: dict[str, Kernel]) -> None: _loaded[key] = ks
+def _keep(key: str, ks: dict[str, Kernel]) -> None:
+  _loaded[key] = ks
+  while len(_loaded) > LOADED_LIMIT: del _loaded[next(iter(_loaded))]
 
 
 _libraries = Once(_memory_hit, _keep)
@@ -415,14 +423,15 @@ def _load(src: str, key: str, flags: tuple, cc: str, signatures: Signatures | No
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
   else: lib = _build(src, key, path, flags, limit, cc)
+  try: fns = {name: lib.load_function(native().fn_type(ps), name) for name, ps in sigs}
+  except AttributeError as e: raise KeyError(f"compile_c: {e}") from None     # a function the source lacks
+  kernels = {name: Kernel(name, src, fns[name], len(ps), lib) for name, ps in sigs}
   try: lib.read_variable(native().int, "mt_serial")     # every rendered kernel's library has the switch
   except KeyError: pass
   else:
-    _threaded.append(lib)
+    _threaded.update(kernels.values())
     if _serial: _set_serial(lib)
-  try: fns = {name: lib.load_function(native().fn_type(ps), name) for name, ps in sigs}
-  except AttributeError as e: raise KeyError(f"compile_c: {e}") from None     # a function the source lacks
-  return {name: Kernel(name, src, fns[name], len(ps), lib) for name, ps in sigs}
+  return kernels
 
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:
