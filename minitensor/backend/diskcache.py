@@ -3,6 +3,8 @@
     cache_dir()                 this version's cache directory (a private temporary one when it is not trusted)
     entry_dir(key)              the directory (shard) holding key's entry
     valid(so)                   the library at so may be loaded (the `entries` rule below, checked before dlopen)
+    read_private(path)          an entry file's bytes when its owner, mode and type are trusted (run plans too)
+    elf_complete(data)          data is a whole ELF object (checked before a fresh build is loaded too)
     build_dir(shard)            a private build directory for one compile, removed however the build ends
     install_library(path, ...)  a built library moved into its entry, counted, the cache evicted to its bound
     install(path, data)         the same for a small entry (a run plan, plans.py; a search result, search.py)
@@ -27,11 +29,16 @@ enforce it:
                a build directory nor the entry just built. A build directory is removed however its build ends;
                those older than an hour (a killed process) are swept.
 
+  full disk    a build that fails for want of space (ENOSPC, EDQUOT, a compiler saying so, or one that failed with
+               under FULL_BYTES free) raises Full; the runtime then builds in the private temporary directory, and
+               so does every later build of this process (one warning, as for an unusable directory).
+
 MINITENSOR_NOCACHE=1 keeps compiled objects in a temporary directory for this process only (removed at exit).
 """
 from __future__ import annotations
 import atexit
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -113,10 +120,36 @@ def _distrust(d: str, own: bool) -> str | None:
   return None
 
 
+class Full(OSError):
+  """A cache write failed for want of space (ENOSPC, EDQUOT): the build is to be repeated in a temporary directory."""
+
+
+FULL_BYTES = 1 << 20      # a compile that fails with less than this free on its filesystem is taken for a full disk
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_full: list[str] = []     # the cache directory that ran out of space (this process builds in its temporary one since)
+
+
+def out_of_space(d: str, e: OSError | None = None, said: str = "") -> bool:
+  """Whether a failure writing in d (the OSError e, or a compiler's message `said`) is a full disk or quota: the
+  error's errno, the message naming it, or less than FULL_BYTES left on d's filesystem."""
+  if e is not None and e.errno in _FULL_ERRNOS: return True
+  if any(os.strerror(n) in said for n in _FULL_ERRNOS): return True
+  try: st = os.statvfs(d)
+  except OSError: return False
+  return st.f_bavail * st.f_frsize < FULL_BYTES
+
+
+def full(d: str) -> None:
+  """Record that the cache directory holding d ran out of space: cache_dir() is the temporary directory from now on
+  (one warning)."""
+  if not _full: _full.append(d)
+  _temp_dir(f"cache directory not used: no space left in {d}")
+
+
 def cache_dir() -> str:
   """This version's cache directory, created (0700) where missing; a private temporary directory when it cannot
-  be made or written, or is not trusted (see the module docstring)."""
-  if os.environ.get("MINITENSOR_NOCACHE") == "1": return _temp_dir()
+  be made or written, is not trusted (see the module docstring), or ran out of space in this process."""
+  if os.environ.get("MINITENSOR_NOCACHE") == "1" or _full: return _temp_dir()
   root = os.environ.get("MINITENSOR_CACHE_DIR")
   if not root:
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -147,7 +180,7 @@ def entry_dir(key: str) -> str:
   os.makedirs(d, exist_ok=True)
   return d
 
-def _elf_complete(data: bytes) -> bool:
+def elf_complete(data: bytes) -> bool:
   """data is a 64-bit ELF object whose header tables and segments all lie inside it (the loader maps segments
   by their recorded sizes: a truncated library would fault when it touches the missing pages)."""
   if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] not in (1, 2): return False
@@ -159,20 +192,28 @@ def _elf_complete(data: bytes) -> bool:
              (struct.unpack_from(e + "8xQ16xQ", data, phoff + k * phsize) for k in range(phnum)))
 
 
+def read_private(path: str) -> bytes | None:
+  """The bytes of the entry at path when it is a regular file (not a link) owned by this user and writable by no
+  one else; None otherwise or when it cannot be read (the `entries` rule's file checks)."""
+  try: fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+  except OSError: return None
+  with os.fdopen(fd, "rb") as f:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return None
+    try: data = f.read()
+    except OSError: return None
+  return data if len(data) == st.st_size else None
+
+
 def valid(so: str) -> bool:
   """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
   the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
   import hashlib
   try:
     with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
-    fd = os.open(so, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
   except (OSError, ValueError): return False
-  with os.fdopen(fd, "rb") as f:
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022: return False
-    if str(st.st_size) != size: return False
-    data = f.read()
-  return len(data) == st.st_size and hashlib.sha256(data).hexdigest() == want and _elf_complete(data)
+  if (data := read_private(so)) is None or str(len(data)) != size: return False
+  return hashlib.sha256(data).hexdigest() == want and elf_complete(data)
 
 
 @contextlib.contextmanager

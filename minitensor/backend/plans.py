@@ -12,7 +12,11 @@ so a new process goes from the graph to its plan and from the plan's source to i
 anything. The backend digest retires every plan when the lowering code changes (an editable install keeps its
 version number); the CPU is in the key because opt.py chooses for the machine. Plans live in the libraries'
 directories under the same rules (private directories, atomic writes, LRU eviction within
-MINITENSOR_CACHE_BYTES); one that does not parse or validate is ignored and written anew.
+MINITENSOR_CACHE_BYTES). A plan is code (its C is compiled and run), so it is verified as a library is: the file is
+`<sha256 of the rest>\n<key>\n<JSON>` and is used only when it is a regular file (not a link) owned by this user
+and writable by no one else (diskcache.read_private), its checksum matches (a bit flip, a truncation) and it names
+the key it was looked up by (another key's plan copied in its place). One that fails any of these, or does not
+parse or validate (realize.Plan.from_json), is ignored, lowered again and written anew.
 
 Tuning records (search.py) live beside them as `<key>.tune`: the Opts actions a search chose for one kernel,
 under sha256(TUNE_FORMAT, the backend digest, the target CPU, the kernel's structural key), so a process on
@@ -24,10 +28,10 @@ import contextlib
 import hashlib
 import json
 import os
-from minitensor.backend import runtime
+from minitensor.backend import diskcache, runtime
 
-FORMAT = "plan-2"
-TUNE_FORMAT = "tune-1"
+FORMAT = "plan-3"
+TUNE_FORMAT = "tune-2"
 _digest: list[str] = []
 
 
@@ -73,21 +77,35 @@ def search_width() -> int:
 def _path(key: str, suffix: str = ".plan") -> str: return os.path.join(runtime.entry_dir(key), key + suffix)
 
 
+def encode(key: str, plan: dict) -> bytes:
+  """The file holding plan under key: its checksum line, the key, the JSON."""
+  body = key.encode() + b"\n" + json.dumps(plan, separators=(",", ":")).encode()
+  return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def decode(key: str, data: bytes) -> dict | None:
+  """The plan in a file's bytes when its checksum matches and it is key's; else None."""
+  digest, _, body = data.partition(b"\n")
+  if digest != hashlib.sha256(body).hexdigest().encode(): return None
+  name, _, text = body.partition(b"\n")
+  if name != key.encode(): return None
+  try: plan = json.loads(text)
+  except ValueError: return None
+  return plan if isinstance(plan, dict) else None
+
+
 def load(key: str, suffix: str = ".plan") -> dict | None:
-  """The stored plan (parsed JSON) under key, or None when there is none, it is not a JSON object, or a search
-  is on (MINITENSOR_SEARCH). suffix ".tune": the tuning record under key instead (always read)."""
+  """The stored plan (parsed JSON) under key, or None when there is none, it is not trusted or not key's (see the
+  module docstring), or a search is on (MINITENSOR_SEARCH). suffix ".tune": the tuning record under key instead
+  (always read)."""
   if suffix == ".plan" and search_width(): return None
   path = _path(key, suffix)
-  try:
-    with open(path, "rb") as f: data = json.loads(f.read())
-  except (OSError, ValueError): return None
-  if not isinstance(data, dict): return None
+  if (data := diskcache.read_private(path)) is None or (plan := decode(key, data)) is None: return None
   with contextlib.suppress(OSError): os.utime(path)               # recently used: last to be evicted
-  return data
+  return plan
 
 
 def store(key: str, plan: dict, suffix: str = ".plan") -> None:
   """Write the plan (suffix ".tune": the tuning record) under key (atomically; a cache that cannot be written only
   costs a later lowering or search)."""
-  data = json.dumps(plan, separators=(",", ":")).encode()
-  with contextlib.suppress(OSError): runtime.install(_path(key, suffix), data)
+  with contextlib.suppress(OSError): runtime.install(_path(key, suffix), encode(key, plan))

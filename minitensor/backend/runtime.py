@@ -99,14 +99,14 @@ class Once:
       done.set()
 
 
-_serial = False          # True in a forked child: kernels run single-threaded there
-_threaded: list = []     # every loaded library with an mt_serial switch
+_serial = False                         # True in a forked child: kernels run single-threaded there
+_threaded: weakref.WeakSet = weakref.WeakSet()   # the live kernels whose library has an mt_serial switch
 
 
 def _after_fork_in_child() -> None:
   global _serial
   _serial = True
-  for lib in _threaded: _set_serial(lib)
+  for k in list(_threaded): _set_serial(k.lib)
   for o in list(Once.instances): o.reset()
 
 
@@ -144,7 +144,8 @@ _identity: dict[str, str] = {}
 def _compiler_identity(cc: str) -> str:
   if cc not in _identity:
     import subprocess
-    try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[:1]
+    try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace",
+                              timeout=30).stdout.splitlines()[:1]
     except (OSError, subprocess.SubprocessError): out = []
     _identity[cc] = f"{shutil.which(cc) or cc} {out[0] if out else ''}"
   return _identity[cc]
@@ -178,9 +179,9 @@ def _no_compiler(cc: str) -> CompileError:
                       f"compiler: install gcc or clang (e.g. `apt-get install gcc`), or set MINITENSOR_CC to one.")
 
 
-@dataclass
+@dataclass(eq=False)
 class Kernel:
-  """A compiled C function and the cffi handle that keeps its library loaded."""
+  """A compiled C function and the cffi handle that keeps its library loaded (compared by identity)."""
   name: str
   src: str
   fn: object
@@ -238,6 +239,10 @@ def pointer() -> tuple:
 def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 
 
+# libraries by key, least recently used first: at most LOADED_LIMIT are kept for later compile_c calls. One dropped
+# from here is closed (cffi's library object dlcloses when it is freed) once no Kernel holds it: a program that
+# still runs it (realize's Compiled) keeps it loaded.
+LOADED_LIMIT = 256
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 
@@ -306,7 +311,8 @@ def _run_compiler(cmd: list[str], cwd: str):
   subprocess.CompletedProcess."""
   import signal
   import subprocess
-  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                       start_new_session=True)
   try: out, err = p.communicate(timeout=compile_timeout())
   except BaseException:
     # the whole group: a child left running would also keep the pipes open, and communicate() waits for them
@@ -318,45 +324,75 @@ def _run_compiler(cmd: list[str], cwd: str):
 
 def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   """Compile src (with its key embedded) with cc in a private build directory, load it from there, move it into
-  the cache at path; the loaded library."""
+  the cache at path; the loaded library. A build that fails for want of space (diskcache.out_of_space) is made
+  again in the private temporary directory, where every later build of the process goes too."""
+  try: return _build_in(src, key, path, flags, limit, cc)
+  except diskcache.Full as e:
+    diskcache.full(os.path.dirname(path))
+    fallback = os.path.join(entry_dir(key), key + ".so")
+    if fallback == path: raise CompileError(f"cannot compile a kernel: {e}") from None
+  try: return _build_in(src, key, fallback, flags, limit, cc)
+  except diskcache.Full as e: raise CompileError(f"cannot compile a kernel: {e} (nor in the cache directory)") from None
+
+
+def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
+  """The error of a failed build in shard d: diskcache.Full when it ran out of space, else a CompileError with the
+  source kept beside the entry (when it can be written)."""
+  if diskcache.out_of_space(d, said=said): return diskcache.Full(f"no space left in {d}: {msg}")
+  kept = os.path.join(d, key + ".failed.c")
+  try:
+    with open(kept, "w") as f: f.write(src)
+  except OSError: kept = None
+  return CompileError(msg, kept)
+
+
+def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   import subprocess
   d = os.path.dirname(path)
-  with diskcache.build_dir(d) as work:
-    with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
-    t = time.perf_counter()
-    # relative names: the object's bytes depend only on the source, whichever process builds it
-    try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
-    except OSError: raise _no_compiler(cc) from None
-    except subprocess.TimeoutExpired as e:
-      kept = os.path.join(d, key + ".failed.c")
-      with open(kept, "w") as f: f.write(src)
-      raise CompileError(f"{cc} did not finish within {e.timeout:g} s and was stopped (MINITENSOR_COMPILE_TIMEOUT; "
-                         f"set it higher for a very large kernel)", kept) from None
-    stats.compiles += 1
-    stats.compile_seconds += time.perf_counter() - t
-    so = os.path.join(work, "kernel.so")
-    if p.returncode != 0 or not os.path.isfile(so):
-      kept = os.path.join(d, key + ".failed.c")
-      with open(kept, "w") as f: f.write(src)
-      if p.returncode != 0: raise CompileError(f"{cc} failed:\n{p.stderr.strip()}", kept)
-      said = f": {p.stderr.strip()}" if p.stderr.strip() else ""
-      raise CompileError(f"{cc} exited with status 0 but wrote no shared object{said}", kept)
-    os.chmod(so, 0o600)
-    if (lib := _open(so, key)) is None:
-      raise CompileError(f"{cc} built a shared object that does not load as kernel {key}")
-    with open(so, "rb") as f: data = f.read()
-    # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
-    # only costs a later compile
-    with contextlib.suppress(OSError): diskcache.install_library(path, so, data, limit)
-    return lib
+  try:
+    with diskcache.build_dir(d) as work:
+      with open(os.path.join(work, "kernel.c"), "w") as f: f.write(f'{src}\nconst char mt_cache_key[] = "{key}";\n')
+      t = time.perf_counter()
+      # relative names: the object's bytes depend only on the source, whichever process builds it
+      try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
+      except OSError: raise _no_compiler(cc) from None
+      except subprocess.TimeoutExpired as e:
+        raise _failed(d, key, src, f"{cc} did not finish within {e.timeout:g} s and was stopped "
+                      f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
+      stats.compiles += 1
+      stats.compile_seconds += time.perf_counter() - t
+      so, said = os.path.join(work, "kernel.so"), p.stderr.strip()
+      if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
+      if not os.path.isfile(so):
+        raise _failed(d, key, src, f"{cc} exited with status 0 but wrote no shared object" +
+                      (f": {said}" if said else ""), said)
+      os.chmod(so, 0o600)
+      with open(so, "rb") as f: data = f.read()
+      if not diskcache.elf_complete(data):           # (a short object would SIGBUS in dlopen)
+        raise _failed(d, key, src, f"{cc} exited with status 0 but wrote an incomplete shared object "
+                      f"({len(data)} bytes)", said)
+      if (lib := _open(so, key)) is None:
+        raise _failed(d, key, src, f"{cc} built a shared object that does not load as kernel {key}", said)
+      # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
+      # only costs a later compile
+      with contextlib.suppress(OSError): diskcache.install_library(path, so, data, limit)
+      return lib
+  except diskcache.Full: raise
+  except OSError as e:
+    if diskcache.out_of_space(d, e): raise diskcache.Full(f"no space left in {d}: {e}") from None
+    raise
 
 
 def _memory_hit(key: str) -> dict[str, Kernel] | None:
-  if (ks := _loaded.get(key)) is not None: stats.memory_hits += 1
+  if (ks := _loaded.pop(key, None)) is not None:
+    stats.memory_hits += 1
+    _loaded[key] = ks                       # the most recently used
   return ks
 
 
-def _keep(key: str, ks: dict[str, Kernel]) -> None: _loaded[key] = ks
+def _keep(key: str, ks: dict[str, Kernel]) -> None:
+  _loaded[key] = ks
+  while len(_loaded) > LOADED_LIMIT: del _loaded[next(iter(_loaded))]
 
 
 _libraries = Once(_memory_hit, _keep)
@@ -387,14 +423,15 @@ def _load(src: str, key: str, flags: tuple, cc: str, signatures: Signatures | No
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
   else: lib = _build(src, key, path, flags, limit, cc)
+  try: fns = {name: lib.load_function(native().fn_type(ps), name) for name, ps in sigs}
+  except AttributeError as e: raise KeyError(f"compile_c: {e}") from None     # a function the source lacks
+  kernels = {name: Kernel(name, src, fns[name], len(ps), lib) for name, ps in sigs}
   try: lib.read_variable(native().int, "mt_serial")     # every rendered kernel's library has the switch
   except KeyError: pass
   else:
-    _threaded.append(lib)
+    _threaded.update(kernels.values())
     if _serial: _set_serial(lib)
-  try: fns = {name: lib.load_function(native().fn_type(ps), name) for name, ps in sigs}
-  except AttributeError as e: raise KeyError(f"compile_c: {e}") from None     # a function the source lacks
-  return {name: Kernel(name, src, fns[name], len(ps), lib) for name, ps in sigs}
+  return kernels
 
 
 def call(k: Kernel, arrays: list[np.ndarray]) -> None:

@@ -2,6 +2,7 @@
 without kernelizing, lowering or rendering anything; plans that are damaged, of other code or of another CPU are
 not used; a plan follows its program to tier 1."""
 from __future__ import annotations
+import hashlib
 import json
 import os
 import subprocess
@@ -70,19 +71,90 @@ def _realized(monkeypatch) -> tuple[int, int]:
   return stats.compiles - c, stats.plan_hits - h
 
 
+def _read(path: str) -> dict:
+  """The plan in the file at path (checked against the key its name gives)."""
+  plan = plans.decode(os.path.basename(path)[:-5], open(path, "rb").read())
+  assert plan is not None
+  return plan
+
+
+def _signed(path: str, text: str) -> bytes:
+  """A file for path's key holding `text` as its JSON, with a matching checksum (a well-signed bad plan)."""
+  body = os.path.basename(path)[:-5].encode() + b"\n" + text.encode()
+  return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
 @pytest.mark.parametrize("damage", ["garbage", "not an object", "wrong types", "unknown function", "bad dtype"])
 def test_a_damaged_plan_is_not_used_and_is_rewritten(cache, monkeypatch, damage):
   assert _realized(monkeypatch) == (1, 0)
   (path,) = files(cache, ".plan")
-  good = json.load(open(path))
+  good = _read(path)
   bad = {"garbage": "{not json", "not an object": "[1, 2]",
          "wrong types": json.dumps({**good, "outputs": ["a"]}),
          "unknown function": json.dumps({**good, "calls": [["nope", *good["calls"][0][1:]]]}),
          "bad dtype": json.dumps({**good, "buffers": [[4, "float99"]]})}[damage]
-  with open(path, "w") as f: f.write(bad)
+  with open(path, "wb") as f: f.write(_signed(path, bad))
   assert _realized(monkeypatch) == (0, 0)                # lowered again, found its library on disk
-  assert json.load(open(path)) == good                   # and the plan was written anew
+  assert _read(path) == good                             # and the plan was written anew
   assert _realized(monkeypatch) == (0, 1)
+
+
+def _replace(path: str, data: bytes) -> None:
+  with open(path + ".new", "wb") as f: f.write(data)
+  os.replace(path + ".new", path)
+
+
+def _cumsum(c: float):
+  x = np.linspace(-1, 1, 42).reshape(6, 7)
+  return mt.cumsum(mt.asarray(x) * c, axis=1), np.cumsum(x * c, axis=1)
+
+
+def _cumsum_realized(monkeypatch, c: float) -> tuple[int, int]:
+  """Realize _cumsum(c) with empty memory caches: (compiles, plan hits) it cost."""
+  _fresh_memory(monkeypatch)
+  n, h = stats.compiles, stats.plan_hits
+  t, want = _cumsum(c)
+  np.testing.assert_allclose(np.asarray(t), want, rtol=1e-12)
+  return stats.compiles - n, stats.plan_hits - h
+
+
+@pytest.mark.parametrize("damage", ["flip in the C", "flip in a slot", "flip in the checksum", "flip in the key",
+                                    "truncated", "swapped", "foreign-owned", "group-writable", "symlink"])
+def test_a_plan_that_is_not_what_it_claims_is_never_run(cache, monkeypatch, damage):
+  """Damage as the libraries' trust tests make it: the plan is not used (no plan hit), the graph is lowered again
+  with NumPy's values, the plan rewritten. The damaged C would compile (a flip of `acc = 0` made a cumsum wrong),
+  so only the checks keep it from running. swapped: another graph's valid plan copied over this one's."""
+  if damage == "foreign-owned" and os.geteuid() != 0: pytest.skip("chown to another user needs root")
+  assert _cumsum_realized(monkeypatch, 1.5) == (1, 0)
+  (path,) = files(cache, ".plan")
+  data = open(path, "rb").read()
+  good = _read(path)
+  src_at = data.index(b'"src":"') + 7
+  if damage == "flip in the C":
+    at = data.index(b" = 0;", src_at) + 3              # a loop's `= 0` made `= 1`: it compiles and skips a column
+    bad = data[:at] + b"1" + data[at + 1:]
+  elif damage == "flip in a slot":
+    at = data.index(b'"calls":[["') + 11
+    at = data.index(b",[", at) + 2
+    bad = data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]     # the kernel's first buffer 0 made 1
+  elif damage == "flip in the checksum": bad = bytes([data[0] ^ 0x01]) + data[1:]
+  elif damage == "flip in the key": bad = data[:65] + bytes([data[65] ^ 0x01]) + data[66:]
+  elif damage == "truncated": bad = data[:len(data) * 2 // 3]
+  elif damage == "swapped":
+    assert _realized(monkeypatch) == (1, 0)              # a softmax: another graph's plan
+    (other,) = set(files(cache, ".plan")) - {path}
+    bad = open(other, "rb").read()
+  else: bad = data
+  assert bad is data or bad != data
+  _replace(path, bad)
+  if damage == "foreign-owned": os.chown(path, 65534, 65534)
+  elif damage == "group-writable": os.chmod(path, 0o664)
+  elif damage == "symlink":
+    os.replace(path, path + ".real")
+    os.symlink(path + ".real", path)
+  assert _cumsum_realized(monkeypatch, 1.5) == (0, 0)    # lowered again (its library is on disk)
+  assert not os.path.islink(path) and os.stat(path).st_uid == os.geteuid() and _read(path) == good
+  assert _cumsum_realized(monkeypatch, 2.5) == (0, 1)    # the rewritten plan serves the next process
 
 
 def test_plans_of_other_backend_code_or_another_cpu_are_not_used(cache, monkeypatch):
@@ -101,10 +173,10 @@ def test_a_plan_follows_its_program_to_tier_1(cache, monkeypatch):
   t, want = _graph()
   np.testing.assert_allclose(np.asarray(t), want, rtol=1e-12)
   (path,) = files(cache, ".plan")
-  assert json.load(open(path))["tier"] == 0             # a small graph starts at tier 0...
+  assert _read(path)["tier"] == 0             # a small graph starts at tier 0...
   t.numpy()                                              # ...is hot at once (HOT_SECONDS = 0)...
   realize_mod.settle()
-  assert json.load(open(path))["tier"] == 1              # ...and its plan says tier 1 once that compile is done
+  assert _read(path)["tier"] == 1              # ...and its plan says tier 1 once that compile is done
   _fresh_memory(monkeypatch)
   t, _ = _graph()
   t.numpy()

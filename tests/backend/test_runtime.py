@@ -148,3 +148,31 @@ def test_gcc_o3_builds_get_the_compile_time_flags(cache, tmp_path, monkeypatch, 
   assert "-O3" in o3.split() and "-O1" in o1.split()
   assert all((f in o3.split()) == tuned for f in runtime.GCC_O3_FLAGS)
   assert not set(runtime.GCC_O3_FLAGS) & set(o1.split())
+
+
+def _mapped(d) -> set[str]:
+  """The files under d this process has mapped (loaded libraries, also those since deleted: a build directory's)."""
+  with open("/proc/self/maps") as f:
+    return {line.split(None, 5)[5].strip().removesuffix(" (deleted)") for line in f
+            if len(line.split(None, 5)) == 6 and str(d) in line}
+
+
+def test_loaded_libraries_are_bounded_and_held_ones_keep_working(cache, monkeypatch):
+  """Past LOADED_LIMIT the least recently used library no kernel holds is closed (its mapping goes); a kernel still
+  held (as a program holds its kernels) keeps its library loaded and runs after the eviction pressure."""
+  monkeypatch.setattr(runtime, "LOADED_LIMIT", 3)
+  held_src, held_name = fresh_source("data0[0] = data0[0] * 3.0f + 1.0f;")
+  held = compile_c(held_src)[held_name]
+  for k in range(12):
+    src, name = fresh_source(f"data0[0] += {k}.0f;")
+    a = np.zeros(1, np.float32)
+    runtime.call(compile_c(src)[name], [a])
+    assert a[0] == k
+  assert len(runtime._loaded) == 3 and held_src not in {k.src for ks in runtime._loaded.values() for k in ks.values()}
+  assert len(_mapped(cache)) <= 3 + 1                    # the three kept and the held one
+  a = np.full(1, 2.0, np.float32)
+  runtime.call(held, [a])
+  assert a[0] == np.float32(2.0) * 3 + 1
+  c0 = stats.compiles
+  compile_c(held_src)                                    # evicted from the memory cache: found on disk again
+  assert stats.compiles == c0

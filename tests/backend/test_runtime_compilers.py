@@ -1,0 +1,123 @@
+"""Hostile compilers and a full disk (runtime._build, diskcache.out_of_space): a compiler that exits 0 but leaves a
+truncated library, or speaks bytes that are not UTF-8, gives a result or a CompileError, never a crash or a
+UnicodeDecodeError; a cache that runs out of space (ENOSPC) falls back on a private temporary directory as an
+unusable one does. The compilers are shell scripts written by the tests around the real one.
+"""
+from __future__ import annotations
+import errno
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+import numpy as np
+import pytest
+import minitensor as mt
+from minitensor.backend import diskcache, runtime
+from minitensor.backend.runtime import CompileError, compile_c
+from cache_files import CACHE_ENV, REPO
+from cache_files import files as _files
+
+
+def _fake_cc(tmp_path, body: str, version: str = 'exec "$REAL" "$@"') -> str:
+  """A compiler script: `--version` runs `version`, a compile runs `body` (shell; $REAL is the real compiler)."""
+  cc = tmp_path / "fake_cc"
+  cc.write_text(f'#!/bin/sh\nREAL="{runtime.compiler()}"\ncase "$1" in --version) {version};; esac\n{body}\n')
+  cc.chmod(0o755)
+  return str(cc)
+
+
+def _value(x: np.ndarray):
+  """A small fused graph that needs a compiled kernel, and NumPy's value of it."""
+  return (mt.exp(mt.asarray(x) * 0.5) + 2.0).numpy(), np.exp(x * 0.5) + 2.0
+
+
+def test_truncated_library_from_a_compiler_that_exits_0_is_a_compile_error(tmp_path):
+  """The compiler cuts its object in half and exits 0: loading it would SIGBUS the interpreter. In a child process,
+  so a crash fails the test instead of killing pytest."""
+  cc = _fake_cc(tmp_path, '"$REAL" "$@" || exit $?\nn=$(stat -c %s kernel.so)\n'
+                          'head -c $((n / 2)) kernel.so > cut.so && mv cut.so kernel.so')
+  code = textwrap.dedent("""
+    import numpy as np, minitensor as mt
+    from minitensor.backend.runtime import CompileError
+    try: np.asarray(mt.exp(mt.asarray(np.ones(4))) + 2.0)
+    except CompileError as e: print("CompileError:", e)
+  """)
+  env = {k: v for k, v in os.environ.items() if k not in CACHE_ENV}
+  env.update(MINITENSOR_CACHE_DIR=str(tmp_path / "cache"), MINITENSOR_CC=cc,
+             PYTHONPATH=REPO + os.pathsep + env.get("PYTHONPATH", ""))
+  p = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0, f"child died (exit {p.returncode}):\n{p.stderr}"
+  assert "CompileError:" in p.stdout and "incomplete shared object" in p.stdout
+  assert not _files(tmp_path / "cache", ".so")
+
+
+def test_non_utf8_version_and_messages_still_compile(cache, tmp_path, monkeypatch):
+  cc = _fake_cc(tmp_path, 'printf "warning: \\377\\376 odd bytes\\n" >&2\nexec "$REAL" "$@"',
+                version='printf "\\377\\376cc 9.9 \\351\\n"; exit 0')
+  monkeypatch.setenv("MINITENSOR_CC", cc)
+  x = np.linspace(-1, 1, 9)
+  got, want = _value(x)
+  np.testing.assert_allclose(got, want, rtol=1e-12)
+  assert "\ufffd" in runtime._compiler_identity(cc)
+
+
+def test_non_utf8_error_message_is_a_compile_error(cache, tmp_path, monkeypatch):
+  cc = _fake_cc(tmp_path, 'printf "kernel.c:1: error: \\377\\376\\n" >&2\nexit 1')
+  monkeypatch.setenv("MINITENSOR_CC", cc)
+  with pytest.raises(CompileError, match="error: \ufffd\ufffd"):
+    compile_c("void k(float* restrict a) { a[0] = 1.0f; }\n")
+
+
+def _falls_back(cache) -> None:
+  """Realize four new kernels: right values, one warning naming the full disk, every library built in the
+  temporary directory and none in the cache."""
+  x = np.linspace(-1, 1, 7)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for f in ("exp", "sin", "cos", "tanh"):
+      np.testing.assert_allclose(np.asarray(getattr(mt, f)(mt.asarray(x) * 0.5) + 2.0), getattr(np, f)(x * 0.5) + 2.0,
+                                 rtol=1e-12)
+  said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+  assert len(said) == 1 and "no space left" in said[0], said
+  assert not _files(cache, ".so") and len(_files(diskcache._fallback[0], ".so")) == 4
+
+
+def test_compiler_reporting_a_full_disk_falls_back_to_a_temporary_directory(cache, tmp_path, monkeypatch):
+  """ld on a full disk: `No space left on device`, exit 1. Later builds go to the temporary directory at once."""
+  log = tmp_path / "calls"
+  cc = _fake_cc(tmp_path, f'case "$PWD" in "{cache}"*) echo cache >> "{log}"\n'
+                          f'  echo "ld: final link failed: {os.strerror(errno.ENOSPC)}" >&2; exit 1;; esac\n'
+                          f'echo temp >> "{log}"\nexec "$REAL" "$@"')
+  monkeypatch.setattr(diskcache, "_full", [])
+  monkeypatch.setenv("MINITENSOR_CC", cc)
+  _falls_back(cache)
+  assert log.read_text().split() == ["cache"] + ["temp"] * 4
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
+def test_enospc_writing_the_cache_falls_back_to_a_temporary_directory(cache, monkeypatch, code):
+  real = diskcache.build_dir
+  def full_build_dir(shard):
+    if shard.startswith(str(cache)): raise OSError(code, os.strerror(code), shard)
+    return real(shard)
+  monkeypatch.setattr(diskcache, "_full", [])
+  monkeypatch.setattr(diskcache, "build_dir", full_build_dir)
+  _falls_back(cache)
+
+
+def test_a_full_tmpfs_cache_falls_back(cache, tmp_path, monkeypatch):
+  """A real full filesystem: a 64 KiB tmpfs with 4 KiB left (root only: mount); tcc on it exits 0 with a short
+  object, gcc's linker fails. Unmounted however the test ends."""
+  if os.geteuid() != 0: pytest.skip("mounting a tmpfs needs root")
+  mnt = tmp_path / "small"
+  mnt.mkdir()
+  if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode:
+    pytest.skip("mount -t tmpfs is not permitted here")
+  try:
+    st = os.statvfs(mnt)
+    with open(mnt / "filler", "wb") as f: f.write(b"\0" * (st.f_bavail * st.f_frsize - 4096))
+    monkeypatch.setattr(diskcache, "_full", [])
+    monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(mnt / "cache"))
+    _falls_back(mnt / "cache")
+  finally: subprocess.run(["umount", "-l", str(mnt)], check=True)
