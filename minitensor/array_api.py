@@ -6,21 +6,12 @@
     creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu"):
                               array_api_creation.py
     elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
-                              acosh asinh atanh copysign hypot logaddexp signbit built from existing ops (complex
-                              acosh asinh atanh: glibc's cacosh casinh catanh, as NumPy's):
-                              acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1 (log(x) + log 2 past 1e8)
-                              asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, sign restored (same cutoff)
-                              atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
-                              hypot = max * sqrt(1 + (min / max)^2) (no overflow; inf wins over NaN)
-                              logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
-                              signbit = x < 0 or x is -0.0 (1 / x < 0); the sign bit of a NaN is not visible
-                              (the IR has no bit casts): signbit(-nan) is False, unlike NumPy
+                              acosh asinh atanh copysign hypot logaddexp signbit nextafter: elementwise.py
     versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2024.12: the minitensor
                               module for 2024.12 (and None); for older versions a copy of it whose meshgrid and
                               broadcast_arrays return lists, as those versions say (2024.12: tuples)
     DLPack                    Tensor.__dlpack__ exports the realized read-only buffer (zero copy); from_dlpack
                               wraps a producer's memory without a copy when it is C-contiguous (methods.py)
-    nextafter                 realizes and calls NumPy (the graph has no bit casts)
     signatures                where the standard's differ from NumPy's (clip, expand_dims, reshape), the functions
                               here accept both: the standard's keyword-only and positional-only parameters are
                               ordinary parameters in the same places, so NumPy-style calls keep working
@@ -38,8 +29,7 @@ from minitensor import functions as F
 from minitensor import movement, rearranging
 from minitensor import tensor as T
 from minitensor.array_api_creation import _device
-from minitensor.backend.uop import Ops, UOp
-from minitensor.tensor import Tensor, apply_ufunc, tensor_methods, where
+from minitensor.tensor import Tensor, tensor_methods
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -48,8 +38,7 @@ __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf"
            "complex64", "complex128", "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
            "from_dlpack", "clip", "expand_dims", "reshape",
            "acos", "asin", "atan", "atan2", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
-           "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
-           "real", "imag", "conj", "conjugate", "nextafter", "cumulative_prod", "angle"]
+           "real", "imag", "conj", "conjugate", "cumulative_prod", "angle"]
 
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 _NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
@@ -342,149 +331,6 @@ def reshape(a, /, shape, order: str = "C", *, copy=None) -> Tensor:
 # ---------------------------------------------------------------------- elementwise
 acos, asin, atan, atan2 = F.arccos, F.arcsin, F.arctan, F.arctan2
 bitwise_invert, bitwise_left_shift, bitwise_right_shift = F.invert, F.left_shift, F.right_shift
-_LN2 = math.log(2.0)
-_BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^2 may overflow float32
-
-
-def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
-  """The operands in the dtype NumPy's loop for ufunc computes in (float16 loops computed in float32), and the
-  loop's output dtype; Python scalars stay weak."""
-  dts = T.resolve_ufunc(ufunc, xs)
-  calc = [np.dtype(np.float32) if d == np.float16 else d for d in dts[:-1]]
-  return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
-
-
-def _complex_op(op: Ops, t: Tensor) -> Tensor: return Tensor(UOp(op, (t.uop,)))
-def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where(signbit(x), -r, r)
-
-
-def signbit(x, /) -> Tensor:
-  """Whether the sign bit is set: x < 0, and -0.0 (NaN counts as positive; see the module notes).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      bool.
-  """
-  (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
-  return (t < 0) | ((t == 0) & (1 / t < 0))
-
-
-def acosh(x, /) -> Tensor:
-  """Inverse hyperbolic cosine (NaN below 1).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (float64 for integers).
-  """
-  (t,), out = _loop(np.arccosh, x)
-  if out.kind == "c": return _complex_op(Ops.ACOSH, t)
-  d = t - 1
-  r = where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2)
-  return where(t >= 1, r, nan).astype(out)
-
-
-def asinh(x, /) -> Tensor:
-  """Inverse hyperbolic sine.
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype.
-  """
-  (t,), out = _loop(np.arcsinh, x)
-  if out.kind == "c": return _complex_op(Ops.ASINH, t)
-  a = F.absolute(t)
-  r = where(a < _BIG, F.log1p(a + a * a / (1 + F.sqrt(1 + a * a))), F.log(a) + _LN2)
-  return _with_sign(t, r).astype(out)
-
-
-def atanh(x, /) -> Tensor:
-  """Inverse hyperbolic tangent (+-inf at +-1, NaN beyond).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype.
-  """
-  (t,), out = _loop(np.arctanh, x)
-  if out.kind == "c": return _complex_op(Ops.ATANH, t)
-  a = F.absolute(t)
-  return _with_sign(t, 0.5 * F.log1p(2 * a / (1 - a))).astype(out)
-
-
-arccosh, arcsinh, arctanh = acosh, asinh, atanh
-
-
-def copysign(x1, x2, /) -> Tensor:
-  """|x1| with the sign of x2 (-0.0 counts as negative).
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), out = _loop(np.copysign, x1, x2)
-  m = F.absolute(a)
-  return where(signbit(b), -m, m).astype(out)
-
-
-def hypot(x1, x2, /) -> Tensor:
-  """sqrt(x1^2 + x2^2) without intermediate overflow or underflow; inf if either is infinite, even with NaN.
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), out = _loop(np.hypot, x1, x2)
-  a, b = F.absolute(a), F.absolute(b)
-  hi, lo = F.maximum(a, b), F.minimum(a, b)
-  r = lo / hi
-  h = where(hi == 0, 0, hi * F.sqrt(1 + r * r))
-  return where(F.isinf(a) | F.isinf(b), inf, h).astype(out)
-
-
-def logaddexp(x1, x2, /) -> Tensor:
-  """log(exp(x1) + exp(x2)) without overflow.
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), out = _loop(np.logaddexp, x1, x2)
-  r = F.maximum(a, b) + F.log1p(F.exp(-F.absolute(a - b)))
-  return where(a == b, a + _LN2, r).astype(out)
 
 
 def real(x, /) -> Tensor:
@@ -515,39 +361,7 @@ def imag(x, /) -> Tensor:
   return T.asarray(x).imag
 
 
-def conj(x, /) -> Tensor:
-  """The complex conjugate: the imaginary part negated (x itself for a real x).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-  """
-  return apply_ufunc(np.conjugate, x)
-
-
-conjugate = conj
-
-
-def nextafter(x1, x2, /) -> Tensor:
-  """The next representable floating-point value after x1 towards x2 (realizes both and calls NumPy: the graph
-  has no bit casts).
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), _ = _loop(np.nextafter, x1, x2)
-  a, b = (np.asarray(v) if isinstance(v, Tensor) else v for v in (a, b))
-  with np.errstate(all="ignore"): return T.asarray(np.nextafter(a, b))     # no warnings, as minitensor's kernels
+conj = conjugate = F.conjugate
 
 
 def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False) -> Tensor:

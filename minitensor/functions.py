@@ -8,7 +8,7 @@ from minitensor.tensor import Tensor, apply_ufunc, asarray
 from minitensor.ufunc_objects import ufunc
 
 for _f in U.TABLE: globals()[_f.__name__] = ufunc(_f)
-divide = globals()["divide"]
+divide = true_divide = globals()["divide"]
 abs = globals()["absolute"]
 pow = globals()["power"]
 mod = globals()["remainder"]
@@ -61,4 +61,4 @@ def round(a, decimals: int = 0) -> Tensor:
   return (apply_ufunc(np.rint, a / f) * f).astype(d)
 
 
-__all__ = [f.__name__ for f in U.TABLE] + ["abs", "pow", "mod", "copyto", "clip", "round", "ufunc"]
+__all__ = [f.__name__ for f in U.TABLE] + ["true_divide", "abs", "pow", "mod", "copyto", "clip", "round", "ufunc"]

@@ -31,7 +31,8 @@ from minitensor.backend.uop import Ops
 from minitensor.interop import copyto, to_numpy, ufunc_at
 from minitensor.manipulation import concatenate
 from minitensor.numpy_rules import broadcast_shapes, normalize_axes
-from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
+from minitensor.tensor import Tensor, apply_ufunc, asarray, full
+from minitensor.tensor import where as select
 
 __all__ = ["ufunc"]
 
@@ -199,11 +200,13 @@ class ufunc:
       if f in (np.add, np.multiply): kw["dtype"] = rd
       r = getattr(x, _REDUCE[f])(axis=axes, keepdims=keepdims, **kw)
     else:
-      x = t.astype(rd)
-      if where is not True:
-        m = asarray(where).astype(bool).broadcast_to(t.shape)
-        x = where(m, x, f.identity if f.identity is not None else initial)
-      r = _fold(self, x, axes, keepdims, rd)
+      x, init = t.astype(rd), asarray(np.asarray(initial).astype(rd)) if has_init else None
+      m = None if where is True else asarray(where).astype(bool).broadcast_to(t.shape)
+      if f in REORDERABLE:      # masked elements read as the identity (or as initial: these ufuncs are idempotent)
+        r = _tree(self, x if m is None else select(m, x, _identity(f, rd) if f.identity is not None else init), axes)
+      else: r = _left_fold(self, x, axes[0], m, init) if axes else x if init is None else self(init, x)
+      if keepdims: r = r.reshape(tuple(1 if k in axes else n for k, n in enumerate(t.shape)))
+      has_init = has_init and f in REORDERABLE
     if has_init: r = self(asarray(np.asarray(initial)).astype(rd), r)
     r = r.astype(rd) if r.dtype != rd else r
     if outs is None: return r
@@ -319,39 +322,46 @@ class ufunc:
 
 
 # ---------------------------------------------------------------------- the lazy folds
-def _fold(u: ufunc, x: Tensor, axes: tuple[int, ...], keepdims: bool, rd: np.dtype) -> Tensor:
-  """u's reduction of x over axes, one axis at a time (several only for reorderable ufuncs)."""
-  for a in sorted(axes, reverse=True):
-    x = _fold_axis(u, x, a)
-    if keepdims: x = x.reshape(x.shape[:a] + (1,) + x.shape[a:])
-  return x
+def _identity(f: np.ufunc, dt: np.dtype):
+  """f's identity in dtype dt, as NumPy casts it (bitwise_and's -1 is 255 in uint8)."""
+  return np.array(f.identity).astype(dt)[()]
 
 
 def _sl(t: Tensor, ax: int, i, j=None) -> Tensor: return t[(slice(None),) * ax + ((i if j is None else slice(i, j)),)]
 
 
-def _fold_axis(u: ufunc, x: Tensor, ax: int) -> Tensor:
-  n, f = x.shape[ax], u._np
-  if n == 0:
-    shape = x.shape[:ax] + x.shape[ax + 1:]
-    return full(shape, f.identity, x.dtype)
-  if f in (np.fmax, np.fmin) and x.dtype.kind == "f":
-    nan = apply_ufunc(np.isnan, x)
-    r = getattr(where(nan, -np.inf if f is np.fmax else np.inf, x), "max" if f is np.fmax else "min")(axis=ax)
-    return where(nan.all(axis=ax), np.nan, r)
-  if f in REORDERABLE:
-    while x.shape[ax] > 1:
-      m = x.shape[ax]
+def _tree(u: ufunc, x: Tensor, axes: tuple[int, ...]) -> Tensor:
+  """The reduction of x over axes by a reorderable ufunc: halves combined until one element is left per axis."""
+  f = u._np
+  for ax in sorted(axes, reverse=True):
+    if x.shape[ax] == 0:
+      x = full(x.shape[:ax] + x.shape[ax + 1:], _identity(f, x.dtype), x.dtype)
+      continue
+    if f in (np.fmax, np.fmin) and x.dtype.kind == "f":     # max/min over NaN as -inf/+inf, NaN if all are
+      nan = apply_ufunc(np.isnan, x)
+      r = getattr(select(nan, -np.inf if f is np.fmax else np.inf, x), "max" if f is np.fmax else "min")(axis=ax)
+      x = select(nan.all(axis=ax), np.nan, r)
+      continue
+    while (m := x.shape[ax]) > 1:
       h = m // 2
       y = u(_sl(x, ax, 0, h), _sl(x, ax, h, 2 * h))
       x = concatenate([y, _sl(x, ax, 2 * h, m)], axis=ax) if m % 2 else y
-    return x.reshape(x.shape[:ax] + x.shape[ax + 1:])
-  acc = _sl(x, ax, 0)
-  for i in range(1, n):
-    acc = u(acc, _sl(x, ax, i))
-    if acc.dtype != x.dtype: acc = acc.astype(x.dtype)
-    if i % FOLD_CHUNK == 0: acc.realize()
-  return acc
+    x = x.reshape(x.shape[:ax] + x.shape[ax + 1:])
+  return x
+
+
+def _left_fold(u: ufunc, x: Tensor, ax: int, m: Tensor | None, init: Tensor | None) -> Tensor:
+  """((init op x0) op x1) op ...: NumPy's reduction loop along ax; masked-out elements are skipped. The
+  accumulator is realized every FOLD_CHUNK steps, so the graph stays bounded."""
+  n, acc, shape = x.shape[ax], init, x.shape[:ax] + x.shape[ax + 1:]
+  if acc is None and (m is not None or n == 0): acc = full(shape, _identity(u._np, x.dtype), x.dtype)
+  for i in range(n):
+    v = _sl(x, ax, i)
+    nxt = v if acc is None else u(acc, v)
+    if nxt.dtype != x.dtype: nxt = nxt.astype(x.dtype)
+    acc = nxt if m is None else select(_sl(m, ax, i), nxt, acc)
+    if i and i % FOLD_CHUNK == 0: acc.realize()
+  return acc if acc.shape == shape else acc.broadcast_to(shape)
 
 
 def _scan(x: Tensor, ax: int, kind: str) -> Tensor:
