@@ -26,6 +26,7 @@ from minitensor.einsum import einsum  # noqa: F401
 from minitensor.methods import ptp  # noqa: F401
 from minitensor.autodiff import grad, value_and_grad, vjp, stop_gradient  # noqa: F401
 from minitensor.elementwise import *  # noqa: F401,F403
+from minitensor.nan_reductions import *  # noqa: F401,F403
 from minitensor.array_api_creation import *  # noqa: F401,F403  (with `device`)
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 
