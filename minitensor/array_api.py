@@ -23,7 +23,6 @@ import inspect
 import math
 import sys
 import types
-from typing import NamedTuple
 import numpy as np
 from minitensor import functions as F
 from minitensor import movement, rearranging
@@ -113,26 +112,39 @@ def can_cast(from_, to, /) -> builtins.bool:
   return np.can_cast(_as_dtype(from_, "can_cast"), _as_dtype(to, "can_cast"))
 
 
-class finfo_object(NamedTuple):
-  """finfo's result: the standard's attributes, as Python numbers."""
-  bits: int
-  eps: float
-  max: float
-  min: float
-  smallest_normal: float
-  dtype: np.dtype
+class _Limit(float):
+  """A limit of a float16/float32 dtype as a Python float (the Array API's type) that prints as NumPy's scalar of
+  that dtype (finfo(float32).max prints 3.4028235e+38, as NumPy's)."""
+  __slots__ = ()
+  scalar: type = np.float32
+
+  def __repr__(self) -> str: return repr(self.scalar(self))
+  def __str__(self) -> str: return str(self.scalar(self))
 
 
-class iinfo_object(NamedTuple):
-  """iinfo's result: the standard's attributes, as Python numbers."""
-  bits: int
-  max: int
-  min: int
-  dtype: np.dtype
+_LIMITS = {np.dtype(np.float32): _Limit, np.dtype(np.float16): type("_Limit16", (_Limit,), {"scalar": np.float16}),
+           np.dtype(np.float64): np.float64, np.dtype(np.longdouble): np.float64}
+
+
+class finfo_object:
+  """finfo's result: numpy.finfo's attributes (bits, eps, max, min, smallest_normal, dtype, resolution, tiny,
+  precision, ...); the floating values are floats that print as NumPy's (np.float64 for float64) and its repr is
+  NumPy's."""
+
+  def __init__(self, f: np.finfo):
+    self._np = f
+    t = _LIMITS[f.dtype]
+    self.bits, self.dtype = f.bits, f.dtype
+    self.eps, self.max, self.min, self.smallest_normal = (t(v) for v in (f.eps, f.max, f.min, f.smallest_normal))
+
+  def __getattr__(self, name: str): return getattr(self._np, name)
+  def __repr__(self) -> str: return repr(self._np)
+  def __eq__(self, other) -> builtins.bool: return isinstance(other, finfo_object) and other.dtype == self.dtype
+  def __hash__(self) -> int: return hash(self.dtype)
 
 
 def finfo(type, /) -> finfo_object:
-  """Machine limits of a floating-point dtype.
+  """Machine limits of a floating-point dtype, as numpy.finfo.
 
   Parameters
   ----------
@@ -141,14 +153,13 @@ def finfo(type, /) -> finfo_object:
   Returns
   -------
   finfo_object
-      bits, eps, max, min, smallest_normal (Python floats) and dtype.
+      bits, eps, max, min, smallest_normal, dtype (the real dtype of a complex type) and NumPy's other attributes.
   """
-  f = np.finfo(_as_dtype(type, "finfo"))      # of a complex dtype: its real part's limits, as the standard says
-  return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
+  return finfo_object(np.finfo(_as_dtype(type, "finfo")))
 
 
-def iinfo(type, /) -> iinfo_object:
-  """Machine limits of an integer dtype.
+def iinfo(type, /) -> np.iinfo:
+  """Machine limits of an integer dtype: numpy.iinfo (bits, max and min are Python ints).
 
   Parameters
   ----------
@@ -156,11 +167,9 @@ def iinfo(type, /) -> iinfo_object:
 
   Returns
   -------
-  iinfo_object
-      bits, max, min (Python ints) and dtype.
+  numpy.iinfo
   """
-  i = np.iinfo(_as_dtype(type, "iinfo"))
-  return iinfo_object(i.bits, int(i.max), int(i.min), i.dtype)
+  return np.iinfo(_as_dtype(type, "iinfo"))
 
 
 def astype(x, dtype, /, *, copy=True, device=None) -> Tensor:

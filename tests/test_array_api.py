@@ -208,11 +208,14 @@ def test_isdtype_finfo_iinfo(name):
     f, g = mt.finfo(d), np.finfo(d)
     want = (g.bits, g.eps, g.max, g.min, g.smallest_normal, g.dtype)
     assert (f.bits, f.eps, f.max, f.min, f.smallest_normal, f.dtype) == want
-    assert all(type(v) is float for v in (f.eps, f.max, f.min, f.smallest_normal))
+    assert all(isinstance(v, float) for v in (f.eps, f.max, f.min, f.smallest_normal))     # the standard's type
+    assert [str(v) for v in (f.eps, f.max, f.min, f.smallest_normal)] == [str(v) for v in want[1:5]]   # NumPy's
+    assert repr(f) == repr(g) and f.resolution == g.resolution and f.tiny == g.tiny
     assert mt.finfo(mt.zeros(2, dtype=d)).bits == g.bits
   elif d.kind in "iu":
     i, g = mt.iinfo(d), np.iinfo(d)
-    assert (i.bits, i.max, i.min, i.dtype) == (g.bits, g.max, g.min, d)
+    assert (i.bits, i.max, i.min, i.dtype) == (g.bits, g.max, g.min, d) and type(i.max) is int
+    assert repr(i) == repr(g) and mt.iinfo(mt.zeros(2, dtype=d)).max == g.max
   with pytest.raises(ValueError): mt.isdtype(d, "floating")
   with pytest.raises(TypeError): mt.isdtype("float32", "numeric")
 
