@@ -1,4 +1,4 @@
-"""The Array API (2024.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
+"""The Array API (2025.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
 
     dtypes                    NumPy dtype objects (mt.float32 == x.dtype), complex64 and complex128 included
     dtype functions           isdtype, result_type, can_cast, finfo, iinfo, astype
@@ -7,9 +7,10 @@
                               array_api_creation.py
     elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
                               acosh asinh atanh copysign hypot logaddexp signbit nextafter: elementwise.py
-    versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2024.12: the minitensor
-                              module for 2024.12 (and None); for older versions a copy of it whose meshgrid and
-                              broadcast_arrays return lists, as those versions say (2024.12: tuples)
+    versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2025.12: the minitensor
+                              module for 2025.12 (and None); for older versions a copy of it whose meshgrid,
+                              broadcast_arrays and __array_namespace_info__().devices() return lists, as those
+                              versions say (2025.12: tuples)
     DLPack                    Tensor.__dlpack__ exports the realized read-only buffer (zero copy); from_dlpack
                               wraps a producer's memory without a copy when it is C-contiguous (methods.py)
     signatures                where the standard's differ from NumPy's (clip, expand_dims, reshape), the functions
@@ -30,8 +31,8 @@ from minitensor import tensor as T
 from minitensor.array_api_creation import _device
 from minitensor.tensor import Tensor, tensor_methods
 
-__array_api_version__ = "2024.12"
-_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+__array_api_version__ = "2025.12"
+_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
            "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
            "complex64", "complex128", "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
@@ -199,7 +200,7 @@ class _Info:
 
   def default_device(self) -> str: return "cpu"
 
-  def devices(self) -> list[str]: return ["cpu"]
+  def devices(self) -> tuple[str, ...]: return ("cpu",)
 
   def default_dtypes(self, *, device=None) -> dict:
     _device(device, "default_dtypes")
@@ -248,7 +249,7 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
 
 
 def namespace(api_version: str | None = None) -> types.ModuleType:
-  """The namespace of an Array API version: minitensor itself for None and 2024.12; for 2021.12 to 2023.12 a
+  """The namespace of an Array API version: minitensor itself for None and 2025.12; for 2021.12 to 2024.12 a
   copy of it whose meshgrid and broadcast_arrays return lists (those versions' return type)."""
   if api_version is None or api_version == __array_api_version__: return _package()
   if api_version not in _VERSIONS:
@@ -282,7 +283,14 @@ def _older(version: str) -> types.ModuleType:
   ns.broadcast_arrays = lambda *arrays: list(mt.broadcast_arrays(*arrays))
   ns.meshgrid.__signature__ = inspect.signature(mt.meshgrid)
   ns.broadcast_arrays.__signature__ = inspect.signature(mt.broadcast_arrays)
+  ns.__array_namespace_info__ = _OlderInfo
   return ns
+
+
+class _OlderInfo(_Info):
+  """The inspection object of the versions before 2025.12: devices() is a list."""
+
+  def devices(self) -> list[str]: return ["cpu"]
 
 
 # ---------------------------------------------------------------------- signatures the standard spells differently
