@@ -90,6 +90,7 @@ class ufunc:
     self._np = np_ufunc
     self._impl = impl if impl is not None else (lambda *xs: apply_ufunc(np_ufunc, *xs))
     self.__name__ = self.__qualname__ = np_ufunc.__name__
+    self.__module__ = "minitensor"        # where pickle finds it by name (mt.add), as NumPy's ufuncs in numpy
     self.__signature__ = _signature(np_ufunc.nin, np_ufunc.nout)
 
   nin = property(lambda self: self._np.nin, doc="The number of inputs.")
