@@ -135,17 +135,18 @@ class _NdarrayMethods:
     1.0 or later; a copy for an older one (it cannot be told that the buffer is read-only), or when copy=True.
     copy=False to an older consumer shares writable memory, as NumPy's export of a writable array does: a root
     Tensor then holds a writable copy of its value (as asarray(a, copy=False) holds a), which it exports, so the
-    consumer's writes show in the Tensor; a view raises BufferError (export its copy()). NumPy's exporter does
-    the rest, with its errors (BufferError for another device)."""
+    consumer's writes show in the Tensor; a view (its value derives from its root's) exports a writable copy of
+    its values, and a read-only view (broadcast_to, diagonal) raises BufferError, as NumPy's read-only arrays do.
+    NumPy's exporter does the rest, with its errors (BufferError for another device)."""
     a = np.asarray(self)                               # read-only view of the realized buffer
     if max_version is None or max_version[0] < 1:
       if copy is None: a, copy = np.array(a, copy=True), False
       elif copy is False:
-        if self._link is not None:
-          raise BufferError(f"__dlpack__: a view (shape {self.shape}) cannot share writable memory with a DLPack < 1.0 "
-                            "consumer (copy=False); export its copy()")
-        a = borrow(np.array(a, copy=True))
-        self._uop, self._data, self._version = None, a, self._version + 1
+        if self._link is not None and self._link.readonly:
+          raise BufferError(f"__dlpack__: cannot export a read-only view (shape {self.shape}) to a DLPack < 1.0 "
+                            "consumer, which cannot be told it is read-only (copy=False)")
+        a = np.array(a, copy=True)
+        if self._link is None: self._uop, self._data, self._version = None, borrow(a), self._version + 1
     return a.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
   def __dlpack_device__(self) -> tuple[int, int]: return (_CPU, 0)

@@ -60,6 +60,11 @@ def test_dlpack_edges():
   old = np.from_dlpack(Legacy())
   np.testing.assert_array_equal(old, np.arange(6.0) * 2)
   assert not np.shares_memory(old, np.asarray(t))
+  class Legacy2:
+    def __init__(self, x): self.x = x
+    def __dlpack__(self, **kw): return self.x.__dlpack__(copy=False)
+    def __dlpack_device__(self): return (1, 0)
+
   class Sharing:                             # DLPack < 1.0 and copy=False: writable memory shared, as NumPy's
     def __dlpack__(self, **kw): return t.__dlpack__(copy=False)
     def __dlpack_device__(self): return t.__dlpack_device__()
@@ -69,7 +74,8 @@ def test_dlpack_edges():
   assert np.shares_memory(shared, np.asarray(t)) and np.array_equal(shared, np.arange(6.0) * 2)   # no copy
   t[0] = 5.0                                  # the Tensor stays writable; earlier results keep their values
   assert float(t[0]) == 5.0 and np.array_equal(np.asarray(before), np.arange(6.0) * 2)
-  with pytest.raises(BufferError, match="view"): t[1:].__dlpack__(copy=False)
+  np.testing.assert_array_equal(np.from_dlpack(Legacy2(t[1:])), np.asarray(t[1:]))    # a view: a copy of it
+  with pytest.raises(BufferError, match="read-only"): mt.broadcast_to(t, (2, 6)).__dlpack__(copy=False)
   with pytest.raises(BufferError): t.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
   assert mt.from_dlpack(t) is t and mt.from_dlpack(t, copy=True) is not t
   strided = np.arange(12.0).reshape(3, 4)[:, ::2]                # not contiguous: copied
