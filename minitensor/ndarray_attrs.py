@@ -5,7 +5,8 @@ view has over it.
     t.strides       bytes per step along each axis (views.strides_of times the root's itemsize)
     t.flags         C_CONTIGUOUS F_CONTIGUOUS (NumPy's rule: size-1 axes never matter, empty arrays are both),
                     WRITEABLE (False for broadcast_to, diagonal and a real .imag view), OWNDATA (a root), ALIGNED,
-                    WRITEBACKIFCOPY; read as flags["C_CONTIGUOUS"] or flags.c_contiguous
+                    WRITEBACKIFCOPY; read as flags["C_CONTIGUOUS"] or flags.c_contiguous; `t.flags.writeable =
+                    False` makes t read-only (views.set_writeable)
     t.base          None for a root, the root for a view (NumPy's base is the array owning the memory)
     t.flat          a flatiter: iterates the elements in C order, flat[k] reads (an int: a value; a slice, an index
                     array or a mask: a 1-D Tensor), flat[k] = v writes into t (v repeated to fill, as NumPy's)
@@ -33,14 +34,15 @@ def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
 
 
 class flagsobj:
-  """A Tensor's memory-layout flags, as numpy.ndarray.flags (read-only)."""
+  """A Tensor's memory-layout flags, as numpy.ndarray.flags; only writeable can be set (False: t is read-only)."""
 
   def __init__(self, t: Tensor):
     st, shape = t.strides, t.shape
     link = t._link
-    self._v = {"C_CONTIGUOUS": _contiguous(shape, st, t.itemsize, "C"),
-               "F_CONTIGUOUS": _contiguous(shape, st, t.itemsize, "F"), "OWNDATA": link is None,
-               "WRITEABLE": link is None or not link.readonly, "ALIGNED": True, "WRITEBACKIFCOPY": False}
+    object.__setattr__(self, "_t", t)
+    object.__setattr__(self, "_v", {"C_CONTIGUOUS": _contiguous(shape, st, t.itemsize, "C"),
+                                    "F_CONTIGUOUS": _contiguous(shape, st, t.itemsize, "F"), "OWNDATA": link is None,
+                                    "WRITEABLE": V.writeable(t), "ALIGNED": True, "WRITEBACKIFCOPY": False})
 
   def __getitem__(self, key: str) -> bool:
     k = {"C": "C_CONTIGUOUS", "F": "F_CONTIGUOUS", "CONTIGUOUS": "C_CONTIGUOUS", "FORTRAN": "F_CONTIGUOUS",
@@ -51,6 +53,14 @@ class flagsobj:
   def __getattr__(self, name: str) -> bool:
     if name.startswith("_") or name.upper() not in self._v: raise AttributeError(name)
     return self._v[name.upper()]
+
+  def __setattr__(self, name: str, value) -> None:
+    if name.upper() not in ("WRITEABLE", "W"): raise AttributeError(f"flags.{name} cannot be set (only writeable)")
+    V.set_writeable(self._t, bool(value))
+    self._v["WRITEABLE"] = V.writeable(self._t)
+
+  def __setitem__(self, key: str, value) -> None:
+    setattr(self, "writeable" if key in ("W", "WRITEABLE") else key, value)
 
   def __repr__(self) -> str: return "\n".join(f"  {k} : {self._v[k]}" for k in _FLAGS)
 

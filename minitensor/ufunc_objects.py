@@ -319,7 +319,7 @@ class ufunc:
         The second operand of a binary ufunc.
     """
     if isinstance(a, Tensor): ufunc_at(self._np, a, indices, b)
-    else: self._np.at(a, indices, *(() if b is None else (to_numpy(b),)))
+    else: self._np.at(a, to_numpy(indices), *(() if b is None else (to_numpy(b),)))
 
 
 # ---------------------------------------------------------------------- the lazy folds

@@ -69,3 +69,17 @@ def test_view_dtype_as_numpy(a, d, transpose):
   assert np.asarray(got).tobytes() == want.tobytes()
   assert t.view() is not t and t.view().base is (t if t.base is None else t.base)
   np.testing.assert_array_equal(np.asarray(t.view()), w)
+
+
+def test_flags_writeable_false_makes_a_tensor_read_only():
+  t = mt.zeros(4)
+  v = t[1:]
+  t.flags.writeable = False
+  assert not t.flags.writeable and not t[::2].flags.writeable
+  for write in (lambda: t.__setitem__(0, 1.0), lambda: v.__setitem__(0, 1.0), lambda: t.__iadd__(1), lambda: t.fill(2)):
+    with pytest.raises(ValueError, match="read-only"): write()
+  t.flags["WRITEABLE"] = True
+  t[0] = 3.0
+  assert float(t[0]) == 3.0 and t.flags.writeable
+  with pytest.raises(ValueError): mt.broadcast_to(t, (2, 4)).flags.writeable = True
+  with pytest.raises(AttributeError): t.flags.c_contiguous = False
