@@ -77,6 +77,7 @@ class flatiter:
 
   def __getitem__(self, k):
     if isinstance(k, Tensor): k = k.numpy()
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu": k = int(k)     # as NumPy: a value
     return self.base.reshape(-1)[k]
 
   def __setitem__(self, k, value) -> None:
