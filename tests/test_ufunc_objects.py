@@ -3,7 +3,7 @@ accumulate, outer, reduceat and at for every binary ufunc minitensor exports."""
 import functools
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import minitensor as mt
@@ -77,6 +77,7 @@ def test_binary_methods(name):
 
 
 @pytest.mark.parametrize("name", ["add", "subtract", "maximum", "fmin", "logical_xor", "bitwise_or", "power"])
+@settings(max_examples=25)       # seven ufuncs: 175 examples in all
 @given(data=st.data())
 def test_reduce_and_accumulate_match_numpy(name, data):
   g = getattr(np, name)
