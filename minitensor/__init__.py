@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, broadcast_shapes)
 # the families of Tensor's methods (tensor.py's docstring): each adds its methods to Tensor when imported
-from minitensor import movement, reductions, products, indexing, interop, methods  # noqa: F401
+from minitensor import movement, reductions, products, indexing, interop, methods, ndarray_attrs  # noqa: F401
 from minitensor.movement import expand_dims
 from minitensor.products import matmul, dot, tensordot
 from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named functions)
@@ -25,6 +25,8 @@ from minitensor.statistics import *  # noqa: F401,F403
 from minitensor.einsum import einsum  # noqa: F401
 from minitensor.methods import ptp  # noqa: F401
 from minitensor.autodiff import grad, value_and_grad, vjp, stop_gradient  # noqa: F401
+from minitensor.elementwise import *  # noqa: F401,F403
+from minitensor.nan_reductions import *  # noqa: F401,F403
 from minitensor.array_api_creation import *  # noqa: F401,F403  (with `device`)
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 
@@ -36,7 +38,10 @@ _SUBMODULES = ("random", "nn", "testing", "linalg", "fft")
 def __getattr__(name: str):
   if name in _SUBMODULES:
     import importlib
-    return importlib.import_module(f"minitensor.{name}")
+    try: return importlib.import_module(f"minitensor.{name}")
+    except ImportError as e:      # minitensor.testing without hypothesis: hasattr(mt, "testing") is False
+      if name != "testing": raise
+      raise AttributeError(f"module 'minitensor' has no attribute 'testing' ({e})") from None
   raise AttributeError(f"module 'minitensor' has no attribute {name!r}")
 
 

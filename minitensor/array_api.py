@@ -1,4 +1,4 @@
-"""The Array API (2024.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
+"""The Array API (2025.12) namespace: what `Tensor.__array_namespace__()` (the minitensor module) adds to NumPy's names.
 
     dtypes                    NumPy dtype objects (mt.float32 == x.dtype), complex64 and complex128 included
     dtype functions           isdtype, result_type, can_cast, finfo, iinfo, astype
@@ -6,21 +6,13 @@
     creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu"):
                               array_api_creation.py
     elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
-                              acosh asinh atanh copysign hypot logaddexp signbit built from existing ops (complex
-                              acosh asinh atanh: glibc's cacosh casinh catanh, as NumPy's):
-                              acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1 (log(x) + log 2 past 1e8)
-                              asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, sign restored (same cutoff)
-                              atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
-                              hypot = max * sqrt(1 + (min / max)^2) (no overflow; inf wins over NaN)
-                              logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
-                              signbit = x < 0 or x is -0.0 (1 / x < 0); the sign bit of a NaN is not visible
-                              (the IR has no bit casts): signbit(-nan) is False, unlike NumPy
-    versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2024.12: the minitensor
-                              module for 2024.12 (and None); for older versions a copy of it whose meshgrid and
-                              broadcast_arrays return lists, as those versions say (2024.12: tuples)
+                              acosh asinh atanh copysign hypot logaddexp signbit nextafter: elementwise.py
+    versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2025.12: the minitensor
+                              module for 2025.12 (and None); for older versions a copy of it whose meshgrid,
+                              broadcast_arrays and __array_namespace_info__().devices() return lists, as those
+                              versions say (2025.12: tuples)
     DLPack                    Tensor.__dlpack__ exports the realized read-only buffer (zero copy); from_dlpack
                               wraps a producer's memory without a copy when it is C-contiguous (methods.py)
-    nextafter                 realizes and calls NumPy (the graph has no bit casts)
     signatures                where the standard's differ from NumPy's (clip, expand_dims, reshape), the functions
                               here accept both: the standard's keyword-only and positional-only parameters are
                               ordinary parameters in the same places, so NumPy-style calls keep working
@@ -32,24 +24,21 @@ import inspect
 import math
 import sys
 import types
-from typing import NamedTuple
 import numpy as np
 from minitensor import functions as F
 from minitensor import movement, rearranging
 from minitensor import tensor as T
 from minitensor.array_api_creation import _device
-from minitensor.backend.uop import Ops, UOp
-from minitensor.tensor import Tensor, apply_ufunc, tensor_methods, where
+from minitensor.tensor import Tensor, tensor_methods
 
-__array_api_version__ = "2024.12"
-_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+__array_api_version__ = "2025.12"
+_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 __all__ = ["__array_api_version__", "__array_namespace_info__", "e", "pi", "inf", "nan", "newaxis",
            "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
            "complex64", "complex128", "isdtype", "result_type", "can_cast", "finfo", "iinfo", "astype",
            "from_dlpack", "clip", "expand_dims", "reshape",
            "acos", "asin", "atan", "atan2", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
-           "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
-           "real", "imag", "conj", "conjugate", "nextafter", "cumulative_prod", "angle"]
+           "real", "imag", "conj", "conjugate", "cumulative_prod", "angle"]
 
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 _NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
@@ -124,26 +113,39 @@ def can_cast(from_, to, /) -> builtins.bool:
   return np.can_cast(_as_dtype(from_, "can_cast"), _as_dtype(to, "can_cast"))
 
 
-class finfo_object(NamedTuple):
-  """finfo's result: the standard's attributes, as Python numbers."""
-  bits: int
-  eps: float
-  max: float
-  min: float
-  smallest_normal: float
-  dtype: np.dtype
+class _Limit(float):
+  """A limit of a float16/float32 dtype as a Python float (the Array API's type) that prints as NumPy's scalar of
+  that dtype (finfo(float32).max prints 3.4028235e+38, as NumPy's)."""
+  __slots__ = ()
+  scalar: type = np.float32
+
+  def __repr__(self) -> str: return repr(self.scalar(self))
+  def __str__(self) -> str: return str(self.scalar(self))
 
 
-class iinfo_object(NamedTuple):
-  """iinfo's result: the standard's attributes, as Python numbers."""
-  bits: int
-  max: int
-  min: int
-  dtype: np.dtype
+_LIMITS = {np.dtype(np.float32): _Limit, np.dtype(np.float16): type("_Limit16", (_Limit,), {"scalar": np.float16}),
+           np.dtype(np.float64): np.float64, np.dtype(np.longdouble): np.float64}
+
+
+class finfo_object:
+  """finfo's result: numpy.finfo's attributes (bits, eps, max, min, smallest_normal, dtype, resolution, tiny,
+  precision, ...); the floating values are floats that print as NumPy's (np.float64 for float64) and its repr is
+  NumPy's."""
+
+  def __init__(self, f: np.finfo):
+    self._np = f
+    t = _LIMITS[f.dtype]
+    self.bits, self.dtype = f.bits, f.dtype
+    self.eps, self.max, self.min, self.smallest_normal = (t(v) for v in (f.eps, f.max, f.min, f.smallest_normal))
+
+  def __getattr__(self, name: str): return getattr(self._np, name)
+  def __repr__(self) -> str: return repr(self._np)
+  def __eq__(self, other) -> builtins.bool: return isinstance(other, finfo_object) and other.dtype == self.dtype
+  def __hash__(self) -> int: return hash(self.dtype)
 
 
 def finfo(type, /) -> finfo_object:
-  """Machine limits of a floating-point dtype.
+  """Machine limits of a floating-point dtype, as numpy.finfo.
 
   Parameters
   ----------
@@ -152,14 +154,13 @@ def finfo(type, /) -> finfo_object:
   Returns
   -------
   finfo_object
-      bits, eps, max, min, smallest_normal (Python floats) and dtype.
+      bits, eps, max, min, smallest_normal, dtype (the real dtype of a complex type) and NumPy's other attributes.
   """
-  f = np.finfo(_as_dtype(type, "finfo"))      # of a complex dtype: its real part's limits, as the standard says
-  return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
+  return finfo_object(np.finfo(_as_dtype(type, "finfo")))
 
 
-def iinfo(type, /) -> iinfo_object:
-  """Machine limits of an integer dtype.
+def iinfo(type, /) -> np.iinfo:
+  """Machine limits of an integer dtype: numpy.iinfo (bits, max and min are Python ints).
 
   Parameters
   ----------
@@ -167,11 +168,9 @@ def iinfo(type, /) -> iinfo_object:
 
   Returns
   -------
-  iinfo_object
-      bits, max, min (Python ints) and dtype.
+  numpy.iinfo
   """
-  i = np.iinfo(_as_dtype(type, "iinfo"))
-  return iinfo_object(i.bits, int(i.max), int(i.min), i.dtype)
+  return np.iinfo(_as_dtype(type, "iinfo"))
 
 
 def astype(x, dtype, /, *, copy=True, device=None) -> Tensor:
@@ -201,7 +200,7 @@ class _Info:
 
   def default_device(self) -> str: return "cpu"
 
-  def devices(self) -> list[str]: return ["cpu"]
+  def devices(self) -> tuple[str, ...]: return ("cpu",)
 
   def default_dtypes(self, *, device=None) -> dict:
     _device(device, "default_dtypes")
@@ -250,7 +249,7 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
 
 
 def namespace(api_version: str | None = None) -> types.ModuleType:
-  """The namespace of an Array API version: minitensor itself for None and 2024.12; for 2021.12 to 2023.12 a
+  """The namespace of an Array API version: minitensor itself for None and 2025.12; for 2021.12 to 2024.12 a
   copy of it whose meshgrid and broadcast_arrays return lists (those versions' return type)."""
   if api_version is None or api_version == __array_api_version__: return _package()
   if api_version not in _VERSIONS:
@@ -284,7 +283,14 @@ def _older(version: str) -> types.ModuleType:
   ns.broadcast_arrays = lambda *arrays: list(mt.broadcast_arrays(*arrays))
   ns.meshgrid.__signature__ = inspect.signature(mt.meshgrid)
   ns.broadcast_arrays.__signature__ = inspect.signature(mt.broadcast_arrays)
+  ns.__array_namespace_info__ = _OlderInfo
   return ns
+
+
+class _OlderInfo(_Info):
+  """The inspection object of the versions before 2025.12: devices() is a list."""
+
+  def devices(self) -> list[str]: return ["cpu"]
 
 
 # ---------------------------------------------------------------------- signatures the standard spells differently
@@ -342,149 +348,6 @@ def reshape(a, /, shape, order: str = "C", *, copy=None) -> Tensor:
 # ---------------------------------------------------------------------- elementwise
 acos, asin, atan, atan2 = F.arccos, F.arcsin, F.arctan, F.arctan2
 bitwise_invert, bitwise_left_shift, bitwise_right_shift = F.invert, F.left_shift, F.right_shift
-_LN2 = math.log(2.0)
-_BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^2 may overflow float32
-
-
-def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
-  """The operands in the dtype NumPy's loop for ufunc computes in (float16 loops computed in float32), and the
-  loop's output dtype; Python scalars stay weak."""
-  dts = T.resolve_ufunc(ufunc, xs)
-  calc = [np.dtype(np.float32) if d == np.float16 else d for d in dts[:-1]]
-  return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
-
-
-def _complex_op(op: Ops, t: Tensor) -> Tensor: return Tensor(UOp(op, (t.uop,)))
-def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where(signbit(x), -r, r)
-
-
-def signbit(x, /) -> Tensor:
-  """Whether the sign bit is set: x < 0, and -0.0 (NaN counts as positive; see the module notes).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      bool.
-  """
-  (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
-  return (t < 0) | ((t == 0) & (1 / t < 0))
-
-
-def acosh(x, /) -> Tensor:
-  """Inverse hyperbolic cosine (NaN below 1).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (float64 for integers).
-  """
-  (t,), out = _loop(np.arccosh, x)
-  if out.kind == "c": return _complex_op(Ops.ACOSH, t)
-  d = t - 1
-  r = where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2)
-  return where(t >= 1, r, nan).astype(out)
-
-
-def asinh(x, /) -> Tensor:
-  """Inverse hyperbolic sine.
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype.
-  """
-  (t,), out = _loop(np.arcsinh, x)
-  if out.kind == "c": return _complex_op(Ops.ASINH, t)
-  a = F.absolute(t)
-  r = where(a < _BIG, F.log1p(a + a * a / (1 + F.sqrt(1 + a * a))), F.log(a) + _LN2)
-  return _with_sign(t, r).astype(out)
-
-
-def atanh(x, /) -> Tensor:
-  """Inverse hyperbolic tangent (+-inf at +-1, NaN beyond).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype.
-  """
-  (t,), out = _loop(np.arctanh, x)
-  if out.kind == "c": return _complex_op(Ops.ATANH, t)
-  a = F.absolute(t)
-  return _with_sign(t, 0.5 * F.log1p(2 * a / (1 - a))).astype(out)
-
-
-arccosh, arcsinh, arctanh = acosh, asinh, atanh
-
-
-def copysign(x1, x2, /) -> Tensor:
-  """|x1| with the sign of x2 (-0.0 counts as negative).
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), out = _loop(np.copysign, x1, x2)
-  m = F.absolute(a)
-  return where(signbit(b), -m, m).astype(out)
-
-
-def hypot(x1, x2, /) -> Tensor:
-  """sqrt(x1^2 + x2^2) without intermediate overflow or underflow; inf if either is infinite, even with NaN.
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), out = _loop(np.hypot, x1, x2)
-  a, b = F.absolute(a), F.absolute(b)
-  hi, lo = F.maximum(a, b), F.minimum(a, b)
-  r = lo / hi
-  h = where(hi == 0, 0, hi * F.sqrt(1 + r * r))
-  return where(F.isinf(a) | F.isinf(b), inf, h).astype(out)
-
-
-def logaddexp(x1, x2, /) -> Tensor:
-  """log(exp(x1) + exp(x2)) without overflow.
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), out = _loop(np.logaddexp, x1, x2)
-  r = F.maximum(a, b) + F.log1p(F.exp(-F.absolute(a - b)))
-  return where(a == b, a + _LN2, r).astype(out)
 
 
 def real(x, /) -> Tensor:
@@ -515,39 +378,7 @@ def imag(x, /) -> Tensor:
   return T.asarray(x).imag
 
 
-def conj(x, /) -> Tensor:
-  """The complex conjugate: the imaginary part negated (x itself for a real x).
-
-  Parameters
-  ----------
-  x : array_like
-
-  Returns
-  -------
-  Tensor
-  """
-  return apply_ufunc(np.conjugate, x)
-
-
-conjugate = conj
-
-
-def nextafter(x1, x2, /) -> Tensor:
-  """The next representable floating-point value after x1 towards x2 (realizes both and calls NumPy: the graph
-  has no bit casts).
-
-  Parameters
-  ----------
-  x1, x2 : array_like or Python scalar
-
-  Returns
-  -------
-  Tensor
-      NumPy's result dtype (floating).
-  """
-  (a, b), _ = _loop(np.nextafter, x1, x2)
-  a, b = (np.asarray(v) if isinstance(v, Tensor) else v for v in (a, b))
-  with np.errstate(all="ignore"): return T.asarray(np.nextafter(a, b))     # no warnings, as minitensor's kernels
+conj = conjugate = F.conjugate
 
 
 def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False) -> Tensor:

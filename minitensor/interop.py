@@ -4,22 +4,18 @@ Policy (NumPy's result where minitensor cannot compute lazily, never a silent ap
 
   ufuncs (Tensor.__array_ufunc__)
     ufunc(...) for a ufunc in ufuncs.TABLE     a lazy Tensor with NumPy's dtypes (`ndarray + t`, `np.exp(t)`)
-        dtype=                                 NumPy's keyword: the loop whose output is dtype ('same_kind')
-        out=ndarray(s)                         realized and written into them ('same_kind'); returns out
+    ufunc(..., keywords) and the methods reduce, accumulate, outer, reduceat, at of a ufunc minitensor
+    exports as a ufunc object (mt.add, mt.hypot, ...: ufunc_objects.py)
+                                               that object's method: lazy Tensors with NumPy's keywords
+        dtype=, casting=                       NumPy's loop and casting rules
+        out=ndarray(s)                         realized and written into them; returns out
         out=Tensor                             written into it as `out[...] = result` (its aliases and views
                                                see it, as NumPy's); returns out
         where=mask                             only with out= (positions where mask is false keep out's values)
-        where= without out=, any other keyword (casting, order, subok, signature)
-                                               TypeError (their NumPy defaults are accepted and ignored)
-    ufunc(...) for a ufunc minitensor exports under its NumPy name outside the table (np.matmul, np.hypot...)
+        at                                     NumPy on the realized values, written back into the Tensor
+    ufunc(...) for another ufunc minitensor exports under its NumPy name (np.matmul)
                                                minitensor's function, when called without keywords
-    reduce of add, multiply, maximum, minimum, logical_and, logical_or
-                                               Tensor.sum / prod / max / min / all / any (axis defaults to 0 as
-                                               in ufunc.reduce); keywords axis, keepdims, out, and dtype for
-                                               add and multiply; others: TypeError
-    at                                         NumPy on the realized values, written back into the Tensor
-                                               (unbuffered: repeated indices accumulate, as NumPy's)
-    anything else (accumulate, outer, reduceat, other ufuncs, keywords with non-table ufuncs)
+    anything else (methods and keywords of ufuncs minitensor lacks)
                                                NumPy on the realized arrays: an ndarray
   functions (Tensor.__array_function__)
     a NumPy function minitensor exports under the same name (np.sum, np.mean, np.concatenate, np.where,
@@ -45,8 +41,6 @@ from minitensor import ufuncs as U
 from minitensor.tensor import Tensor, apply_ufunc, asarray, tensor_methods
 from minitensor.tensor import where as where_
 
-_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min", np.logical_and: "all",
-           np.logical_or: "any"}
 _SUBMODULES = ("linalg", "fft")     # numpy.<sub>.<name> -> minitensor.<sub>.<name>
 _DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True, "dtype": None,
              "out": None, "keepdims": False}
@@ -84,23 +78,6 @@ def _given(kwargs: dict) -> dict:
           if not (k in _DEFAULTS and (v is _DEFAULTS[k] or (isinstance(v, str) and v == _DEFAULTS[k])))}
 
 
-def _reject(kwargs: dict, what: str) -> None:
-  if kwargs: raise TypeError(f"{what}: minitensor does not support the keyword(s) {', '.join(sorted(kwargs))}")
-
-
-def _into(r: Tensor, out: tuple | None, where=True):
-  """r itself, or r realized and written into out[0] (NumPy's 'same_kind' casting); returns out[0]."""
-  if out is None:
-    if where is not True: raise TypeError("where= without out= leaves the masked elements undefined; pass out= too")
-    return r
-  if len(out) != 1: raise TypeError(f"out= must hold one array, got {len(out)}")
-  if isinstance(out[0], Tensor):
-    copyto(out[0], r, where=where)
-    return out[0]
-  np.copyto(out[0], r._value(), casting="same_kind", where=to_numpy(where))
-  return out[0]
-
-
 def copyto(dst, src, casting: str = "same_kind", where=True) -> None:
   """numpy.copyto: src (broadcast to dst's shape) written into dst where `where` is true, with NumPy's casting
   check. dst a Tensor: written in place (its aliases and views see it); dst an ndarray: NumPy writes it."""
@@ -129,23 +106,10 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
   if any(_foreign(x) for x in inputs + (out or ())): return NotImplemented
   kw = _given(kwargs)
   kw.pop("out", None)
-  name = f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}"
-  if method == "__call__" and ufunc in U.TABLE:
-    where, dtype = kw.pop("where", True), kw.pop("dtype", None)
-    _reject(kw, name)
-    return _into(apply_ufunc(ufunc, *inputs, dtype=dtype), out, where)
-  if method == "reduce" and ufunc in _REDUCE:
-    axis, keepdims, dtype = kw.pop("axis", 0), kw.pop("keepdims", False), kw.pop("dtype", None)
-    _reject(kw, name)
-    x, fn = asarray(inputs[0]), _REDUCE[ufunc]
-    if dtype is not None and fn not in ("sum", "prod"): raise TypeError(f"{name}: minitensor does not support dtype=")
-    r = getattr(x, fn)(axis=axis, keepdims=keepdims, **({} if dtype is None else {"dtype": dtype}))
-    return _into(r, out)
-  if method == "at" and isinstance(inputs[0], Tensor):
-    ufunc_at(ufunc, *inputs, **kwargs)
-    return None
-  if method == "__call__" and not kw and out is None and (f := implementation(ufunc)) is not None:
-    return f(*inputs)
+  if method == "__call__" and ufunc in U.TABLE and not kw and out is None: return apply_ufunc(ufunc, *inputs)
+  if hasattr(f := implementation(ufunc), "nin") and callable(m := getattr(f, method, None)):
+    return m(*inputs, **kwargs)      # minitensor's ufunc object: __call__ with keywords, reduce, outer, at, ...
+  if method == "__call__" and not kw and out is None and f is not None: return f(*inputs)
   return getattr(ufunc, method)(*to_numpy(inputs), **to_numpy(kwargs))
 
 

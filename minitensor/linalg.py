@@ -8,7 +8,7 @@
       matrix_norm            'fro', 1, -1, inf, -inf: sums and max/min of |x| over the last two axes
       norm                   numpy.linalg.norm's dispatch onto vector_norm / matrix_norm
     realizing (the input is computed, then NumPy's LAPACK routine runs; the result is a realized Tensor):
-      det slogdet inv solve cholesky qr svd svdvals eigh eigvalsh pinv matrix_rank lstsq,
+      det slogdet inv solve cholesky qr svd svdvals eig eigvals eigh eigvalsh pinv matrix_rank lstsq,
       matrix_norm with ord 2, -2 or 'nuc' (singular values)
 
 Errors are NumPy's: LinAlgError (numpy.linalg.LinAlgError, also mt.linalg.LinAlgError) for singular or
@@ -29,8 +29,13 @@ from minitensor.tensor import Tensor, apply_ufunc, asarray
 
 __all__ = ["LinAlgError", "matmul", "matrix_transpose", "vecdot", "tensordot", "outer", "trace", "diagonal", "cross",
            "matrix_power", "norm", "vector_norm", "matrix_norm", "det", "slogdet", "inv", "solve", "cholesky", "qr",
-           "svd", "svdvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "lstsq", "EighResult", "QRResult", "SVDResult",
-           "SlogdetResult"]
+           "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "pinv", "matrix_rank", "lstsq", "EigResult",
+           "EighResult", "QRResult", "SVDResult", "SlogdetResult"]
+
+
+class EigResult(NamedTuple):
+  eigenvalues: Tensor
+  eigenvectors: Tensor
 
 
 class EighResult(NamedTuple):
@@ -96,7 +101,7 @@ def tensordot(x1, x2, /, *, axes=2) -> Tensor:
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
   """sum(conj(x1) * x2) along axis, the other axes broadcast; lazy."""
-  return E.vecdot(asarray(x1).conj(), x2, axis=axis)
+  return E.vecdot(x1, x2, axis=axis)
 
 
 def outer(x1, x2, /) -> Tensor:
@@ -347,6 +352,23 @@ def svd(x, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bo
 def svdvals(x, /) -> Tensor:
   """The singular values of each matrix, descending (realizes; LAPACK through NumPy)."""
   return from_numpy(_lapack("svdvals", x))
+
+
+def _complex(a: np.ndarray) -> np.ndarray:
+  return a.astype(np.result_type(a.dtype, np.complex64)) if a.dtype.kind != "c" else a
+
+
+def eig(x, /) -> EigResult:
+  """Eigenvalues and right eigenvectors (columns) of each square matrix (realizes; LAPACK geev through NumPy).
+  Complex always, as the Array API 2025.12 says (complex64 for float32, complex128 for float64), where NumPy
+  returns a real result when every eigenvalue is real."""
+  r = _lapack("eig", x)
+  return EigResult(from_numpy(_complex(r.eigenvalues)), from_numpy(_complex(r.eigenvectors)))
+
+
+def eigvals(x, /) -> Tensor:
+  """The eigenvalues of each square matrix, complex always as eig's (realizes; LAPACK geev through NumPy)."""
+  return from_numpy(_complex(_lapack("eigvals", x)))
 
 
 def eigh(x, /, UPLO: str = "L") -> EighResult:

@@ -9,11 +9,13 @@ tensor.py's `tensor_methods`), Python's format() and round(), and DLPack export.
     format(t, spec)       NumPy's: a spec formats a size-1 Tensor's value (f"{t.sum():.2f}"), "" prints t
     round(t)              the Python int nearest a size-1 Tensor (half to even); round(t, n): mt.round(t, n)
     t.__dlpack__          the realized, read-only buffer itself for a DLPack >= 1.0 consumer (zero copy; the
-                          capsule says read-only); a copy for an older consumer, which cannot be told
+                          capsule says read-only); a copy for an older consumer, which cannot be told, unless
+                          copy=False asks to share: then a root Tensor shares writable memory with it, as NumPy
     t.to_device("cpu")    t (the only device)
 """
 from __future__ import annotations
 import numpy as np
+from minitensor.backend.realize import borrow
 from minitensor.extra import cumprod, cumsum, diagonal, take, trace
 from minitensor.functions import clip
 from minitensor.functions import round as round_
@@ -131,10 +133,20 @@ class _NdarrayMethods:
                  copy: bool | None = None):
     """The value as a DLPack capsule: the realized, read-only buffer itself (no copy) for a consumer of DLPack
     1.0 or later; a copy for an older one (it cannot be told that the buffer is read-only), or when copy=True.
-    NumPy's exporter does the rest, with its errors (BufferError for another device or for copy=False to an
-    older consumer)."""
+    copy=False to an older consumer shares writable memory, as NumPy's export of a writable array does: a root
+    Tensor then holds a writable copy of its value (as asarray(a, copy=False) holds a), which it exports, so the
+    consumer's writes show in the Tensor; a view (its value derives from its root's) exports a writable copy of
+    its values, and a read-only view (broadcast_to, diagonal) raises BufferError, as NumPy's read-only arrays do.
+    NumPy's exporter does the rest, with its errors (BufferError for another device)."""
     a = np.asarray(self)                               # read-only view of the realized buffer
-    if (max_version is None or max_version[0] < 1) and copy is None: a, copy = np.array(a, copy=True), False
+    if max_version is None or max_version[0] < 1:
+      if copy is None: a, copy = np.array(a, copy=True), False
+      elif copy is False:
+        if self._link is not None and self._link.readonly:
+          raise BufferError(f"__dlpack__: cannot export a read-only view (shape {self.shape}) to a DLPack < 1.0 "
+                            "consumer, which cannot be told it is read-only (copy=False)")
+        a = np.array(a, copy=True)
+        if self._link is None: self._uop, self._data, self._version = None, borrow(a), self._version + 1
     return a.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
   def __dlpack_device__(self) -> tuple[int, int]: return (_CPU, 0)

@@ -88,22 +88,32 @@ def sort(a, axis: int | None = -1, kind=None, *, descending: bool = False, stabl
   return asarray(np.take_along_axis(x.ravel() if axis is None else x, i, ax))
 
 
-def unique(ar, axis: int | None = None, *, equal_nan: bool = True) -> Tensor:
-  """The sorted unique elements (NumPy's unique without the extra returns; computes now).
+def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: int | None = None, *, equal_nan: bool = True, sorted: bool = True):
+  """The sorted unique elements, as numpy.unique (computes now, through NumPy).
 
   Parameters
   ----------
   ar : array_like
+  return_index : bool, optional
+      Also the index in ar (flattened, or along axis) of each unique value's first occurrence.
+  return_inverse : bool, optional
+      Also the indices of the unique values that rebuild ar.
+  return_counts : bool, optional
+      Also how often each unique value occurs.
   axis : int, optional
       Unique slices along this axis instead of unique elements of the flattened array.
   equal_nan : bool, optional
       Collapse NaNs into one.
+  sorted : bool, optional
+      Accepted; the result is always sorted, as NumPy's.
 
   Returns
   -------
-  Tensor
+  Tensor, or a tuple of Tensors (the unique values first, then those asked for, in this order)
   """
-  return asarray(np.unique(np.asarray(asarray(ar)), axis=axis, equal_nan=equal_nan))
+  r = np.unique(np.asarray(asarray(ar)), return_index, return_inverse, return_counts, axis, equal_nan=equal_nan)
+  return tuple(asarray(x) for x in r) if isinstance(r, tuple) else asarray(r)
 
 
 class UniqueAllResult(NamedTuple):

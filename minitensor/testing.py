@@ -25,7 +25,8 @@ A fuzz test of your own code is a few lines:
         chain = data.draw(mtt.movement_chains(shape))
         mtt.assert_matches_numpy(lambda a: my_softmax(chain.apply(a)), x)
 
-This module needs hypothesis (`pip install hypothesis`); importing minitensor itself does not. The strategies
+This module needs hypothesis (`pip install 'minitensor[test]'`); importing minitensor itself does not, and without
+hypothesis `import minitensor.testing` raises ImportError saying so (`hasattr(mt, "testing")` is False). The strategies
 live in minitensor.testing_strategies and the movement chains in minitensor.testing_chains; import them from here.
 """
 from __future__ import annotations
@@ -34,6 +35,12 @@ import types
 import warnings
 from typing import Any, Callable
 import numpy as np
+
+try:
+  import hypothesis  # noqa: F401
+except ImportError:
+  raise ImportError("minitensor.testing needs hypothesis, which is not installed: pip install 'minitensor[test]'") \
+    from None
 import minitensor as mt
 from minitensor.testing_chains import MAX_CHAIN_NDIM as MAX_CHAIN_NDIM
 from minitensor.testing_chains import MAX_CHAIN_SIZE as MAX_CHAIN_SIZE

@@ -27,9 +27,13 @@ WRITES (held by `t[i] = v` and the in-place operators), so concurrent writes to 
 never lose each other. A realization keeps its buffer only if no write replaced the graph it computed meanwhile
 (tensor._commit, under the same lock). One lock serves every root: a write is graph building (microseconds), and
 a single lock cannot deadlock however writes and realizations nest.
+
+`t.flags.writeable = False` (NumPy's way to make an array immutable) marks t read-only (set_writeable): writes into
+t, and into views of a root so marked, raise ValueError, as NumPy's.
 """
 from __future__ import annotations
 import threading
+import weakref
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from minitensor.backend.uop import Ops, UOp
 
@@ -38,6 +42,11 @@ if TYPE_CHECKING:
 
 WRITE_CHAIN = 16      # writes pending on one root before it is realized
 WRITES = threading.RLock()    # held by every write and by every commit of a realization (module docstring)
+_READONLY: dict[int, weakref.ref] = {}     # id -> Tensor made read-only by flags.writeable = False (Tensor's == is
+                                           # elementwise, so no WeakSet)
+
+
+def _readonly(t: Tensor) -> bool: return (r := _READONLY.get(id(t))) is not None and r() is t
 
 
 
@@ -115,6 +124,8 @@ def write(t: Tensor, value: UOp) -> None:
   """Make `value` (of t's shape and dtype) the value of t: of its root, when t is a view, so that the root and
   every view of it see the write."""
   link = t._link
+  if _readonly(t) or (link is not None and _readonly(link.root)):
+    raise ValueError(f"assignment destination is read-only (flags.writeable is False, shape {t.shape})")
   if link is None: return assign(t, value)
   if link.readonly:
     raise ValueError(f"assignment destination is read-only (a broadcast, diagonal or real .imag view, shape {t.shape})")
@@ -122,6 +133,21 @@ def write(t: Tensor, value: UOp) -> None:
   for s in link.steps[:-1]: vals.append(s.fwd(vals[-1]))
   for s, src in zip(reversed(link.steps), reversed(vals)): value = s.bwd(src, value)
   assign(link.root, value)
+
+
+def writeable(t: Tensor) -> bool:
+  """Whether writes into t are allowed (NumPy's WRITEABLE flag)."""
+  link = t._link
+  return not _readonly(t) and (link is None or (not link.readonly and not _readonly(link.root)))
+
+
+def set_writeable(t: Tensor, flag: bool) -> None:
+  """NumPy's `flags.writeable = flag`: False makes t read-only; True undoes that (ValueError for a view NumPy
+  makes read-only, or of a read-only root)."""
+  if not flag: _READONLY[id(t)] = weakref.ref(t, lambda _, k=id(t): _READONLY.pop(k, None))
+  elif t._link is not None and (t._link.readonly or _readonly(t._link.root)):
+    raise ValueError(f"cannot set WRITEABLE flag to True of this array (a read-only view, shape {t.shape})")
+  else: _READONLY.pop(id(t), None)
 
 
 def assign(root: Tensor, value: UOp) -> None:

@@ -1,6 +1,6 @@
-"""The Array API (2024.12) namespace: names, signatures, dtype functions, inspection, and agreement with NumPy.
+"""The Array API (2025.12) namespace: names, signatures, dtype functions, inspection, and agreement with NumPy.
 
-Signatures are checked for compatibility with the standard's (written below from the 2024.12 specification):
+Signatures are checked for compatibility with the standard's (written below from the 2025.12 specification):
 every call the standard allows must work. A positional-only parameter may have any name (or be absorbed by
 *args); a keyword-only one may also be positional-or-keyword (NumPy's spelling, kept so NumPy-style calls work);
 a parameter the standard makes optional must not be required; extra parameters must have defaults.
@@ -77,6 +77,8 @@ unique_values(x, /)
 argsort(x, /, *, axis=-1, descending=False, stable=True)
 sort(x, /, *, axis=-1, descending=False, stable=True)
 cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False)
+broadcast_shapes(*shapes)
+isin(x1, x2, /, *, invert=False)
 cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False)
 take_along_axis(x, indices, /, *, axis=-1)
 max(x, /, *, axis=None, keepdims=False)
@@ -92,6 +94,8 @@ diff(x, /, *, axis=-1, n=1, prepend=None, append=None)
 einsum(subscripts, /, *operands)
 """.strip().splitlines()
 EXTENSIONS = """
+linalg.eig(x, /)
+linalg.eigvals(x, /)
 linalg.cholesky(x, /, *, upper=False)
 linalg.cross(x1, x2, /, *, axis=-1)
 linalg.det(x, /)
@@ -163,7 +167,7 @@ def incompatibilities(impl: inspect.Signature, std: inspect.Signature) -> list[s
 # ---------------------------------------------------------------------- names and signatures
 def test_namespace_names():
   x = mt.asarray([1.0])
-  assert x.__array_namespace__() is mt and mt.__array_api_version__ == "2024.12"
+  assert x.__array_namespace__() is mt and mt.__array_api_version__ == "2025.12"
   missing = [spec(line)[0] for line in SPEC if not callable(getattr(mt, spec(line)[0], None))]
   assert not missing, missing
   for name, v in CONSTANTS.items(): assert getattr(mt, name) == v
@@ -208,11 +212,14 @@ def test_isdtype_finfo_iinfo(name):
     f, g = mt.finfo(d), np.finfo(d)
     want = (g.bits, g.eps, g.max, g.min, g.smallest_normal, g.dtype)
     assert (f.bits, f.eps, f.max, f.min, f.smallest_normal, f.dtype) == want
-    assert all(type(v) is float for v in (f.eps, f.max, f.min, f.smallest_normal))
+    assert all(isinstance(v, float) for v in (f.eps, f.max, f.min, f.smallest_normal))     # the standard's type
+    assert [str(v) for v in (f.eps, f.max, f.min, f.smallest_normal)] == [str(v) for v in want[1:5]]   # NumPy's
+    assert repr(f) == repr(g) and f.resolution == g.resolution and f.tiny == g.tiny
     assert mt.finfo(mt.zeros(2, dtype=d)).bits == g.bits
   elif d.kind in "iu":
     i, g = mt.iinfo(d), np.iinfo(d)
-    assert (i.bits, i.max, i.min, i.dtype) == (g.bits, g.max, g.min, d)
+    assert (i.bits, i.max, i.min, i.dtype) == (g.bits, g.max, g.min, d) and type(i.max) is int
+    assert repr(i) == repr(g) and mt.iinfo(mt.zeros(2, dtype=d)).max == g.max
   with pytest.raises(ValueError): mt.isdtype(d, "floating")
   with pytest.raises(TypeError): mt.isdtype("float32", "numeric")
 
@@ -239,7 +246,7 @@ def test_complex_dtypes_everywhere():
 def test_inspection_and_devices():
   info = mt.__array_namespace_info__()
   assert info.capabilities() == {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
-  assert info.default_device() == "cpu" and info.devices() == ["cpu"]
+  assert info.default_device() == "cpu" and info.devices() == ("cpu",)
   assert info.default_dtypes() == {"real floating": mt.float64, "complex floating": mt.complex128, "integral": mt.int64,
                                    "indexing": mt.int64}
   assert info.dtypes() == {n: np.dtype(n) for n in DTYPE_NAMES}

@@ -14,10 +14,11 @@ DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"
 # ---------------------------------------------------------------------- versions
 def test_namespace_versions():
   x = mt.asarray([1.0, 2.0])
-  assert mt.__array_api_version__ == "2024.12"
-  assert x.__array_namespace__() is mt and x.__array_namespace__(api_version="2024.12") is mt
+  assert mt.__array_api_version__ == "2025.12"
+  assert x.__array_namespace__() is mt and x.__array_namespace__(api_version="2025.12") is mt
   assert type(mt.meshgrid(x, x)) is tuple and type(mt.broadcast_arrays(x, x)) is tuple
-  for v in ("2021.12", "2022.12", "2023.12"):
+  assert mt.__array_namespace_info__().devices() == ("cpu",)
+  for v in ("2021.12", "2022.12", "2023.12", "2024.12"):
     ns = x.__array_namespace__(api_version=v)
     assert ns.__array_api_version__ == v and ns.add is mt.add and ns.linalg is mt.linalg and ns.fft is mt.fft
     grids, arrays = ns.meshgrid(x, x, indexing="ij"), ns.broadcast_arrays(x, x[:, None])
@@ -25,7 +26,8 @@ def test_namespace_versions():
     for got, want in zip(grids + arrays, list(np.meshgrid([1.0, 2.0], [1.0, 2.0], indexing="ij")) +
                          list(np.broadcast_arrays(np.array([1.0, 2.0]), np.array([[1.0], [2.0]])))):
       np.testing.assert_array_equal(np.asarray(got), want)
-    assert mt.__array_api_version__ == "2024.12"                 # the copy leaves minitensor alone
+    assert ns.__array_namespace_info__().devices() == ["cpu"]
+    assert mt.__array_api_version__ == "2025.12"                 # the copy leaves minitensor alone
   with pytest.raises(ValueError, match="api_version"): x.__array_namespace__(api_version="2020.10")
 
 
@@ -58,7 +60,22 @@ def test_dlpack_edges():
   old = np.from_dlpack(Legacy())
   np.testing.assert_array_equal(old, np.arange(6.0) * 2)
   assert not np.shares_memory(old, np.asarray(t))
-  with pytest.raises(BufferError): t.__dlpack__(copy=False)
+  class Legacy2:
+    def __init__(self, x): self.x = x
+    def __dlpack__(self, **kw): return self.x.__dlpack__(copy=False)
+    def __dlpack_device__(self): return (1, 0)
+
+  class Sharing:                             # DLPack < 1.0 and copy=False: writable memory shared, as NumPy's
+    def __dlpack__(self, **kw): return t.__dlpack__(copy=False)
+    def __dlpack_device__(self): return t.__dlpack_device__()
+  before = t + 0
+  before.realize()
+  shared = np.from_dlpack(Sharing())
+  assert np.shares_memory(shared, np.asarray(t)) and np.array_equal(shared, np.arange(6.0) * 2)   # no copy
+  t[0] = 5.0                                  # the Tensor stays writable; earlier results keep their values
+  assert float(t[0]) == 5.0 and np.array_equal(np.asarray(before), np.arange(6.0) * 2)
+  np.testing.assert_array_equal(np.from_dlpack(Legacy2(t[1:])), np.asarray(t[1:]))    # a view: a copy of it
+  with pytest.raises(BufferError, match="read-only"): mt.broadcast_to(t, (2, 6)).__dlpack__(copy=False)
   with pytest.raises(BufferError): t.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
   assert mt.from_dlpack(t) is t and mt.from_dlpack(t, copy=True) is not t
   strided = np.arange(12.0).reshape(3, 4)[:, ::2]                # not contiguous: copied
@@ -126,3 +143,38 @@ def test_array_agnostic_code_runs_on_numpy_and_minitensor():
     assert isinstance(g, mt.Tensor)
     assert g.shape == w.shape and g.dtype == w.dtype
     np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- 2025.12, and the conformance suite's findings
+def test_2025_12_additions():
+  a = np.array([[2.0, 1.0], [-1.0, 0.5]], np.float32)           # complex eigenvalues
+  s = np.array([[2.0, 0.0], [0.0, 3.0]])                         # real ones: still complex, as the standard says
+  for m, cd in ((a, np.complex64), (s, np.complex128)):
+    w, v = mt.linalg.eig(mt.asarray(m))
+    assert w.dtype == v.dtype == cd and mt.linalg.eigvals(mt.asarray(m)).dtype == cd
+    np.testing.assert_allclose(np.asarray(mt.asarray(m).astype(cd) @ v), np.asarray(v * w[None, :]), atol=1e-5)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(mt.linalg.eigvals(mt.asarray(m)))),
+                               np.sort_complex(np.linalg.eigvals(m).astype(cd)), rtol=1e-5)
+  assert mt.linalg.eig(mt.asarray(s))._fields == ("eigenvalues", "eigenvectors")
+  assert mt.broadcast_shapes((2, 1), (3,)) == (2, 3)
+  np.testing.assert_array_equal(np.asarray(mt.isin(mt.asarray([1, 2, 3]), 2, invert=True)), [True, False, True])
+  np.testing.assert_array_equal(np.asarray(mt.searchsorted(mt.asarray([1.0, 2.0, 3.0]), 2.5)), 2)
+
+
+def test_conformance_findings():
+  z = mt.asarray(np.array([1j, 2j, 3j]))
+  w = mt.asarray(np.array([1, 2j, 3]))
+  assert complex(mt.linalg.vecdot(z, w)) == complex(np.vecdot(np.array([1j, 2j, 3j]), np.array([1, 2j, 3])))
+  assert complex(mt.vecdot(z, w)) == 4 - 10j
+  for upper in (False, True):                                   # complex Hermitian: the bounds of a complex WHERE
+    h = mt.broadcast_to(mt.eye(3, dtype=mt.complex64), (2, 3, 3))
+    r = mt.linalg.cholesky(h, upper=upper)
+    assert r.dtype == mt.complex64 and bool(mt.all(r == (mt.triu(r) if upper else mt.tril(r))))
+  a = np.array([[4, 2 - 1j], [2 + 1j, 3]])
+  np.testing.assert_allclose(np.asarray(mt.linalg.cholesky(mt.asarray(a))), np.linalg.cholesky(a))
+  e = mt.copysign(mt.zeros(0, mt.float32), 0)
+  assert e.shape == (0,) and e.dtype == mt.float32
+  x = np.array([-np.nan, np.nan, -0.0, 0.0, -np.inf, 1.0], np.float32)
+  np.testing.assert_array_equal(np.asarray(mt.signbit(mt.asarray(x))), np.signbit(x))
+  np.testing.assert_array_equal(np.asarray(mt.copysign(1.0, mt.asarray(x))), np.copysign(1.0, x))
+  assert bool(mt.signbit(-0.0)) and not bool(mt.signbit(0))

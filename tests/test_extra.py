@@ -294,6 +294,25 @@ def test_unique(x):
   check(mt.unique_values(x), np.sort(np.unique_values(x)))
 
 
+@given(data=st.data())
+def test_unique_returns_as_numpy(data):
+  from minitensor.testing import arrays, dtypes, shapes
+  a = data.draw(arrays(dtype=dtypes(), shape=shapes(0, 3, 0, 4)))
+  flags = data.draw(st.tuples(st.booleans(), st.booleans(), st.booleans()))
+  axis = data.draw(st.none() | st.integers(-a.ndim, a.ndim - 1)) if a.ndim else None
+  kw = dict(zip(("return_index", "return_inverse", "return_counts"), flags), axis=axis,
+            equal_nan=data.draw(st.booleans()))
+  try: want = np.unique(a, **kw)
+  except ValueError as e:
+    with pytest.raises(type(e)): mt.unique(mt.asarray(a), **kw)
+    return
+  got = mt.unique(mt.asarray(a), **kw)
+  assert isinstance(got, tuple) == isinstance(want, tuple)
+  for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    assert isinstance(g, mt.Tensor) and np.asarray(g).dtype == w.dtype
+    np.testing.assert_array_equal(np.asarray(g), w)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float32, np.float64])
 @pytest.mark.parametrize("side", ["left", "right"])
 @FEW

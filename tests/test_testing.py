@@ -233,3 +233,23 @@ def test_readme_example():
     chain = data.draw(mtt.movement_chains(shape))
     mtt.assert_matches_numpy(lambda a: softmax(chain.apply(a)), x)
   test_softmax_after_any_movement()
+
+
+def test_without_hypothesis_testing_is_absent_and_says_what_to_install():
+  import subprocess
+  import sys
+  code = """
+import sys
+class Block:
+  def find_spec(self, name, path=None, target=None):
+    if name == "hypothesis" or name.startswith("hypothesis."): raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, Block())
+import minitensor as mt
+assert not hasattr(mt, "testing")
+assert float(mt.asarray([1.0, 2.0]).sum()) == 3.0
+try: import minitensor.testing
+except ImportError as e: print("ImportError:", e)
+"""
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0, p.stderr
+  assert "ImportError:" in p.stdout and "pip install 'minitensor[test]'" in p.stdout

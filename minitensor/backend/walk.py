@@ -170,7 +170,7 @@ def _bounds(u: UOp) -> tuple:
     c, a, b = (s._bounds for s in u.src)
     if c[0]: return a
     if not c[1]: return b
-    return (min(a[0], b[0]), max(a[1], b[1]))
+    return full if d.is_complex else (min(a[0], b[0]), max(a[1], b[1]))      # complex values have no order
   if op is Ops.CAST:
     s0, s1 = u.src[0]._bounds
     if d.kind in "fc" or u.src[0].dtype.kind in "fc": return full

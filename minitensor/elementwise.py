@@ -1,0 +1,172 @@
+"""Elementwise functions that are NumPy ufuncs outside the op table, built from existing ops (complex acosh asinh
+atanh: glibc's cacosh casinh catanh, as NumPy's), exported as ufunc objects (ufunc_objects.py) with NumPy's names
+and the Array API's:
+
+    acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1 (log(x) + log 2 past 1e8)
+    asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, sign restored (same cutoff)
+    atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
+    hypot = max * sqrt(1 + (min / max)^2) (no overflow; inf wins over NaN)
+    logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
+    signbit, nextafter      realize their operands and call NumPy: the graph has no bit casts, and the sign bit of
+                            a NaN is seen only in the bits
+    copysign                |x1| (lazy) with the sign bits of x2 (realized, NumPy's signbit)
+"""
+from __future__ import annotations
+import math
+import numpy as np
+from minitensor import functions as F
+from minitensor import tensor as T
+from minitensor.backend.uop import Ops, UOp
+from minitensor.tensor import Tensor, where
+from minitensor.ufunc_objects import ufunc
+
+__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
+           "nextafter"]
+_LN2 = math.log(2.0)
+_BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^2 may overflow float32
+
+
+def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
+  """The operands in the dtype NumPy's loop for ufunc computes in (float16 loops computed in float32), and the
+  loop's output dtype; Python scalars stay weak."""
+  dts = T.resolve_ufunc(ufunc, xs)
+  calc = [np.dtype(np.float32) if d == np.float16 else d for d in dts[:-1]]
+  return [x if isinstance(x, (int, float)) else T.asarray(x).astype(d) for x, d in zip(xs, calc)], dts[-1]
+
+
+def _complex_op(op: Ops, t: Tensor) -> Tensor: return Tensor(UOp(op, (t.uop,)))
+def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where((x < 0) | ((x == 0) & (1 / x < 0)), -r, r)
+
+
+def _signbit(x, /) -> Tensor:
+  """Whether the sign bit is set (also of -0.0 and of a negative NaN): NumPy's signbit of the realized x."""
+  (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
+  return T.asarray(np.signbit(np.asarray(t) if isinstance(t, Tensor) else t))
+
+
+def _acosh(x, /) -> Tensor:
+  """Inverse hyperbolic cosine (NaN below 1).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (float64 for integers).
+  """
+  (t,), out = _loop(np.arccosh, x)
+  if out.kind == "c": return _complex_op(Ops.ACOSH, t)
+  d = t - 1
+  r = where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2)
+  return where(t >= 1, r, math.nan).astype(out)
+
+
+def _asinh(x, /) -> Tensor:
+  """Inverse hyperbolic sine.
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype.
+  """
+  (t,), out = _loop(np.arcsinh, x)
+  if out.kind == "c": return _complex_op(Ops.ASINH, t)
+  a = F.absolute(t)
+  r = where(a < _BIG, F.log1p(a + a * a / (1 + F.sqrt(1 + a * a))), F.log(a) + _LN2)
+  return _with_sign(t, r).astype(out)
+
+
+def _atanh(x, /) -> Tensor:
+  """Inverse hyperbolic tangent (+-inf at +-1, NaN beyond).
+
+  Parameters
+  ----------
+  x : array_like
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype.
+  """
+  (t,), out = _loop(np.arctanh, x)
+  if out.kind == "c": return _complex_op(Ops.ATANH, t)
+  a = F.absolute(t)
+  return _with_sign(t, 0.5 * F.log1p(2 * a / (1 - a))).astype(out)
+
+
+
+
+def _copysign(x1, x2, /) -> Tensor:
+  """|x1| with the sign bit of x2 (x2 realized: a NaN's sign bit is seen only in its bits)."""
+  (a, b), out = _loop(np.copysign, x1, x2)
+  m = F.absolute(a)
+  return where(_signbit(b), -m, m).astype(out)
+
+
+def _hypot(x1, x2, /) -> Tensor:
+  """sqrt(x1^2 + x2^2) without intermediate overflow or underflow; inf if either is infinite, even with NaN.
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), out = _loop(np.hypot, x1, x2)
+  a, b = F.absolute(a), F.absolute(b)
+  hi, lo = F.maximum(a, b), F.minimum(a, b)
+  r = lo / hi
+  h = where(hi == 0, 0, hi * F.sqrt(1 + r * r))
+  return where(F.isinf(a) | F.isinf(b), math.inf, h).astype(out)
+
+
+def _logaddexp(x1, x2, /) -> Tensor:
+  """log(exp(x1) + exp(x2)) without overflow.
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), out = _loop(np.logaddexp, x1, x2)
+  r = F.maximum(a, b) + F.log1p(F.exp(-F.absolute(a - b)))
+  return where(a == b, a + _LN2, r).astype(out)
+
+
+def _nextafter(x1, x2, /) -> Tensor:
+  """The next representable floating-point value after x1 towards x2 (realizes both and calls NumPy: the graph
+  has no bit casts).
+
+  Parameters
+  ----------
+  x1, x2 : array_like or Python scalar
+
+  Returns
+  -------
+  Tensor
+      NumPy's result dtype (floating).
+  """
+  (a, b), _ = _loop(np.nextafter, x1, x2)
+  a, b = (np.asarray(v) if isinstance(v, Tensor) else v for v in (a, b))
+  with np.errstate(all="ignore"): return T.asarray(np.nextafter(a, b))     # no warnings, as minitensor's kernels
+
+
+
+acosh = arccosh = ufunc(np.arccosh, _acosh)
+asinh = arcsinh = ufunc(np.arcsinh, _asinh)
+atanh = arctanh = ufunc(np.arctanh, _atanh)
+copysign, hypot, logaddexp = ufunc(np.copysign, _copysign), ufunc(np.hypot, _hypot), ufunc(np.logaddexp, _logaddexp)
+signbit, nextafter = ufunc(np.signbit, _signbit), ufunc(np.nextafter, _nextafter)

@@ -1,0 +1,145 @@
+"""ndarray's memory-layout attributes on Tensor (a family of Tensor methods: tensor.py's `tensor_methods`), as NumPy
+gives them for the equivalent array: a root owns C-contiguous memory, and a view (views.py) has the strides NumPy's
+view has over it.
+
+    t.strides       bytes per step along each axis (views.strides_of times the root's itemsize)
+    t.flags         C_CONTIGUOUS F_CONTIGUOUS (NumPy's rule: size-1 axes never matter, empty arrays are both),
+                    WRITEABLE (False for broadcast_to, diagonal and a real .imag view), OWNDATA (a root), ALIGNED,
+                    WRITEBACKIFCOPY; read as flags["C_CONTIGUOUS"] or flags.c_contiguous; `t.flags.writeable =
+                    False` makes t read-only (views.set_writeable)
+    t.base          None for a root, the root for a view (NumPy's base is the array owning the memory)
+    t.flat          a flatiter: iterates the elements in C order, flat[k] reads (an int: a value; a slice, an index
+                    array or a mask: a 1-D Tensor), flat[k] = v writes into t (v repeated to fill, as NumPy's)
+    t.view(dtype)   the bytes reinterpreted as dtype, NumPy's itemsize rules (a different itemsize resizes the last
+                    axis, which must be contiguous); computed now on the realized bytes (the graph has no bit casts),
+                    and a new Tensor: writes into it do not reach t
+"""
+from __future__ import annotations
+import numpy as np
+from minitensor import views as V
+from minitensor.tensor import Tensor, asarray, tensor_methods
+
+_FLAGS = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED", "WRITEBACKIFCOPY")
+
+
+def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, order: str) -> bool:
+  if 0 in shape: return True
+  want = itemsize
+  axes = range(len(shape) - 1, -1, -1) if order == "C" else range(len(shape))
+  for k in axes:
+    if shape[k] == 1: continue
+    if strides[k] != want: return False
+    want *= shape[k]
+  return True
+
+
+class flagsobj:
+  """A Tensor's memory-layout flags, as numpy.ndarray.flags; only writeable can be set (False: t is read-only)."""
+
+  def __init__(self, t: Tensor):
+    st, shape = t.strides, t.shape
+    link = t._link
+    object.__setattr__(self, "_t", t)
+    object.__setattr__(self, "_v", {"C_CONTIGUOUS": _contiguous(shape, st, t.itemsize, "C"),
+                                    "F_CONTIGUOUS": _contiguous(shape, st, t.itemsize, "F"), "OWNDATA": link is None,
+                                    "WRITEABLE": V.writeable(t), "ALIGNED": True, "WRITEBACKIFCOPY": False})
+
+  def __getitem__(self, key: str) -> bool:
+    k = {"C": "C_CONTIGUOUS", "F": "F_CONTIGUOUS", "CONTIGUOUS": "C_CONTIGUOUS", "FORTRAN": "F_CONTIGUOUS",
+         "W": "WRITEABLE", "O": "OWNDATA", "A": "ALIGNED"}.get(key, key)
+    if k not in self._v: raise KeyError(f"Unknown flag {key!r}")
+    return self._v[k]
+
+  def __getattr__(self, name: str) -> bool:
+    if name.startswith("_") or name.upper() not in self._v: raise AttributeError(name)
+    return self._v[name.upper()]
+
+  def __setattr__(self, name: str, value) -> None:
+    if name.upper() not in ("WRITEABLE", "W"): raise AttributeError(f"flags.{name} cannot be set (only writeable)")
+    V.set_writeable(self._t, bool(value))
+    self._v["WRITEABLE"] = V.writeable(self._t)
+
+  def __setitem__(self, key: str, value) -> None:
+    setattr(self, "writeable" if key in ("W", "WRITEABLE") else key, value)
+
+  def __repr__(self) -> str: return "\n".join(f"  {k} : {self._v[k]}" for k in _FLAGS)
+
+
+class flatiter:
+  """A flat (C-order) iterator over a Tensor, as numpy.flatiter: iterable, indexable and assignable."""
+
+  def __init__(self, t: Tensor): self.base = t
+
+  def __len__(self) -> int: return self.base.size
+  def __iter__(self): return iter(self.base.reshape(-1).tolist())
+  def __array__(self, dtype=None, copy=None) -> np.ndarray: return np.asarray(self.base.reshape(-1), dtype=dtype)
+  def copy(self) -> Tensor: return self.base.reshape(-1).copy()
+
+  def __getitem__(self, k):
+    if isinstance(k, Tensor): k = k.numpy()
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu": k = int(k)     # as NumPy: a value
+    return self.base.reshape(-1)[k]
+
+  def __setitem__(self, k, value) -> None:
+    t = self.base
+    pos = np.arange(t.size).reshape(-1)[k.numpy() if isinstance(k, Tensor) else k]
+    pos = np.atleast_1d(pos)
+    v = np.resize(np.asarray(value.numpy() if isinstance(value, Tensor) else value), pos.shape)
+    if isinstance(k, (int, np.integer)) and np.ndim(value.numpy() if isinstance(value, Tensor) else value):
+      raise ValueError(f"Error setting single item of array: flat[{k}] = a sequence of shape {np.shape(value)}")
+    if t.ndim: t[np.unravel_index(pos, t.shape)] = v
+    elif v.size: t[()] = v.reshape(-1)[-1]
+
+
+@tensor_methods
+class _LayoutAttributes:
+  @property
+  def strides(self) -> tuple[int, ...]:
+    """Bytes to step along each axis, as the equivalent NumPy array's."""
+    isz = self._link.root.itemsize if self._link is not None else self.itemsize
+    return tuple(s * isz for s in V.strides_of(self))
+
+  @property
+  def flags(self) -> flagsobj:
+    """Memory-layout flags (C_CONTIGUOUS, F_CONTIGUOUS, WRITEABLE, OWNDATA, ALIGNED), as numpy.ndarray.flags."""
+    return flagsobj(self)
+
+  @property
+  def base(self) -> Tensor | None:
+    """The Tensor whose memory a view shows (its root); None for a Tensor that owns its data."""
+    return None if self._link is None else self._link.root
+
+  @property
+  def flat(self) -> flatiter:
+    """A flat iterator over the elements in C order: iterable, indexable and assignable (numpy.ndarray.flat)."""
+    return flatiter(self)
+
+  @flat.setter
+  def flat(self, value) -> None: flatiter(self)[...] = value
+
+  def view(self, dtype=None, type=None) -> Tensor:
+    """The same bytes read as another dtype (numpy.ndarray.view): with a different itemsize the last axis resizes
+    (it must be contiguous, and its bytes divisible by the new itemsize). view() alone is a view of self. Computed
+    now on the realized bytes, as a new Tensor (writes into it do not reach self).
+
+    Parameters
+    ----------
+    dtype : data-type, optional
+    type : None, optional
+        Only None: minitensor has one array type.
+
+    Returns
+    -------
+    Tensor
+    """
+    if type is not None: raise TypeError("view: minitensor has one array type; type= must be None")
+    if dtype is None or np.dtype(dtype) == self.dtype: return self[...]
+    d = np.dtype(dtype)
+    if d.itemsize != self.itemsize:
+      if self.ndim == 0:
+        raise ValueError(f"Changing the dtype of a 0d array is only supported if the itemsize is unchanged "
+                         f"({self.dtype} to {d})")
+      if not self.flags.c_contiguous and self.strides[-1] != self.itemsize and self.shape[-1] != 1:
+        raise ValueError(f"To change to a dtype of a different size, the last axis must be contiguous (strides "
+                         f"{self.strides}, shape {self.shape})")
+    return asarray(np.array(np.asarray(self), order="C").view(d))
