@@ -143,7 +143,8 @@ def test_numpy_functions_dispatch_to_minitensor():
 
 def test_other_numpy_functions_compute_with_numpy():
   t = mt.asarray(A)
-  for got, want in [(np.gradient(t, axis=0), np.gradient(A, axis=0)), (np.trapezoid(t, dx=0.5), np.trapezoid(A, dx=0.5)),
+  for got, want in [(np.gradient(t, axis=0), np.gradient(A, axis=0)),
+                    (np.trapezoid(t, dx=0.5), np.trapezoid(A, dx=0.5)),
                     (np.linalg.cond(t[:, :3]), np.linalg.cond(A[:, :3])), (np.nanstd(t), np.nanstd(A)),
                     (np.block([[t, t]]), np.block([[A, A]])),
                     (np.pad(t, 2, mode="reflect"), np.pad(A, 2, mode="reflect")),
