@@ -139,7 +139,9 @@ def nditer(op, flags=None, op_flags=None, op_dtypes=None, order: str = "K", cast
   -------
   numpy.nditer
   """
-  return np.nditer(_np(op), flags=flags, op_flags=op_flags, op_dtypes=op_dtypes, order=order, casting=casting,
+  ro = lambda o: np.asarray(o) if isinstance(o, Tensor) else o          # read-only: never minitensor's own buffer
+  ops = [ro(o) for o in op] if isinstance(op, (list, tuple)) else ro(op)
+  return np.nditer(ops, flags=flags, op_flags=op_flags, op_dtypes=op_dtypes, order=order, casting=casting,
                    op_axes=op_axes, itershape=itershape, buffersize=buffersize)
 
 
@@ -202,9 +204,20 @@ def partition(a, kth, axis: int | None = -1, kind: str = "introselect", order=No
   return asarray(np.partition(_np(asarray(a)), kth, axis=axis, kind=kind, order=order))
 
 
-def _cycled(values, n: int) -> Tensor:
+def _values(v, dtype, safe: bool) -> Tensor:
+  """v as the dtype of the array written, as NumPy converts it: an array cast ('safe' for place and putmask:
+  TypeError otherwise), Python values converted (OverflowError for an integer out of range)."""
+  if isinstance(v, (Tensor, np.ndarray)):
+    t = asarray(v)
+    if safe and not np.can_cast(t.dtype, dtype, "safe"):
+      raise TypeError(f"Cannot cast array data from {t.dtype!r} to {dtype!r} according to the rule 'safe'")
+    return t.astype(dtype)
+  return asarray(np.asarray(v, dtype=dtype))
+
+
+def _cycled(values: Tensor, n: int) -> Tensor:
   """values flattened and repeated to length n (n > 0, values not empty): NumPy's rule for put, place, putmask."""
-  v = asarray(values).reshape(-1)
+  v = values.reshape(-1)
   return v if v.shape[0] == n else take(v, np.arange(n) % v.shape[0])
 
 
@@ -225,21 +238,23 @@ def put(a, ind, v, mode: str = "raise") -> None:
   ind : array_like of int
       Flat indices (realized); negative ones count from the end.
   v : array_like
-      Cast to a's dtype.
+      Cast to a's dtype (an array unsafely; Python values as NumPy converts them).
   mode : {"raise", "wrap", "clip"}, optional
       Out-of-range indices: IndexError, taken modulo a.size, or clipped.
   """
   if not _target(a, "put"): return np.put(a, _np(ind), _np(v), mode=mode)
   if mode not in ("raise", "wrap", "clip"):
     raise ValueError(f"put: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-  idx, n = np.asarray(_np(ind)).astype(np.int64).reshape(-1), a.size
-  if idx.size == 0 or asarray(v).size == 0: return
+  idx, n, v = np.asarray(_np(ind)).astype(np.int64).reshape(-1), a.size, _values(v, a.dtype, False)
+  if idx.size == 0 or v.size == 0: return
   if mode == "raise" and ((bad := (idx < -n) | (idx >= n)).any()):
     raise IndexError(f"index {idx[bad][0]} is out of bounds for axis 0 with size {n}")
   idx = idx % n if mode == "wrap" else np.clip(idx, 0, n - 1) if mode == "clip" else idx % n
   keep = np.unique(idx[::-1], return_index=True)[1]       # the last write of each index wins, as NumPy's loop
   last = np.sort(idx.size - 1 - keep)
-  a[np.unravel_index(idx[last], a.shape)] = take(_cycled(v, idx.size), last)
+  vals = take(_cycled(v, idx.size), last)
+  if a.ndim == 0: a[...] = vals.reshape(())
+  else: a[np.unravel_index(idx[last], a.shape)] = vals
 
 
 def place(arr, mask, vals) -> None:
@@ -251,13 +266,14 @@ def place(arr, mask, vals) -> None:
   mask : array_like of bool
       arr's size (realized).
   vals : array_like
-      Not empty when mask has a True element (ValueError, as NumPy).
+      Not empty when mask has a True element (ValueError, as NumPy); an array must cast to arr's dtype under
+      'safe' (TypeError otherwise, as NumPy).
   """
   if not _target(arr, "place"): return np.place(arr, _np(mask), _np(vals))
-  m = np.asarray(_np(mask)).astype(bool)
+  m, vals = np.asarray(_np(mask)).astype(bool), _values(vals, arr.dtype, True)
   if m.size != arr.size: raise ValueError("place: mask and data must be the same size")
   if (k := int(m.sum())) == 0: return
-  if asarray(vals).size == 0: raise ValueError("Cannot insert from an empty array!")
+  if vals.size == 0: raise ValueError("Cannot insert from an empty array!")
   arr[m.reshape(arr.shape)] = _cycled(vals, k)
 
 
@@ -271,10 +287,10 @@ def putmask(a, mask, values) -> None:
   mask : array_like of bool
       a's size.
   values : array_like
-      Repeated over a's flat positions; cast to a's dtype.
+      Repeated over a's flat positions; an array must cast to a's dtype under 'safe' (TypeError otherwise).
   """
   if not _target(a, "putmask"): return np.putmask(a, _np(mask), _np(values))
-  m = asarray(mask)
+  m, values = asarray(mask), _values(values, a.dtype, True)
   if m.size != a.size: raise ValueError("putmask: mask and data must be the same size")
-  if a.size == 0 or asarray(values).size == 0: return
-  a[...] = where(m.reshape(a.shape).astype(bool), _cycled(values, a.size).reshape(a.shape).astype(a.dtype), a)
+  if a.size == 0 or values.size == 0: return
+  a[...] = where(m.reshape(a.shape).astype(bool), _cycled(values, a.size).reshape(a.shape), a)
