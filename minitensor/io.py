@@ -141,6 +141,7 @@ def asfortranarray(a, dtype=None) -> Tensor:
 
 def _bits_axis(a, axis, op: str, kinds: str, what: str) -> tuple[Tensor, int]:
   t = asarray(a)
+  if t.ndim == 0: t = t.reshape(1)                 # as NumPy: a 0-d input is read as 1-D
   if t.dtype.kind not in kinds: raise TypeError(f"Expected an input array of {what} data type ({op}, got {t.dtype})")
   if axis is None: return t.reshape(-1), 0
   ax = int(axis)
