@@ -11,8 +11,9 @@ float64 and 1e-5 for float32; Python and NumPy scalars by value). An answer whos
 minitensor raises the same exception type. IPython's `%timeit` answers are timing exercises and are not counted;
 `%run `python -c "..."`` runs the quoted code.
 
-Prints one line per answer that does not match (the first difference, or the exception) and the counts of
-run-and-match, differ (a wrong value, no error: the worst outcome) and raise (minitensor raised, NumPy did not).
+Prints one line per answer that does not match (the first difference, or the exception; -v: every answer) and
+the counts of run-and-match, differ (a wrong value, no error: the worst outcome) and raise (minitensor raised,
+NumPy did not), and how many matches returned an ndarray (a value NumPy computed) where NumPy returns one.
 """
 from __future__ import annotations
 import argparse
@@ -120,8 +121,16 @@ def differ(a, b, where: str) -> str | None:
   return None    # other objects (dtypes, iterators, records): not compared
 
 
+def handed(a, b) -> bool:
+  """Whether minitensor's b holds an ndarray where NumPy's a has one (a value NumPy computed, not a Tensor)."""
+  if isinstance(a, numpy.ndarray): return isinstance(b, numpy.ndarray)
+  if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)): return any(handed(x, y) for x, y in zip(a, b))
+  return False
+
+
 def compare(n: int, ref, got) -> tuple[str, str]:
-  """(outcome, detail): outcome 'match', 'differ' or 'raise'."""
+  """(outcome, detail): outcome 'match', 'differ' or 'raise'; a match's detail names the values minitensor
+  returned as ndarrays."""
   (p0, l0, b0, e0), (p1, l1, b1, e1) = ref, got
   if e1 is not None and (e0 is None or type(e0) is not type(e1)):
     return "raise", f"{type(e1).__name__}: {str(e1)[:150]}" + (f" (NumPy: {type(e0).__name__})" if e0 else "")
@@ -132,7 +141,9 @@ def compare(n: int, ref, got) -> tuple[str, str]:
   if d := differ(l0, l1, "final expression"): return "differ", d
   for k, v in b0.items():
     if d := differ(v, b1.get(k), k): return "differ", d
-  return "match", ""
+  nd = [f"print {i + 1}" for i, (x, y) in enumerate(zip(p0, p1)) if handed(x, y)] + \
+       (["final expression"] if handed(l0, l1) else []) + [k for k, v in b0.items() if handed(v, b1.get(k))]
+  return "match", ("ndarrays from minitensor: " + ", ".join(nd)) if nd else ""
 
 
 def main(argv=None) -> int:
@@ -145,7 +156,7 @@ def main(argv=None) -> int:
   with open(args.exercises, encoding="utf-8") as f: todo = answers(f.read())
   only = {int(s) for s in args.only.split(",") if s}
   ref, mt = Run("numpy"), Run("minitensor")
-  counts = {"match": 0, "differ": 0, "raise": 0, "timing": 0}
+  counts = {"match": 0, "differ": 0, "raise": 0, "timing": 0, "ndarray": 0}
   for n, src in sorted(todo.items()):
     if only and n not in only: continue
     if (src := ipython(src)) is None:
@@ -155,10 +166,11 @@ def main(argv=None) -> int:
       warnings.simplefilter("ignore")
       outcome, detail = compare(n, ref.run(n, src), mt.run(n, for_minitensor(src)))
     counts[outcome] += 1
+    counts["ndarray"] += outcome == "match" and bool(detail)
     if outcome != "match" or args.v: print(f"{n:3d} {outcome:6s} {detail}")
   ran = counts["match"] + counts["differ"] + counts["raise"]
   print(f"{ran} answers (+{counts['timing']} timing): {counts['match']} run and match, {counts['differ']} differ, "
-        f"{counts['raise']} raise")
+        f"{counts['raise']} raise; {counts['ndarray']} of the matches returned some ndarray where NumPy does")
   return 0
 
 

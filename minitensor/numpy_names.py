@@ -6,7 +6,8 @@
     set_printoptions get_printoptions printoptions
                         NumPy's own: a Tensor prints through NumPy's array printing (repr and str of its
                         realized values), so they shape how Tensors print too
-    dtype, the scalar types (float64, ubyte, intc, ...) and abstract ones (number, floating, ...), issubdtype,
+    dtype, the scalar types (float64, ubyte, intc, ..., datetime64, str_) and abstract ones (number, floating,
+    ...), issubdtype,
     euler_gamma, s_, index_exp, typecodes, ...
                         NumPy's objects; a dtype minitensor does not compute with (structured, string,
                         datetime) raises asarray's TypeError when an array of it is made
@@ -28,7 +29,8 @@ __all__ = ["seterr", "geterr", "errstate", "seterrcall", "geterrcall", "set_prin
            "long", "ulong", "longlong", "ulonglong", "intp", "uintp", "half", "single", "double", "csingle",
            "cdouble", "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
            "complexfloating", "issubdtype", "euler_gamma", "little_endian", "True_", "False_", "typecodes",
-           "sctypeDict", "ScalarType", "s_", "index_exp", "ndarray", "info", "show_config"]
+           "sctypeDict", "ScalarType", "s_", "index_exp", "datetime64", "timedelta64", "str_", "bytes_", "void",
+           "object_", "ndarray", "info", "show_config"]
 
 seterr, geterr, errstate, seterrcall, geterrcall = np.seterr, np.geterr, np.errstate, np.seterrcall, np.geterrcall
 set_printoptions, get_printoptions, printoptions = np.set_printoptions, np.get_printoptions, np.printoptions
@@ -41,6 +43,8 @@ generic, number, integer, signedinteger, unsignedinteger = np.generic, np.number
   np.unsignedinteger
 inexact, floating, complexfloating = np.inexact, np.floating, np.complexfloating
 typecodes, sctypeDict, ScalarType, s_, index_exp = np.typecodes, np.sctypeDict, np.ScalarType, np.s_, np.index_exp
+datetime64, timedelta64, str_, bytes_, void, object_ = np.datetime64, np.timedelta64, np.str_, np.bytes_, np.void, \
+  np.object_
 ndarray = Tensor
 
 

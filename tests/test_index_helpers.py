@@ -165,3 +165,14 @@ def test_puts_into_views_ndarrays_and_errors():
                  (lambda m: m.putmask(m.zeros(3), [True], [1]), ValueError)):
     for m in (np, mt):
       with pytest.raises(exc): f(m)
+
+
+def test_numpy_names_dispatch_here():
+  t = mt.asarray([3, 1, 2, 3])
+  for f in (lambda m: m.bincount(t), lambda m: m.unravel_index(t, (2, 2))[1], lambda m: m.argpartition(t, 1),
+            lambda m: m.ravel_multi_index((t, t), (4, 4)), lambda m: m.partition(t, -1)):
+    got, want = f(np), f(mt)
+    assert isinstance(got, mt.Tensor) and np.array_equal(np.asarray(got), np.asarray(want))
+  z = mt.zeros(4)
+  np.put(z, [1], 5); np.putmask(z, z == 0, 2.0); np.place(z, z == 2, [7])
+  assert np.asarray(z).tolist() == [7, 5, 7, 7]

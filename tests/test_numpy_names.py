@@ -34,6 +34,9 @@ def test_dtype_objects_and_scalar_types():
   assert mt.euler_gamma == np.euler_gamma and mt.little_endian == np.little_endian
   assert mt.asarray([1, 2])[mt.s_[::-1]].tolist() == [2, 1]
   with pytest.raises(TypeError, match="dtype"): mt.zeros(3, dtype=mt.dtype([("r", mt.ubyte), ("g", mt.ubyte)]))
+  assert mt.datetime64("2016-07-01") + mt.timedelta64(1) == np.datetime64("2016-07-02")     # NumPy's scalars
+  for d in (mt.datetime64, mt.str_, mt.void, mt.object_):
+    with pytest.raises(TypeError, match="dtype"): mt.zeros(2, dtype=d)
 
 
 def test_ndarray_is_tensor():
