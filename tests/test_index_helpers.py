@@ -18,10 +18,12 @@ def same(f, *arrays) -> None:
 @given(shape=mtt.shapes(min_dims=1, max_dims=3, min_side=1), data=st.data())
 def test_unravel_and_ravel_multi_index(shape, data):
   n = int(np.prod(shape))
-  flat = data.draw(mtt.arrays(np.int64, data.draw(mtt.shapes(max_dims=2)), elements=st.integers(-1, n)))
+  dtype = data.draw(st.sampled_from([np.int64, np.int32, np.uint8, np.int8, np.uint32]))
+  lo, hi = -1 if np.dtype(dtype).kind == "i" else 0, min(n, int(np.iinfo(dtype).max))   # -1, n: out of bounds
+  flat = data.draw(mtt.arrays(dtype, data.draw(mtt.shapes(max_dims=2)), elements=st.integers(lo, hi)))
   order = data.draw(st.sampled_from("CF"))
   same(lambda i: xp(i).unravel_index(i, shape, order=order), flat)
-  coords = np.stack(np.unravel_index(np.clip(flat, 0, n - 1), shape))
+  coords = np.stack(np.unravel_index(np.clip(flat.astype(np.int64), 0, n - 1), shape))
   same(lambda c: xp(c).ravel_multi_index(tuple(c), shape, order=order), coords)
   for mode in ("wrap", "clip"):
     same(lambda c: xp(c).ravel_multi_index(tuple(c + 3), shape, mode=mode), coords)

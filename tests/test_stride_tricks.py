@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
+from minitensor import views
 from minitensor.backend.runtime import stats
 from minitensor.lib.stride_tricks import as_strided, sliding_window_view
 
@@ -57,6 +58,15 @@ def test_as_strided_in_bounds_as_numpy():
   np.testing.assert_array_equal(np.asarray(C), np.lib.stride_tricks.as_strided(Z, (8, 8, 3, 3), (80, 8, 80, 8)))
   np.testing.assert_array_equal(np.asarray(as_strided(mt.asarray(Z))), Z)
   with pytest.raises(ValueError, match="read-only"): C[0, 0, 0, 0] = 1
+  T = mt.asarray(Z)
+  for v, w in ((T.T, Z.T), (T[1:, 2:], Z[1:, 2:]), (T[::-1], Z[::-1]), (T[:, ::2], Z[:, ::2]), (T[3], Z[3])):
+    st = tuple(s * 8 for s in views.strides_of(v))             # a view's strides over its base: NumPy's
+    assert st == w.strides
+    for shape, strides in ((v.shape, st), ((2,), st[:1]), ((2, 2), (st[0], 8))):
+      np.testing.assert_array_equal(np.asarray(as_strided(v, shape, strides)),
+                                    np.lib.stride_tricks.as_strided(w, shape, strides))
+  T[1, 2] = -1                                                  # a view of the base: it follows later writes
+  np.testing.assert_array_equal(np.asarray(as_strided(T.T, (2,), (80,)))[:1], [Z[0, 0]])
   with pytest.raises(ValueError, match="outside"): as_strided(mt.asarray(z), shape=(12, 4), strides=(4, 4))
   with pytest.raises(ValueError, match="outside"): as_strided(mt.asarray(z), shape=(2,), strides=(-4,))
   with pytest.raises(ValueError, match="multiples"): as_strided(mt.asarray(z), shape=(2,), strides=(2,))
