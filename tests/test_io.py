@@ -28,6 +28,19 @@ def test_fromiter_and_frombuffer():
   with pytest.raises(ValueError): mt.fromiter(iter([1]), float, count=3)
 
 
+@given(a=mtt.arrays(st.sampled_from(mtt.DTYPES + (np.dtype(np.complex64), np.dtype(np.uint16))),
+                    mtt.shapes(min_dims=1, max_dims=1)), data=st.data())
+def test_frombuffer_and_fromiter_of_every_dtype(a, data):
+  n = a.size
+  count, offset = data.draw(st.integers(-1, n)), data.draw(st.integers(0, n)) * a.itemsize
+  same(mt.frombuffer(a.tobytes(), dtype=a.dtype), np.frombuffer(a.tobytes(), dtype=a.dtype))
+  try: want = np.frombuffer(a.tobytes(), dtype=a.dtype, count=count, offset=offset)
+  except ValueError:
+    with pytest.raises(ValueError): mt.frombuffer(a.tobytes(), dtype=a.dtype, count=count, offset=offset)
+  else: same(mt.frombuffer(a.tobytes(), dtype=a.dtype, count=count, offset=offset), want)
+  same(mt.fromiter(a.tolist(), dtype=a.dtype), np.fromiter(a.tolist(), dtype=a.dtype))
+
+
 def test_text_files():
   text = "1, 2, 3, 4, 5\n\n 6,  ,  , 7, 8\n\n  ,  , 9,10,11\n"
   same(mt.genfromtxt(io.StringIO(text), delimiter=",", dtype=int, filling_values=0),
