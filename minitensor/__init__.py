@@ -27,12 +27,17 @@ from minitensor.methods import ptp  # noqa: F401
 from minitensor.autodiff import grad, value_and_grad, vjp, stop_gradient  # noqa: F401
 from minitensor.elementwise import *  # noqa: F401,F403
 from minitensor.nan_reductions import *  # noqa: F401,F403
+from minitensor.index_helpers import *  # noqa: F401,F403
+from minitensor.setops import *  # noqa: F401,F403
+from minitensor.quantiles import *  # noqa: F401,F403
+from minitensor.io import *  # noqa: F401,F403
+from minitensor.numpy_names import *  # noqa: F401,F403
 from minitensor.array_api_creation import *  # noqa: F401,F403  (with `device`)
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 
-# imported on first use (`mt.random`, `mt.nn`, `mt.testing`, `mt.linalg`, `mt.fft`): numpy.random alone costs
-# ~10 ms of import time, testing needs hypothesis
-_SUBMODULES = ("random", "nn", "testing", "linalg", "fft")
+# imported on first use (`mt.random`, `mt.nn`, `mt.testing`, `mt.linalg`, `mt.fft`, `mt.emath`, `mt.lib`):
+# numpy.random alone costs ~10 ms of import time, testing needs hypothesis
+_SUBMODULES = ("random", "nn", "testing", "linalg", "fft", "emath", "lib")
 
 
 def __getattr__(name: str):

@@ -35,13 +35,14 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import operator
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
 from minitensor.tensor import Tensor, apply_ufunc, asarray, tensor_methods
 from minitensor.tensor import where as where_
 
-_SUBMODULES = ("linalg", "fft")     # numpy.<sub>.<name> -> minitensor.<sub>.<name>
+_SUBMODULES = ("linalg", "fft", "emath", "lib.stride_tricks")     # numpy.<sub>.<name> -> minitensor.<sub>.<name>
 _DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None, "where": True, "dtype": None,
              "out": None, "keepdims": False}
 
@@ -51,7 +52,7 @@ def implementation(func) -> Callable | None:
   exports under func's name, looked up at each call, so functions added to minitensor later are found too."""
   name = getattr(func, "__name__", None)
   if not isinstance(name, str): return None
-  sub = next((m for m in _SUBMODULES if getattr(getattr(np, m), name, None) is func), None)
+  sub = next((m for m in _SUBMODULES if getattr(operator.attrgetter(m)(np), name, None) is func), None)
   if sub is None and getattr(np, name, None) is not func: return None
   f = getattr(importlib.import_module("minitensor" + ("." + sub if sub else "")), name, None)
   if not callable(f) or isinstance(f, type) or not getattr(f, "__module__", "").startswith("minitensor"): return None

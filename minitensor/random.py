@@ -1,281 +1,268 @@
 """Random numbers: NumPy's generators, results as Tensors.
 
-The values are NumPy's, bit for bit: `mt.random.default_rng(0).random(3)` equals
-`np.random.default_rng(0).random(3)`, and `mt.random.seed(0); mt.random.rand(3)` equals
-`np.random.seed(0); np.random.rand(3)`. The module-level functions draw from minitensor's own legacy
-RandomState, so they never disturb NumPy's global state (nor NumPy's theirs).
+The values are NumPy's, bit for bit, because NumPy's own generators draw them (minitensor.random_draws wraps
+the arrays): `mt.random.default_rng(0).random(3)` equals `np.random.default_rng(0).random(3)`, and
+`mt.random.seed(0); mt.random.randint(0, 10, 5)` equals `np.random.seed(0); np.random.randint(0, 10, 5)`, for
+every function and any order of calls. Results are Tensors of NumPy's dtypes (a 0-d Tensor where NumPy returns
+a scalar, size=None); Tensor arguments are read as their values.
 
-shuffle and permutation draw NumPy's permutation of the indices along the axis (the same draws NumPy's shuffle
-of an array of that length makes) and gather with it: `t[perm]`, lazily. shuffle of a Tensor then assigns
-`t[...] = t[perm]`; other arguments (ndarrays, lists) are shuffled by NumPy itself, in place.
+  module functions          numpy.random's legacy functions (rand, randint, uniform, choice, shuffle, ...,
+                            seed, get_state, set_state) on minitensor's own RandomState: they never disturb
+                            NumPy's global state (nor NumPy's theirs)
+  RandomState(seed)         numpy.random.RandomState's methods
+  default_rng(seed), Generator
+                            numpy.random.Generator's methods (minitensor.random_generator)
+
+shuffle and permutation of a Tensor gather it lazily by NumPy's permutation (the same draws NumPy makes for an
+array of that length); shuffle assigns `t[...] = t[perm]`, so t's views see it. Other arguments (ndarrays,
+lists) are shuffled by NumPy itself, in place.
 """
 from __future__ import annotations
-import operator
-from typing import Callable
 import numpy as np
-from numpy.exceptions import AxisError
-from minitensor.tensor import Tensor, asarray
+from minitensor.random_draws import draw, permutation_of, shuffle_tensor
+from minitensor.random_generator import Generator
+from minitensor.tensor import Tensor
 
-__all__ = ["Generator", "default_rng", "seed", "rand", "randn", "shuffle", "permutation"]
-
-
-def _plain(x):
-  """Tensor arguments as ndarrays for NumPy; anything else as given."""
-  return np.asarray(x) if isinstance(x, Tensor) else x
-
-
-def _perm(draw: Callable, n: int) -> np.ndarray:
-  """The permutation `draw` (a NumPy shuffle) makes of n items: the same draws as shuffling any n rows."""
-  idx = np.arange(n, dtype=np.intp)
-  draw(idx)
-  return idx
-
-
-def _along(t: Tensor, axis: int, perm: np.ndarray) -> Tensor:
-  """t gathered along axis by perm."""
-  return t[(slice(None),) * axis + (perm,)]
-
-
-def _axis(axis, ndim: int, op: str) -> int:
-  a = operator.index(axis)
-  if not -ndim <= a < ndim: raise AxisError(a, ndim, op)
-  return a % ndim
-
-
-def _shuffle(draw: Callable, x, axis: int, op: str) -> None:
-  """Shuffle Tensor x in place along axis: x[...] = x gathered by the permutation (none drawn when x is empty,
-  as NumPy)."""
-  if x.ndim == 0: raise TypeError(f"{op}: len() of unsized object (a 0-d tensor cannot be shuffled)")
-  ax = _axis(axis, x.ndim, op)
-  if x.size: x[...] = _along(x, ax, _perm(draw, x.shape[ax]))
-
-
-def _permutation(draw: Callable, x, axis: int, op: str) -> Tensor:
-  """A permuted arange(x) for an integer x, else a permuted copy of x along axis."""
-  if isinstance(x, (int, np.integer)): return asarray(_perm(draw, x).astype(np.int64))
-  t = asarray(x)
-  if t.ndim == 0 and op == "permutation": raise IndexError(f"{op}: x must be an integer or at least 1-dimensional")
-  ax = _axis(axis, t.ndim, op)
-  return _along(t, ax, _perm(draw, t.shape[ax]))
-
-
-class Generator:
-  """A random generator with numpy.random.Generator's methods, returning Tensors (0-d when size is None).
-
-  Parameters
-  ----------
-  gen : numpy.random.Generator
-      The generator that draws the values.
-  """
-
-  def __init__(self, gen: np.random.Generator):
-    self._gen = gen
-
-  def __repr__(self) -> str: return f"Generator({type(self._gen.bit_generator).__name__})"
-
-  def random(self, size=None, dtype=np.float64) -> Tensor:
-    """Uniform floats in [0, 1).
-
-    Parameters
-    ----------
-    size : int or tuple of ints, optional
-    dtype : float32 or float64, optional
-
-    Returns
-    -------
-    Tensor
-    """
-    return asarray(self._gen.random(size, dtype))
-
-  def standard_normal(self, size=None, dtype=np.float64) -> Tensor:
-    """Samples of the standard normal distribution.
-
-    Parameters
-    ----------
-    size : int or tuple of ints, optional
-    dtype : float32 or float64, optional
-
-    Returns
-    -------
-    Tensor
-    """
-    return asarray(self._gen.standard_normal(size, dtype))
-
-  def uniform(self, low=0.0, high=1.0, size=None) -> Tensor:
-    """Uniform samples in [low, high).
-
-    Parameters
-    ----------
-    low, high : float or array_like
-    size : int or tuple of ints, optional
-
-    Returns
-    -------
-    Tensor
-    """
-    return asarray(self._gen.uniform(_plain(low), _plain(high), size))
-
-  def normal(self, loc=0.0, scale=1.0, size=None) -> Tensor:
-    """Samples of the normal distribution N(loc, scale**2).
-
-    Parameters
-    ----------
-    loc, scale : float or array_like
-    size : int or tuple of ints, optional
-
-    Returns
-    -------
-    Tensor
-    """
-    return asarray(self._gen.normal(_plain(loc), _plain(scale), size))
-
-  def integers(self, low, high=None, size=None, dtype=np.int64, endpoint: bool = False) -> Tensor:
-    """Random integers in [low, high) (or [low, high] when endpoint); [0, low) when high is None.
-
-    Parameters
-    ----------
-    low, high : int or array_like
-    size : int or tuple of ints, optional
-    dtype : integer or bool data-type, optional
-    endpoint : bool, optional
-
-    Returns
-    -------
-    Tensor
-    """
-    return asarray(self._gen.integers(_plain(low), _plain(high), size, dtype=dtype, endpoint=endpoint))
-
-  def choice(self, a, size=None, replace: bool = True, p=None, axis: int = 0, shuffle: bool = True) -> Tensor:
-    """Random samples from a (an array_like, or range(a) for an int).
-
-    Parameters
-    ----------
-    a : int or array_like
-    size : int or tuple of ints, optional
-    replace : bool, optional
-    p : array_like, optional
-        Probabilities of the entries of a.
-    axis : int, optional
-    shuffle : bool, optional
-
-    Returns
-    -------
-    Tensor
-    """
-    return asarray(self._gen.choice(_plain(a), size, replace, _plain(p), axis, shuffle))
-
-  def shuffle(self, x, axis: int = 0) -> None:
-    """Shuffle x in place along axis, with numpy.random.Generator.shuffle's draws (the same order for the same
-    seed).
-
-    Parameters
-    ----------
-    x : Tensor, ndarray or mutable sequence
-        A Tensor is rebound to its shuffled value (x[...] = x[perm]); anything else is shuffled by NumPy.
-    axis : int, optional
-    """
-    if not isinstance(x, Tensor): return self._gen.shuffle(x, axis)
-    _shuffle(self._gen.shuffle, x, axis, "Generator.shuffle")
-
-  def permutation(self, x, axis: int = 0) -> Tensor:
-    """A permuted arange(x) for an integer x, else a permuted copy of x along axis, as
-    numpy.random.Generator.permutation.
-
-    Parameters
-    ----------
-    x : int or array_like
-    axis : int, optional
-
-    Returns
-    -------
-    Tensor
-        int64 for an integer x; otherwise x's dtype and shape (a lazy gather of x).
-    """
-    return _permutation(self._gen.shuffle, x, axis, "Generator.permutation")
+__all__ = ["Generator", "RandomState", "default_rng", "seed", "get_state", "set_state", "random", "random_sample",
+           "sample", "ranf", "rand", "randn", "randint", "uniform", "normal", "standard_normal", "choice",
+           "permutation", "shuffle", "bytes", "binomial", "negative_binomial", "poisson", "geometric",
+           "hypergeometric", "exponential", "standard_exponential", "beta", "gamma", "standard_gamma", "chisquare",
+           "standard_t", "standard_cauchy", "f", "lognormal", "laplace", "logistic", "gumbel", "triangular", "weibull",
+           "pareto", "rayleigh", "vonmises", "wald", "zipf", "power", "logseries", "multinomial", "dirichlet",
+           "multivariate_normal"]
 
 
 def default_rng(seed=None) -> Generator:
-  """A Generator seeded as numpy.random.default_rng(seed) is.
+  """A Generator seeded as numpy.random.default_rng(seed) is (a minitensor Generator is returned as it is).
 
   Parameters
   ----------
-  seed : None, int, sequence of ints, SeedSequence, BitGenerator or numpy Generator, optional
+  seed : None, int, sequence of ints, SeedSequence, BitGenerator, numpy or minitensor Generator, optional
 
   Returns
   -------
   Generator
   """
+  if isinstance(seed, Generator): return seed
   return Generator(np.random.default_rng(seed))
 
 
-_legacy = np.random.RandomState()
-
-
-def seed(seed=None) -> None:
-  """Seed the module-level generator (as numpy.random.seed does NumPy's).
+class RandomState:
+  """numpy.random.RandomState's legacy generator, its results as Tensors: the same stream as
+  `np.random.RandomState(seed)` for the same calls.
 
   Parameters
   ----------
-  seed : None, int or array_like of ints, optional
+  seed : None, int, array_like of ints or BitGenerator, optional
   """
-  _legacy.seed(seed)
+
+  def __init__(self, seed=None):
+    self._rs = np.random.RandomState(seed)
+
+  def __repr__(self) -> str: return f"RandomState({type(self._rs._bit_generator).__name__})"
+
+  def seed(self, seed=None) -> None:
+    """Reseed the generator (None: from the operating system's entropy), as RandomState.seed."""
+    self._rs.seed(seed)
+
+  def get_state(self, legacy: bool = True):
+    """The generator's state: NumPy's ('MT19937', keys, pos, has_gauss, cached_gaussian) tuple, or a dict when
+    legacy is False. Feeding it to set_state (here or on a NumPy RandomState) continues the same stream."""
+    return self._rs.get_state(legacy=legacy)
+
+  def set_state(self, state) -> None:
+    """Restore a state from get_state (minitensor's or NumPy's: they are the same format)."""
+    self._rs.set_state(state)
+
+  def random_sample(self, size=None) -> Tensor:
+    """Uniform float64 values in [0, 1) of the given size."""
+    return draw(self._rs.random_sample, size)
+
+  def random(self, size=None) -> Tensor:
+    """Uniform float64 values in [0, 1) of the given size (random_sample)."""
+    return draw(self._rs.random_sample, size)
+
+  def rand(self, *shape: int) -> Tensor:
+    """Uniform float64 values in [0, 1) of the given shape (rand(2, 3)); 0-d without a shape."""
+    return draw(self._rs.rand, *shape)
+
+  def randn(self, *shape: int) -> Tensor:
+    """Standard normal float64 samples of the given shape (randn(2, 3)); 0-d without a shape."""
+    return draw(self._rs.randn, *shape)
+
+  def randint(self, low, high=None, size=None, dtype=int) -> Tensor:
+    """Random integers in [low, high) ([0, low) when high is None) of dtype (default int64)."""
+    return draw(self._rs.randint, low, high, size, dtype)
+
+  def uniform(self, low=0.0, high=1.0, size=None) -> Tensor:
+    """Uniform samples in [low, high); low and high broadcast."""
+    return draw(self._rs.uniform, low, high, size)
+
+  def normal(self, loc=0.0, scale=1.0, size=None) -> Tensor:
+    """Samples of N(loc, scale**2); loc and scale broadcast."""
+    return draw(self._rs.normal, loc, scale, size)
+
+  def standard_normal(self, size=None) -> Tensor:
+    """Samples of N(0, 1) of the given size."""
+    return draw(self._rs.standard_normal, size)
+
+  def choice(self, a, size=None, replace: bool = True, p=None) -> Tensor:
+    """Samples of a 1-D array a (or of range(a) for an int), with replacement or not, with probabilities p."""
+    return draw(self._rs.choice, a, size, replace, p)
+
+  def shuffle(self, x) -> None:
+    """Shuffle x in place along its first axis with NumPy's draws. A Tensor is rebound to its shuffled value
+    (x[...] = x[perm], its views see it); anything else is shuffled by NumPy."""
+    if not isinstance(x, Tensor): return self._rs.shuffle(x)
+    shuffle_tensor(self._rs.shuffle, x, 0, "shuffle")
+
+  def permutation(self, x) -> Tensor:
+    """A permuted arange(x) (int64) for an integer x, else x permuted along its first axis (a lazy gather of x;
+    IndexError for a 0-d x, as NumPy)."""
+    return permutation_of(self._rs.shuffle, x, 0, "permutation")
+
+  def bytes(self, length: int) -> bytes:
+    """length random bytes (a Python bytes object, as NumPy's)."""
+    return self._rs.bytes(length)
+
+  def binomial(self, n, p, size=None) -> Tensor:
+    """Samples of the binomial distribution of n trials with success probability p (int64)."""
+    return draw(self._rs.binomial, n, p, size)
+
+  def negative_binomial(self, n, p, size=None) -> Tensor:
+    """Samples of the negative binomial distribution (failures before n successes of probability p)."""
+    return draw(self._rs.negative_binomial, n, p, size)
+
+  def poisson(self, lam=1.0, size=None) -> Tensor:
+    """Samples of the Poisson distribution of rate lam (int64)."""
+    return draw(self._rs.poisson, lam, size)
+
+  def geometric(self, p, size=None) -> Tensor:
+    """Samples of the geometric distribution (trials up to the first success of probability p)."""
+    return draw(self._rs.geometric, p, size)
+
+  def hypergeometric(self, ngood, nbad, nsample, size=None) -> Tensor:
+    """Samples of the hypergeometric distribution (good items in nsample drawn from ngood + nbad)."""
+    return draw(self._rs.hypergeometric, ngood, nbad, nsample, size)
+
+  def exponential(self, scale=1.0, size=None) -> Tensor:
+    """Samples of the exponential distribution with the given scale (1 / rate)."""
+    return draw(self._rs.exponential, scale, size)
+
+  def standard_exponential(self, size=None) -> Tensor:
+    """Samples of the exponential distribution of scale 1."""
+    return draw(self._rs.standard_exponential, size)
+
+  def beta(self, a, b, size=None) -> Tensor:
+    """Samples of the beta distribution with shape parameters a and b."""
+    return draw(self._rs.beta, a, b, size)
+
+  def gamma(self, shape, scale=1.0, size=None) -> Tensor:
+    """Samples of the gamma distribution with the given shape and scale."""
+    return draw(self._rs.gamma, shape, scale, size)
+
+  def standard_gamma(self, shape, size=None) -> Tensor:
+    """Samples of the gamma distribution with the given shape and scale 1."""
+    return draw(self._rs.standard_gamma, shape, size)
+
+  def chisquare(self, df, size=None) -> Tensor:
+    """Samples of the chi-square distribution with df degrees of freedom."""
+    return draw(self._rs.chisquare, df, size)
+
+  def standard_t(self, df, size=None) -> Tensor:
+    """Samples of Student's t distribution with df degrees of freedom."""
+    return draw(self._rs.standard_t, df, size)
+
+  def standard_cauchy(self, size=None) -> Tensor:
+    """Samples of the standard Cauchy distribution."""
+    return draw(self._rs.standard_cauchy, size)
+
+  def f(self, dfnum, dfden, size=None) -> Tensor:
+    """Samples of the F distribution with dfnum and dfden degrees of freedom."""
+    return draw(self._rs.f, dfnum, dfden, size)
+
+  def lognormal(self, mean=0.0, sigma=1.0, size=None) -> Tensor:
+    """Samples whose logarithm is N(mean, sigma**2)."""
+    return draw(self._rs.lognormal, mean, sigma, size)
+
+  def laplace(self, loc=0.0, scale=1.0, size=None) -> Tensor:
+    """Samples of the Laplace (double exponential) distribution."""
+    return draw(self._rs.laplace, loc, scale, size)
+
+  def logistic(self, loc=0.0, scale=1.0, size=None) -> Tensor:
+    """Samples of the logistic distribution."""
+    return draw(self._rs.logistic, loc, scale, size)
+
+  def gumbel(self, loc=0.0, scale=1.0, size=None) -> Tensor:
+    """Samples of the Gumbel distribution."""
+    return draw(self._rs.gumbel, loc, scale, size)
+
+  def triangular(self, left, mode, right, size=None) -> Tensor:
+    """Samples of the triangular distribution on [left, right] with its peak at mode."""
+    return draw(self._rs.triangular, left, mode, right, size)
+
+  def weibull(self, a, size=None) -> Tensor:
+    """Samples of the Weibull distribution with shape a."""
+    return draw(self._rs.weibull, a, size)
+
+  def pareto(self, a, size=None) -> Tensor:
+    """Samples of the Pareto II (Lomax) distribution with shape a."""
+    return draw(self._rs.pareto, a, size)
+
+  def rayleigh(self, scale=1.0, size=None) -> Tensor:
+    """Samples of the Rayleigh distribution."""
+    return draw(self._rs.rayleigh, scale, size)
+
+  def vonmises(self, mu, kappa, size=None) -> Tensor:
+    """Samples of the von Mises distribution on [-pi, pi] (mode mu, concentration kappa)."""
+    return draw(self._rs.vonmises, mu, kappa, size)
+
+  def wald(self, mean, scale, size=None) -> Tensor:
+    """Samples of the Wald (inverse Gaussian) distribution."""
+    return draw(self._rs.wald, mean, scale, size)
+
+  def zipf(self, a, size=None) -> Tensor:
+    """Samples of the Zipf distribution with parameter a > 1 (int64)."""
+    return draw(self._rs.zipf, a, size)
+
+  def power(self, a, size=None) -> Tensor:
+    """Samples in [0, 1] of the power distribution with exponent a - 1."""
+    return draw(self._rs.power, a, size)
+
+  def logseries(self, p, size=None) -> Tensor:
+    """Samples of the logarithmic series distribution (int64)."""
+    return draw(self._rs.logseries, p, size)
+
+  def multinomial(self, n, pvals, size=None) -> Tensor:
+    """Counts of n trials over len(pvals) outcomes of probabilities pvals (last axis the outcomes)."""
+    return draw(self._rs.multinomial, n, pvals, size)
+
+  def dirichlet(self, alpha, size=None) -> Tensor:
+    """Samples of the Dirichlet distribution with concentration alpha (last axis len(alpha))."""
+    return draw(self._rs.dirichlet, alpha, size)
+
+  def multivariate_normal(self, mean, cov, size=None, check_valid: str = "warn", tol: float = 1e-8) -> Tensor:
+    """Samples of the multivariate normal distribution N(mean, cov) (last axis len(mean)), NumPy's SVD
+    factoring."""
+    return draw(self._rs.multivariate_normal, mean, cov, size, check_valid, tol)
 
 
-def rand(*shape: int) -> Tensor:
-  """Uniform floats in [0, 1) of the given shape, from the module-level generator.
-
-  Parameters
-  ----------
-  *shape : int
-
-  Returns
-  -------
-  Tensor
-      float64, 0-d when no shape is given.
-  """
-  return asarray(_legacy.rand(*shape))
-
-
-def randn(*shape: int) -> Tensor:
-  """Standard normal samples of the given shape, from the module-level generator.
-
-  Parameters
-  ----------
-  *shape : int
-
-  Returns
-  -------
-  Tensor
-      float64, 0-d when no shape is given.
-  """
-  return asarray(_legacy.randn(*shape))
-
-
-def shuffle(x) -> None:
-  """Shuffle x in place along its first axis, from the module-level generator: after `mt.random.seed(s)` the
-  order is the one `np.random.seed(s); np.random.shuffle(a)` gives an array of the same length.
-
-  Parameters
-  ----------
-  x : Tensor, ndarray or mutable sequence
-      A Tensor is rebound to its shuffled value (x[...] = x[perm]); anything else is shuffled by NumPy.
-  """
-  if not isinstance(x, Tensor): return _legacy.shuffle(x)
-  _shuffle(_legacy.shuffle, x, 0, "shuffle")
-
-
-def permutation(x) -> Tensor:
-  """A permuted arange(x) for an integer x, else a permuted copy of x along its first axis, from the
-  module-level generator (numpy.random.permutation's order for the same seed).
-
-  Parameters
-  ----------
-  x : int or array_like
-      At least 1-D when not an integer (IndexError otherwise, as NumPy).
-
-  Returns
-  -------
-  Tensor
-      int64 for an integer x; otherwise x's dtype and shape (a lazy gather of x).
-  """
-  return _permutation(_legacy.shuffle, x, 0, "permutation")
+# the module functions are the methods of one RandomState, as numpy.random's are
+_global = RandomState()
+seed, get_state, set_state = _global.seed, _global.get_state, _global.set_state
+random, random_sample, rand, randn, randint = _global.random, _global.random_sample, _global.rand, _global.randn, \
+  _global.randint
+sample = ranf = random_sample
+uniform, normal, standard_normal, choice = _global.uniform, _global.normal, _global.standard_normal, _global.choice
+permutation, shuffle, bytes = _global.permutation, _global.shuffle, _global.bytes
+binomial, negative_binomial, poisson, geometric = _global.binomial, _global.negative_binomial, _global.poisson, \
+  _global.geometric
+hypergeometric, exponential, standard_exponential = _global.hypergeometric, _global.exponential, \
+  _global.standard_exponential
+beta, gamma, standard_gamma, chisquare = _global.beta, _global.gamma, _global.standard_gamma, _global.chisquare
+standard_t, standard_cauchy, f, lognormal = _global.standard_t, _global.standard_cauchy, _global.f, _global.lognormal
+laplace, logistic, gumbel, triangular = _global.laplace, _global.logistic, _global.gumbel, _global.triangular
+weibull, pareto, rayleigh, vonmises, wald = _global.weibull, _global.pareto, _global.rayleigh, _global.vonmises, \
+  _global.wald
+zipf, power, logseries = _global.zipf, _global.power, _global.logseries
+multinomial, dirichlet, multivariate_normal = _global.multinomial, _global.dirichlet, _global.multivariate_normal

@@ -101,6 +101,11 @@ def strides_of(t: Tensor) -> tuple[int, ...]:
   return t._link.strides if t._link is not None else c_strides(t.shape)
 
 
+def root_of(t: Tensor) -> tuple[Tensor, tuple[Step, ...]]:
+  """t's root and the steps from the root's value to t's (none when t is a root)."""
+  return (t, ()) if t._link is None else (t._link.root, t._link.steps)
+
+
 def make_view(t: Tensor, step: Step, strides: tuple[int, ...]) -> Tensor:
   """A view of t through `step` (t may itself be a view: the view hangs off t's root)."""
   v = type(t)(step.fwd(t.uop))        # type(t): the Tensor class (tensor.py imports this module, not the reverse)
