@@ -44,9 +44,9 @@ from dask.sizeof import sizeof
 from dask.task_spec import Task
 from dask.tokenize import normalize_token
 from dask.utils import Dispatch
-from minitensor import einsum as _einsum
 from minitensor import extra, manipulation, products
 from minitensor.backend.uop import Ops
+from minitensor.einsum import einsum
 from minitensor.tensor import Tensor, asarray, full, realize
 
 __all__ = ["from_array", "optimize", "to_minitensor_dispatch", "RandomState", "MinitensorBackendEntrypoint"]
@@ -65,7 +65,7 @@ D.empty_lookup.register(Tensor, lambda shape, dtype=None, **kw: full(shape, 0, f
 @D.einsum_lookup.register(Tensor)
 def _einsum_chunk(subscripts, *operands, dtype=None, **kwargs) -> Tensor:
   """dask's einsum chunk: minitensor's einsum (NumPy's casting/order/optimize keywords do not change values)."""
-  return _einsum.einsum(subscripts, *operands, dtype=dtype)
+  return einsum(subscripts, *operands, dtype=dtype)
 
 
 @D.percentile_lookup.register(Tensor)
