@@ -28,9 +28,9 @@ from minitensor.autodiff import grad, value_and_grad, vjp, stop_gradient  # noqa
 from minitensor.array_api_creation import *  # noqa: F401,F403  (with `device`)
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 
-# imported on first use (`mt.random`, `mt.nn`, `mt.testing`, `mt.linalg`, `mt.fft`): numpy.random alone costs
-# ~10 ms of import time, testing needs hypothesis
-_SUBMODULES = ("random", "nn", "testing", "linalg", "fft")
+# imported on first use (`mt.random`, `mt.nn`, `mt.testing`, `mt.linalg`, `mt.fft`, `mt.lib`): numpy.random alone
+# costs ~10 ms of import time, testing needs hypothesis
+_SUBMODULES = ("random", "nn", "testing", "linalg", "fft", "lib")
 
 
 def __getattr__(name: str):
