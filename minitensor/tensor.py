@@ -264,9 +264,11 @@ class Tensor:
   def __ne__(self, x): return full(self.shape, True, bool) if x is None else binop(np.not_equal, self, x)
 
   # in place: the result (computed from the current values) is written into self, so every alias and view of
-  # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
+  # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape.
+  # In place never defers to another library's array (as NumPy's): its values are computed and written into self.
   def _inplace(self, ufunc, x) -> Tensor:
     if defers(x, inplace=True): return NotImplemented
+    if foreign(x): x = asarray(x)
     fast = self._fast_power(x) if ufunc is np.power else None
     r = self @ x if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
       apply_ufunc(ufunc, self, x)

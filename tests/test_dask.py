@@ -170,7 +170,7 @@ def _held(dask_worker) -> list:
 
 @pytest.fixture(scope="module")
 def client():
-  with dask.config.set({"distributed.comm.timeouts.connect": "20s", "distributed.worker.daemon": False}):
+  with dask.config.set({"distributed.comm.timeouts.connect": "20s"}):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None, worker_dashboard_address=None,
                                   preload=["minitensor.dask"], timeout="60s") as cluster:
@@ -182,7 +182,7 @@ def client():
 def test_cluster_pipelines_compute_on_the_workers(client):
   x, xn = mtd.from_array(mt.asarray(A), chunks=(6, 10)), da.from_array(A, chunks=(6, 10))
   before = _worker_counts()
-  got = client.gather(client.compute(pipelines(x, W)), errors="raise")
+  got = [f.result(timeout=60) for f in client.compute(pipelines(x, W))]
   assert _worker_counts() == before, "the client computed"
   assert_like_numpy_chunks(got, dask.compute(*pipelines(xn, W), scheduler="sync"))
   counts = client.run(_worker_counts)

@@ -87,6 +87,21 @@ def test_opting_out_of_ufuncs_and_priority():
     np.add(t, NoUfuncs())
 
 
+def test_in_place_operators_write_the_values_into_the_tensor():
+  t, d = mt.asarray(B), da.from_array(A, chunks=(2, 3))
+  alias = t
+  t += d
+  t *= xr.DataArray(A, dims=("x", "y"))
+  assert t is alias and isinstance(t, mt.Tensor)
+  np.testing.assert_allclose(np.asarray(t), (B + A) * A, rtol=1e-12)
+  class Priority:
+    __array_priority__ = 1000.0
+    def __radd__(self, other): return "prio"
+  u = mt.asarray(B)
+  u += Priority()
+  assert u == "prio"
+
+
 def test_mt_ufuncs_on_a_dask_array_are_dask_arrays():
   d = da.from_array(A, chunks=(2, 3))
   for got, want in ((mt.exp(d), np.exp(A)), (mt.add(mt.asarray(B), d), B + A), (np.add(mt.asarray(B), d), B + A)):
