@@ -163,9 +163,10 @@ def _worker_counts() -> dict:
           "realized": stats.graph_hits + stats.graph_misses}
 
 
-def _held(dask_worker) -> list:
+def _held(keys: list, dask_worker) -> list:
+  """For each of these keys the worker holds: whether it is a realized Tensor."""
   import minitensor as mt
-  return [v._realized() is not None for v in dask_worker.data.values() if isinstance(v, mt.Tensor)]
+  return [isinstance(v, mt.Tensor) and v._realized() is not None for k, v in dask_worker.data.items() if k in keys]
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +194,6 @@ def test_cluster_holds_realized_chunks(client):
   x = mtd.from_array(mt.asarray(A), chunks=(6, 10))
   kept = client.persist(mt.exp(x) + 1)
   distributed.wait(kept, timeout=60)
-  held = client.run(_held)
+  held = client.run(_held, list(dask.core.flatten(kept.__dask_keys__())))
   assert sum(map(len, held.values())) == 4 and all(all(h) for h in held.values()), held
   np.testing.assert_allclose(np.asarray(kept.compute()), np.exp(A) + 1, rtol=1e-6)
