@@ -105,7 +105,7 @@ def _tokenize(t: Tensor):
 
 
 # ---------------------------------------------------------------------- tasks that realize their results
-def _realized(value):
+def _realize_result(value):
   """value with the Tensors it is or holds (in a tuple, list or dict) realized, together."""
   ts = [value] if isinstance(value, Tensor) else \
     [v for v in (value.values() if isinstance(value, dict) else value) if isinstance(v, Tensor)] \
@@ -114,10 +114,16 @@ def _realized(value):
   return value
 
 
+def _wrapped(key, task):
+  """task computing its result and then _realize_result of it (data and aliases as they are)."""
+  if isinstance(task, Task): return Task(key, _realize_result, task)
+  if type(task) is tuple and task and callable(task[0]): return (_realize_result, task)    # a legacy task
+  return task
+
+
 def optimize(dsk, keys, **kwargs):
   """dask.array's graph optimization, then each task wrapped so that it realizes the Tensors it returns."""
-  dsk = da.optimization.optimize(dsk, keys, **kwargs)
-  return {k: Task(k, _realized, v) if isinstance(v, Task) else v for k, v in dict(dsk).items()}
+  return {k: _wrapped(k, v) for k, v in dict(da.optimization.optimize(dsk, keys, **kwargs)).items()}
 
 
 if dask.config.get("array_optimize", None) is None: dask.config.set({"array_optimize": optimize})

@@ -110,7 +110,8 @@ def test_from_array_slices_per_chunk():
   np.testing.assert_array_equal(np.asarray(x.compute(scheduler="sync")), A)
 
 
-def test_tasks_realize_their_tensors():
+@pytest.mark.parametrize("fuse", [True, False])
+def test_tasks_realize_their_tensors(fuse):
   x = mtd.from_array(mt.asarray(A), chunks=(8, 10))
   y = (mt.exp(x) * 2).sum(axis=1)
   keys = []
@@ -118,9 +119,9 @@ def test_tasks_realize_their_tensors():
     def _posttask(self, key, result, dsk, state, id):
       keys.append(key)
       assert not isinstance(result, mt.Tensor) or result._realized() is not None, f"{key} returned a lazy Tensor"
-  with Check():
+  with Check(), dask.config.set({"optimization.fuse.active": fuse}):     # without fusion: legacy tuple tasks
     got = y.compute(scheduler="sync")
-  assert keys and isinstance(got, mt.Tensor)
+  assert len(keys) >= 6 and isinstance(got, mt.Tensor)
   np.testing.assert_allclose(np.asarray(got), (np.exp(A) * 2).sum(axis=1), rtol=1e-5)
 
 
