@@ -39,7 +39,7 @@ import operator
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
-from minitensor.tensor import Tensor, apply_ufunc, asarray, tensor_methods
+from minitensor.tensor import Tensor, apply_ufunc, asarray, foreign, tensor_methods
 from minitensor.tensor import where as where_
 
 _SUBMODULES = ("linalg", "fft", "emath", "lib.stride_tricks")     # numpy.<sub>.<name> -> minitensor.<sub>.<name>
@@ -66,11 +66,6 @@ def to_numpy(x):
   if isinstance(x, tuple): return tuple(to_numpy(v) for v in x)
   if isinstance(x, dict): return {k: to_numpy(v) for k, v in x.items()}
   return x
-
-
-def _foreign(x) -> bool:
-  """Another library's array (its own __array_ufunc__): NumPy should ask it instead of us."""
-  return hasattr(x, "__array_ufunc__") and not isinstance(x, (Tensor, np.ndarray, np.generic))
 
 
 def _given(kwargs: dict) -> dict:
@@ -104,7 +99,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
   """Tensor.__array_ufunc__: see the module docstring for the policy."""
   out = kwargs.get("out")
   out = out if out is None or isinstance(out, tuple) else (out,)
-  if any(_foreign(x) for x in inputs + (out or ())): return NotImplemented
+  if any(foreign(x) for x in inputs + (out or ())): return NotImplemented      # NEP 13: theirs decides
   kw = _given(kwargs)
   kw.pop("out", None)
   if method == "__call__" and ufunc in U.TABLE and not kw and out is None: return apply_ufunc(ufunc, *inputs)

@@ -8,7 +8,7 @@ from minitensor import ufuncs as U
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.numpy_rules import PRODUCT_ACC, broadcast_shapes
-from minitensor.tensor import Tensor, asarray, tensor_methods
+from minitensor.tensor import Tensor, asarray, defers, foreign, tensor_methods
 
 
 def matmul(a, b) -> Tensor:
@@ -111,8 +111,8 @@ def tensordot(a, b, axes=2) -> Tensor:
 
 @tensor_methods
 class _Products:
-  def __matmul__(self, x): return matmul(self, x)
-  def __rmatmul__(self, x): return matmul(x, self)
+  def __matmul__(self, x): return NotImplemented if defers(x) else np.matmul(self, x) if foreign(x) else matmul(self, x)
+  def __rmatmul__(self, x): return np.matmul(x, self) if foreign(x) else matmul(x, self)
 
   def dot(self, other) -> Tensor:
     """numpy.dot with another operand: minitensor.dot.

@@ -210,26 +210,30 @@ class Tensor:
     return Tensor(self.uop)
   def __copy__(self) -> Tensor: return self.copy()
   def __deepcopy__(self, memo) -> Tensor: return self.copy()
-  def __reduce__(self): return (asarray, (self.numpy(),))
+  def __reduce__(self):
+    # the realized buffer itself (pickle protocol 5 sends it out of band, uncopied); a lazy Tensor realizes
+    # once and keeps the result, so pickling it again computes nothing. A user's memory (copy=False) is copied.
+    a = self._value()
+    return (_unpickle, (a.copy() if is_borrowed(a) else a,))
 
   # ------------------------------------------------------------------ elementwise
-  def __add__(self, x): return apply_ufunc(np.add, self, x)
-  def __radd__(self, x): return apply_ufunc(np.add, x, self)
-  def __sub__(self, x): return apply_ufunc(np.subtract, self, x)
-  def __rsub__(self, x): return apply_ufunc(np.subtract, x, self)
-  def __mul__(self, x): return apply_ufunc(np.multiply, self, x)
-  def __rmul__(self, x): return apply_ufunc(np.multiply, x, self)
-  def __truediv__(self, x): return apply_ufunc(np.true_divide, self, x)
-  def __rtruediv__(self, x): return apply_ufunc(np.true_divide, x, self)
-  def __floordiv__(self, x): return apply_ufunc(np.floor_divide, self, x)
-  def __rfloordiv__(self, x): return apply_ufunc(np.floor_divide, x, self)
-  def __mod__(self, x): return apply_ufunc(np.remainder, self, x)
-  def __rmod__(self, x): return apply_ufunc(np.remainder, x, self)
-  def __divmod__(self, x): return self // x, self % x
+  def __add__(self, x): return binop(np.add, self, x)
+  def __radd__(self, x): return binop(np.add, x, self, reflected=True)
+  def __sub__(self, x): return binop(np.subtract, self, x)
+  def __rsub__(self, x): return binop(np.subtract, x, self, reflected=True)
+  def __mul__(self, x): return binop(np.multiply, self, x)
+  def __rmul__(self, x): return binop(np.multiply, x, self, reflected=True)
+  def __truediv__(self, x): return binop(np.true_divide, self, x)
+  def __rtruediv__(self, x): return binop(np.true_divide, x, self, reflected=True)
+  def __floordiv__(self, x): return binop(np.floor_divide, self, x)
+  def __rfloordiv__(self, x): return binop(np.floor_divide, x, self, reflected=True)
+  def __mod__(self, x): return binop(np.remainder, self, x)
+  def __rmod__(self, x): return binop(np.remainder, x, self, reflected=True)
+  def __divmod__(self, x): return NotImplemented if defers(x) else (self // x, self % x)
   def __rdivmod__(self, x): return x // self, x % self
   def __pow__(self, x):
     f = self._fast_power(x)
-    return apply_ufunc(f, self) if f is not None else apply_ufunc(np.power, self, x)
+    return apply_ufunc(f, self) if f is not None else binop(np.power, self, x)
   def _fast_power(self, x):
     """NumPy's `**` shortcut: the exponent exactly the Python int 2 computes square (for every dtype: bool ** 2 is
     int8), and for float and complex arrays the Python int -1 or float 0.5 computes reciprocal or sqrt (whose
@@ -237,34 +241,37 @@ class Tensor:
     if type(x) is int and x == 2: return np.square      # every dtype (bool squares to int8, as NumPy's)
     if type(x) not in (int, float) or self.uop.dtype.kind not in "fc": return None
     return {(int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(x), x))
-  def __rpow__(self, x): return apply_ufunc(np.power, x, self)
-  def __and__(self, x): return apply_ufunc(np.bitwise_and, self, x)
-  def __rand__(self, x): return apply_ufunc(np.bitwise_and, x, self)
-  def __or__(self, x): return apply_ufunc(np.bitwise_or, self, x)
-  def __ror__(self, x): return apply_ufunc(np.bitwise_or, x, self)
-  def __xor__(self, x): return apply_ufunc(np.bitwise_xor, self, x)
-  def __rxor__(self, x): return apply_ufunc(np.bitwise_xor, x, self)
-  def __lshift__(self, x): return apply_ufunc(np.left_shift, self, x)
-  def __rlshift__(self, x): return apply_ufunc(np.left_shift, x, self)
-  def __rshift__(self, x): return apply_ufunc(np.right_shift, self, x)
-  def __rrshift__(self, x): return apply_ufunc(np.right_shift, x, self)
+  def __rpow__(self, x): return binop(np.power, x, self, reflected=True)
+  def __and__(self, x): return binop(np.bitwise_and, self, x)
+  def __rand__(self, x): return binop(np.bitwise_and, x, self, reflected=True)
+  def __or__(self, x): return binop(np.bitwise_or, self, x)
+  def __ror__(self, x): return binop(np.bitwise_or, x, self, reflected=True)
+  def __xor__(self, x): return binop(np.bitwise_xor, self, x)
+  def __rxor__(self, x): return binop(np.bitwise_xor, x, self, reflected=True)
+  def __lshift__(self, x): return binop(np.left_shift, self, x)
+  def __rlshift__(self, x): return binop(np.left_shift, x, self, reflected=True)
+  def __rshift__(self, x): return binop(np.right_shift, self, x)
+  def __rrshift__(self, x): return binop(np.right_shift, x, self, reflected=True)
   def __neg__(self): return apply_ufunc(np.negative, self)
   def __pos__(self): return apply_ufunc(np.positive, self)
   def __abs__(self): return apply_ufunc(np.absolute, self)
   def __invert__(self): return apply_ufunc(np.invert, self)
-  def __lt__(self, x): return apply_ufunc(np.less, self, x)
-  def __le__(self, x): return apply_ufunc(np.less_equal, self, x)
-  def __gt__(self, x): return apply_ufunc(np.greater, self, x)
-  def __ge__(self, x): return apply_ufunc(np.greater_equal, self, x)
+  def __lt__(self, x): return binop(np.less, self, x)
+  def __le__(self, x): return binop(np.less_equal, self, x)
+  def __gt__(self, x): return binop(np.greater, self, x)
+  def __ge__(self, x): return binop(np.greater_equal, self, x)
   # t == None is all False, as NumPy's (the overrides of object's __eq__/__ne__ return Tensors)
-  def __eq__(self, x): return full(self.shape, False, bool) if x is None else apply_ufunc(np.equal, self, x)
-  def __ne__(self, x): return full(self.shape, True, bool) if x is None else apply_ufunc(np.not_equal, self, x)
+  def __eq__(self, x): return full(self.shape, False, bool) if x is None else binop(np.equal, self, x)
+  def __ne__(self, x): return full(self.shape, True, bool) if x is None else binop(np.not_equal, self, x)
 
   # in place: the result (computed from the current values) is written into self, so every alias and view of
-  # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape
+  # self sees it; NumPy's rules: the result is cast to self's dtype only 'same_kind', and must have self's shape.
+  # In place never defers to another library's array (as NumPy's): its values are computed and written into self.
   def _inplace(self, ufunc, x) -> Tensor:
     with V.WRITES: return self._inplace_locked(ufunc, x)      # (reading self and writing it are one step)
   def _inplace_locked(self, ufunc, x) -> Tensor:
+    if defers(x, inplace=True): return NotImplemented
+    if foreign(x): x = asarray(x)
     fast = self._fast_power(x) if ufunc is np.power else None
     r = self @ x if ufunc is np.matmul else apply_ufunc(fast, self) if fast is not None else \
       apply_ufunc(ufunc, self, x)
@@ -400,6 +407,11 @@ def asarray(obj, dtype=None, copy: bool | None = None) -> Tensor:
 array = asarray
 
 
+def _unpickle(a: np.ndarray) -> Tensor:
+  """Tensor.__reduce__'s inverse: the unpickled array (a fresh one, nobody else's) held without a copy."""
+  return Tensor._of(a) if a.flags.c_contiguous and a.dtype.isnative else asarray(a)
+
+
 def full(shape, fill_value, dtype=None) -> Tensor:
   """A Tensor of `shape` with every element fill_value (a broadcast constant: no memory until realized).
 
@@ -447,6 +459,39 @@ def empty(shape, dtype=None) -> Tensor:
 
 
 # ---------------------------------------------------------------------- ufuncs on Tensors
+def foreign(x) -> bool:
+  """Another library's array (dask, xarray, pandas, ...): it has its own __array_ufunc__, which NumPy's ufuncs
+  must ask instead of computing on its values."""
+  return getattr(type(x), "__array_ufunc__", None) is not None and not isinstance(x, (Tensor, np.ndarray, np.generic))
+
+
+_NO_UFUNC = object()
+_SCALAR_PRIORITY = -1000000.0      # NumPy's NPY_SCALAR_PRIORITY: the priority of an object that states none
+
+
+def defers(other, inplace: bool = False) -> bool:
+  """Whether a Tensor's binary operator returns NotImplemented to `other`, so that Python asks other's reflected
+  operator: NumPy's rule for ndarray (binop_override.h). A type with `__array_ufunc__ = None` opts out of ufuncs
+  and gets the operator (not in place); a type with another __array_ufunc__ gets it through the ufunc (binop);
+  a type without one gets it when its `__array_priority__` is higher than the Tensor's (and it is no Tensor)."""
+  t = type(other)
+  if t is Tensor or t in _PY or other is None or t is np.ndarray: return False
+  if (attr := getattr(t, "__array_ufunc__", _NO_UFUNC)) is not _NO_UFUNC: return not inplace and attr is None
+  if isinstance(other, Tensor): return False
+  return Tensor.__array_priority__ < getattr(other, "__array_priority__", _SCALAR_PRIORITY)
+
+
+def binop(ufunc: np.ufunc, a, b, reflected: bool = False):
+  """`a <op> b` for Tensor's operators (the Tensor is b when reflected), with NumPy's deferral rules: NotImplemented
+  where `defers` says so (forward operators only, as NumPy's), NumPy's ufunc for another library's array (so its
+  __array_ufunc__ decides: `t + dask_array` is a dask array), else apply_ufunc."""
+  other = a if reflected else b
+  if type(other) is not Tensor and type(other) not in _PY:
+    if not reflected and defers(other): return NotImplemented
+    if foreign(other): return ufunc(a, b)
+  return apply_ufunc(ufunc, a, b)
+
+
 _PY = U.PY_SCALARS
 _FAST = U.LOOPS       # (ufunc, each operand's DType or Python type) -> its loop (ufuncs.loop): apply_ufunc's fast paths
 
@@ -506,7 +551,9 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
 
 
 def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:
-  """apply_ufunc's general path: any operands (scalars, array-likes), broadcasting, dtype=."""
+  """apply_ufunc's general path: any operands (scalars, array-likes), broadcasting, dtype=. Another library's
+  array among them gets NumPy's ufunc, so its __array_ufunc__ decides (`mt.exp(dask_array)` is a dask array)."""
+  if any(foreign(x) for x in operands): return ufunc(*operands, **({} if dtype is None else {"dtype": dtype}))
   if (build := U.TABLE.get(ufunc)) is None: raise TypeError(f"minitensor does not implement numpy.{ufunc.__name__}")
   if len(operands) != ufunc.nin: raise TypeError(f"{ufunc.__name__}: takes {ufunc.nin} arguments, got {len(operands)}")
   _, ins, out = _resolved(ufunc, operands, None if dtype is None else np.dtype(dtype))
