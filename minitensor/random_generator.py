@@ -56,7 +56,7 @@ class Generator:
 
   def random(self, size=None, dtype=np.float64, out=None) -> Tensor:
     """Uniform floats in [0, 1) of the given size; dtype float64 or float32; out= a Tensor or ndarray to fill."""
-    if out is not None: return _fill(lambda out: self._gen.random(dtype=dtype, out=out), out, dtype)
+    if out is not None: return _fill(lambda out: self._gen.random(size, dtype, out), out, dtype)
     return asarray(self._gen.random(size, dtype))
 
   def integers(self, low, high=None, size=None, dtype=np.int64, endpoint: bool = False) -> Tensor:
@@ -65,7 +65,7 @@ class Generator:
 
   def standard_normal(self, size=None, dtype=np.float64, out=None) -> Tensor:
     """Samples of N(0, 1) of the given size; dtype float64 or float32; out= a Tensor or ndarray to fill."""
-    if out is not None: return _fill(lambda out: self._gen.standard_normal(dtype=dtype, out=out), out, dtype)
+    if out is not None: return _fill(lambda out: self._gen.standard_normal(size, dtype, out), out, dtype)
     return asarray(self._gen.standard_normal(size, dtype))
 
   def normal(self, loc=0.0, scale=1.0, size=None) -> Tensor:
@@ -107,7 +107,7 @@ class Generator:
   def standard_exponential(self, size=None, dtype=np.float64, method: str = "zig", out=None) -> Tensor:
     """Samples of the exponential distribution of scale 1 (method 'zig' or 'inv', as NumPy's)."""
     if out is not None:
-      return _fill(lambda out: self._gen.standard_exponential(dtype=dtype, method=method, out=out), out, dtype)
+      return _fill(lambda out: self._gen.standard_exponential(size, dtype, method, out), out, dtype)
     return asarray(self._gen.standard_exponential(size, dtype, method))
 
   def poisson(self, lam=1.0, size=None) -> Tensor:
@@ -140,8 +140,7 @@ class Generator:
 
   def standard_gamma(self, shape, size=None, dtype=np.float64, out=None) -> Tensor:
     """Samples of the gamma distribution with the given shape and scale 1."""
-    if out is not None: return _fill(lambda out: self._gen.standard_gamma(plain(shape), dtype=dtype, out=out), out,
-                                     dtype)
+    if out is not None: return _fill(lambda out: self._gen.standard_gamma(plain(shape), size, dtype, out), out, dtype)
     return asarray(self._gen.standard_gamma(plain(shape), size, dtype))
 
   def chisquare(self, df, size=None) -> Tensor:

@@ -108,6 +108,10 @@ def test_out_and_generators_as_numpy():
   g_mt.standard_normal(out=buf, dtype=np.float32)
   np.testing.assert_array_equal(buf, g_np.standard_normal(3, dtype=np.float32))
   with pytest.raises(TypeError, match="wrong type"): g_mt.random(out=mt.zeros(3, dtype=mt.int64))
+  with pytest.raises(ValueError): g_mt.random((4,), out=mt.zeros(3))                  # size must match out, as NumPy
+  out = mt.zeros(3)
+  g_mt.standard_gamma(2.0, out=out)
+  np.testing.assert_array_equal(out.numpy(), g_np.standard_gamma(2.0, 3))
   assert mt.random.default_rng(g_mt) is g_mt
   same(mt.random.Generator(np.random.PCG64(9)).random(3), np.random.Generator(np.random.PCG64(9)).random(3))
   kids_np, kids_mt = np.random.default_rng(1).spawn(2), mt.random.default_rng(1).spawn(2)
