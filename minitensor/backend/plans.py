@@ -27,7 +27,7 @@ import os
 from minitensor.backend import runtime
 
 FORMAT = "plan-2"
-TUNE_FORMAT = "tune-1"
+TUNE_FORMAT = "tune-2"
 _digest: list[str] = []
 
 
