@@ -59,7 +59,7 @@ def test_checked_mode_compiles_checked_kernels(monkeypatch):
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   y = mt.asarray(A) * 3 + 1
   skey, leaves, sizes = R.structure([y.uop])
-  key = (skey, True, tiers.mode(), sizes, tuple(b.shape for b in leaves))    # checked and plain programs kept apart
+  key = R.ProgramKey(skey, R.Mode(True, tiers.mode()), (sizes, tuple(b.shape for b in leaves)))   # kept apart
   y.numpy()
   prog = R._cache[key]
   assert prog.checked and all("mt_err" in k.src and "mt_oob" in k.src for k, *_ in prog.fns)

@@ -28,6 +28,7 @@ import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 import numpy as np
 from minitensor.backend import buffers, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
@@ -240,21 +241,42 @@ def settle(timeout: float | None = None) -> None:
     if c.upgrade is not None: c.upgrade.join(timeout)
 
 
-def program(key, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] = ()) -> Compiled:
-  """The compiled program of a graph (key: its structural key with the modes): from its plan on disk when there is
-  one (no lowering), else kernelized, lowered, rendered and compiled, and its plan stored."""
+class Mode(NamedTuple):
+  """The environment's modes for building a program (read by _modes once per change of the environment)."""
+  checked: bool           # MINITENSOR_CHECK=1: every load and store tests its index
+  tier: str               # MINITENSOR_TIER: "0", "1" or "auto"
+
+
+class ProgramKey(NamedTuple):
+  """The key of a compiled program in the memory cache and (as plans.plan_key) on disk: the graph's structure
+  (`structure`), the modes, and in checked mode the graph's sizes and input shapes (a checked kernel is lowered as
+  the plain one is, the same arithmetic, but its guards name its buffers' sizes)."""
+  structure: tuple
+  mode: Mode
+  concrete: tuple = ()
+
+  @property
+  def flat(self) -> bool:
+    """Whether the structure is a flat one: every kernel one loop over the outputs' elements (`structure`)."""
+    return self.structure[0] == "flat"
+
+
+def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] = ()) -> Compiled:
+  """The compiled program of a graph: from its plan on disk when there is one (no lowering), else kernelized,
+  lowered, rendered and compiled, and its plan stored."""
   t = time.perf_counter()
   disk = plans.plan_key(key)
   if (stored := plans.load(disk)) is not None:
     try:
       plan = Plan.from_json(stored)
-      fns = _functions(plan, plan.tier, key[1])
+      fns = _functions(plan, plan.tier, key.mode.checked)
     except (ValueError, KeyError, CompileError): pass      # a damaged plan: lowered again and rewritten below
     else:
       stats.plan_hits += 1
       if DEBUG >= 2: log.debug(plan.src)
-      return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key[1], tier=plan.tier, disk_key=disk)
-  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key[0][0] == "flat")
+      return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key.mode.checked, tier=plan.tier,
+                      disk_key=disk)
+  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat)
   if DEBUG >= 2: log.debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
@@ -436,9 +458,8 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
   sig = None
   if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := _modes(strict=False)) is not None:
-    checked, tier = m
-    if not (checked or DEBUG):
-      sig = (tier, o.op, argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
+    if not (m.checked or DEBUG):
+      sig = (m.tier, o.op, argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
       if (b := replay.bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
   views = [_numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
@@ -447,10 +468,9 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     res = [np.array(v, order="C", copy=True) if u else np.asarray(v, order="C") for v, u in zip(views, user)]
     borrowed = any(user)
   else:
-    checked, tier = _modes()
+    mode = _modes()
     skey, leaves, sizes = structure(outputs)
-    # a checked kernel is lowered as the plain one is (the same arithmetic), but its guards name its buffers' sizes
-    key = (skey, checked, tier) + ((sizes, tuple(b.shape for b in leaves)) if checked else ())
+    key = ProgramKey(skey, mode, (sizes, tuple(b.shape for b in leaves)) if mode.checked else ())
     prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
     inputs = arrays_of(leaves)
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
@@ -466,16 +486,16 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
 
 
 _ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: read without encoding and decoding
-_MODES: dict[tuple, tuple[bool, str]] = {}
+_MODES: dict[tuple, Mode] = {}
 
 
-def _modes(strict: bool = True) -> tuple[bool, str] | None:
-  """(checked mode, tier mode) of the environment now (tests and users change it between calls), without decoding
+def _modes(strict: bool = True) -> Mode | None:
+  """The Mode of the environment now (tests and users change it between calls), without decoding
   os.environ on every realization. An invalid MINITENSOR_TIER raises ValueError, or gives None unless strict (it
   is an error where a program is needed, not for a view)."""
   raw = (_ENV.get(b"MINITENSOR_CHECK"), _ENV.get(b"MINITENSOR_TIER")) if _ENV is not None else None
   if (m := _MODES.get(raw)) is None:
-    try: m = (os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
+    try: m = Mode(os.environ.get("MINITENSOR_CHECK") == "1", tiers.mode())
     except ValueError:
       if strict: raise
       return None

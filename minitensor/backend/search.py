@@ -25,7 +25,6 @@ Records and timings are for this machine: `python -m minitensor tune SCRIPT` run
 and prints what it found (`tuned`, this process's searched kernels and the records it used).
 """
 from __future__ import annotations
-import hashlib
 import logging
 import os
 import time
@@ -39,7 +38,6 @@ from minitensor.backend.opt import KernelInfo, Opt, OptOps, OptRefused, apply_op
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.runtime import FLAGS, CompileError, compile_c, compiler, native
-from minitensor.backend.uir import print_uir
 from minitensor.backend.uop import Ops, UOp, buf, prod
 
 BUDGET = 60.0          # seconds of search per kernel, by default
@@ -76,8 +74,8 @@ def budget() -> float:
 
 
 def kernel_key(body: UOp) -> str:
-  """The structural key of a kernel's shaped body: the digest of its .uir text with buffers renumbered."""
-  return hashlib.sha256(print_uir(body.localize()[0]).encode()).hexdigest()
+  """The structural key of a kernel's shaped body: the nodes' own digest (UOp.key) with buffers renumbered."""
+  return body.localize()[0].key.hex()
 
 
 def describe(body: UOp, info: KernelInfo) -> str:

@@ -320,10 +320,10 @@ def test_a_record_is_used_on_its_cpu_only(cache, monkeypatch):
 
 
 @pytest.mark.parametrize("text", [b"{not json", b"[1, 2]", b'{"format": "tune-0", "actions": []}',
-                                  b'{"format": "tune-1", "before": 1, "after": 1, "actions": [["SPIN", 0, 2]]}',
-                                  b'{"format": "tune-1", "before": 1, "after": 1, "actions": [["UPCAST", 0, 7]]}',
-                                  b'{"format": "tune-1", "before": 1, "after": 1, "actions": [["UPCAST", "0", 2]]}',
-                                  b'{"format": "tune-1", "actions": [["UPCAST", 0, 2]]}'])
+                                  b'{"format": "tune-2", "before": 1, "after": 1, "actions": [["SPIN", 0, 2]]}',
+                                  b'{"format": "tune-2", "before": 1, "after": 1, "actions": [["UPCAST", 0, 7]]}',
+                                  b'{"format": "tune-2", "before": 1, "after": 1, "actions": [["UPCAST", "0", 2]]}',
+                                  b'{"format": "tune-2", "actions": [["UPCAST", 0, 2]]}'])
 def test_a_damaged_record_is_ignored(cache, text):
   _, body = _body()
   key = _store(body, [["UPCAST", 0, 2]])
