@@ -73,32 +73,38 @@ class Generator:
 
   def __repr__(self) -> str: return f"Generator({type(self._gen.bit_generator).__name__})"
 
-  def random(self, size=None, dtype=np.float64) -> Tensor:
+  def random(self, size=None, dtype=np.float64, out=None) -> Tensor:
     """Uniform floats in [0, 1).
 
     Parameters
     ----------
     size : int or tuple of ints, optional
     dtype : float32 or float64, optional
+    out : ndarray, optional
+        NumPy's: filled with the samples and returned (an ndarray).
 
     Returns
     -------
-    Tensor
+    Tensor (out when given)
     """
+    if out is not None: return self._gen.random(size, dtype, out=out)
     return asarray(self._gen.random(size, dtype))
 
-  def standard_normal(self, size=None, dtype=np.float64) -> Tensor:
+  def standard_normal(self, size=None, dtype=np.float64, out=None) -> Tensor:
     """Samples of the standard normal distribution.
 
     Parameters
     ----------
     size : int or tuple of ints, optional
     dtype : float32 or float64, optional
+    out : ndarray, optional
+        NumPy's: filled with the samples and returned (an ndarray).
 
     Returns
     -------
-    Tensor
+    Tensor (out when given)
     """
+    if out is not None: return self._gen.standard_normal(size, dtype, out=out)
     return asarray(self._gen.standard_normal(size, dtype))
 
   def uniform(self, low=0.0, high=1.0, size=None) -> Tensor:
