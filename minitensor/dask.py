@@ -22,7 +22,8 @@ What importing this module registers (each with dask's own registry; nothing of 
                                      fused by dask's linear fusion stay one lazy graph inside: one kernel.)
                                      Only set when the user has not set that option.
   the "minitensor" array backend     `dask.config.set({"array.backend": "minitensor"})`: da.ones/zeros/empty/
-                                     full/arange and da.random's RandomState functions make Tensor chunks.
+                                     full/arange, da.random's RandomState functions and da.random.default_rng's
+                                     Generator make Tensor chunks (NumPy's values).
                                      setup.cfg declares it as a `dask.array.backends` entry point, so the option
                                      works without importing this module first.
 
@@ -49,7 +50,7 @@ from minitensor.backend.uop import Ops
 from minitensor.einsum import einsum
 from minitensor.tensor import Tensor, asarray, full, realize
 
-__all__ = ["from_array", "optimize", "to_minitensor_dispatch", "RandomState", "MinitensorBackendEntrypoint"]
+__all__ = ["from_array", "optimize", "to_minitensor_dispatch", "RandomState", "PCG64", "MinitensorBackendEntrypoint"]
 
 to_minitensor_dispatch = Dispatch("to_minitensor_dispatch")
 
@@ -173,6 +174,11 @@ class RandomState:
     return draw
 
 
+class PCG64(np.random.PCG64):
+  """NumPy's PCG64 (the same streams), defined in minitensor so that dask's Generator, which picks the library
+  by its bit generator's module, draws each chunk with minitensor.random.default_rng: Tensor chunks."""
+
+
 def _with_tensor_meta(name: str, *args, meta=None, **kwargs) -> da.Array:
   """dask.array's creation function `name` (NumPy's backend) with Tensor chunks."""
   with dask.config.set({"array.backend": "numpy"}):
@@ -200,8 +206,8 @@ class MinitensorBackendEntrypoint(ArrayBackendEntrypoint):
 
   @property
   def default_bit_generator(self) -> type:
-    """NumPy's default bit generator (da.random.default_rng's Generator draws ndarray chunks)."""
-    return np.random.PCG64
+    """The bit generator of da.random.default_rng: NumPy's PCG64, as minitensor's (Tensor chunks)."""
+    return PCG64
 
   @staticmethod
   def ones(*args, **kwargs) -> da.Array:

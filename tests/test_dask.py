@@ -126,12 +126,16 @@ def test_tasks_realize_their_tensors(fuse):
 
 
 def test_backend_option_makes_tensor_chunks():
+  def make():
+    g = da.random.default_rng(5)
+    return [da.ones((6, 4), chunks=3, dtype=np.float32), da.zeros(5, chunks=2), da.full((4,), 2.5, chunks=2),
+            da.arange(7, chunks=3), da.random.RandomState(3).random_sample((6, 4), chunks=3),
+            g.random((6, 4), chunks=3, dtype=np.float32), g.standard_normal(5, chunks=2),
+            g.integers(0, 10, size=7, chunks=3), g.normal(1.0, 2.0, size=4, chunks=2)]
   with dask.config.set({"array.backend": "minitensor"}):
-    made = [da.ones((6, 4), chunks=3, dtype=np.float32), da.zeros(5, chunks=2), da.full((4,), 2.5, chunks=2),
-            da.arange(7, chunks=3), da.random.RandomState(3).random_sample((6, 4), chunks=3)]
+    made = make()
   with dask.config.set({"array.backend": "numpy"}):
-    want = [da.ones((6, 4), chunks=3, dtype=np.float32), da.zeros(5, chunks=2), da.full((4,), 2.5, chunks=2),
-            da.arange(7, chunks=3), da.random.RandomState(3).random_sample((6, 4), chunks=3)]
+    want = make()
   for m, w in zip(made, want):
     assert isinstance(m._meta, mt.Tensor) and isinstance(m.blocks[0].compute(), mt.Tensor)
     got = m.compute()

@@ -146,6 +146,14 @@ def test_generator_takes_tensor_arguments():
   assert "Generator" in repr(g)
 
 
+def test_generator_fills_out_as_numpy():
+  for name in ("random", "standard_normal"):
+    got, want = np.empty((2, 3), np.float32), np.empty((2, 3), np.float32)
+    r = getattr(mt.random.default_rng(4), name)(dtype=np.float32, out=got)
+    getattr(np.random.default_rng(4), name)(dtype=np.float32, out=want)
+    assert r is got and np.array_equal(got, want)
+
+
 def test_module_level_random_matches_numpy_legacy():
   mt.random.seed(3)
   legacy = np.random.RandomState(3)
