@@ -262,7 +262,7 @@ def test_writes_from_threads_to_one_base_are_never_lost(how):
   """4 threads each write their own row of one base 50 times (NumPy: all rows end at 50). A write is one step with
   respect to every other write to the base (views.WRITES), and a concurrent realization of the base (readers) never
   drops a write that came in while it computed. Several trials, as the loss was intermittent."""
-  for _ in range(6):
+  for _ in range(4):
     b = mt.zeros((4, 8))
     def writer(tid):
       for i in range(50):
