@@ -14,6 +14,7 @@ import operator
 from typing import Callable
 import numpy as np
 from numpy.exceptions import AxisError
+from minitensor import views as V
 from minitensor.tensor import Tensor, asarray
 
 __all__ = ["Generator", "default_rng", "seed", "rand", "randn", "shuffle", "permutation"]
@@ -47,7 +48,8 @@ def _shuffle(draw: Callable, x, axis: int, op: str) -> None:
   as NumPy)."""
   if x.ndim == 0: raise TypeError(f"{op}: len() of unsized object (a 0-d tensor cannot be shuffled)")
   ax = _axis(axis, x.ndim, op)
-  if x.size: x[...] = _along(x, ax, _perm(draw, x.shape[ax]))
+  if x.size:
+    with V.WRITES: x[...] = _along(x, ax, _perm(draw, x.shape[ax]))   # (one step with its read: views.py)
 
 
 def _permutation(draw: Callable, x, axis: int, op: str) -> Tensor:
