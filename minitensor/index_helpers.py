@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 import numpy as np
+from minitensor import views as V
 from minitensor.extra import take
 from minitensor.interop import to_numpy
 from minitensor.tensor import Tensor, asarray, where, zeros
@@ -293,4 +294,4 @@ def putmask(a, mask, values) -> None:
   m, values = asarray(mask), _values(values, a.dtype, True)
   if m.size != a.size: raise ValueError("putmask: mask and data must be the same size")
   if a.size == 0 or values.size == 0: return
-  a[...] = where(m.reshape(a.shape).astype(bool), _cycled(values, a.size).reshape(a.shape), a)
+  with V.WRITES: a[...] = where(m.reshape(a.shape).astype(bool), _cycled(values, a.size).reshape(a.shape), a)  # views.py

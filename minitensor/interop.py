@@ -39,6 +39,7 @@ import operator
 from typing import Callable
 import numpy as np
 from minitensor import ufuncs as U
+from minitensor import views as V
 from minitensor.tensor import Tensor, apply_ufunc, asarray, foreign, tensor_methods
 from minitensor.tensor import where as where_
 
@@ -84,15 +85,17 @@ def copyto(dst, src, casting: str = "same_kind", where=True) -> None:
   if not U.is_weak(s) and not np.can_cast(s.dtype, dst.dtype, casting):
     raise TypeError(f"Cannot cast array data from {s.dtype!r} to {dst.dtype!r} according to the rule {casting!r}")
   if where is True: dst[...] = s
-  else: dst[...] = where_(where, s, dst)
+  else:
+    with V.WRITES: dst[...] = where_(where, s, dst)      # (reading dst and writing it are one step: views.py)
 
 
 def ufunc_at(ufunc: np.ufunc, a: Tensor, indices, b=None, **kwargs) -> None:
   """ufunc.at(a, indices, b) on a Tensor: NumPy's unbuffered in-place operation on the realized values, written
   back into a (its aliases and views see it)."""
-  v = a.numpy()
-  ufunc.at(v, *to_numpy((indices,) if b is None else (indices, b)), **kwargs)
-  a[...] = asarray(v, copy=False)
+  with V.WRITES:                  # (reading a and writing it are one step: views.py)
+    v = a.numpy()
+    ufunc.at(v, *to_numpy((indices,) if b is None else (indices, b)), **kwargs)
+    a[...] = asarray(v, copy=False)
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):

@@ -15,6 +15,7 @@ tensor.py's `tensor_methods`), Python's format() and round(), and DLPack export.
 """
 from __future__ import annotations
 import numpy as np
+from minitensor import views as V
 from minitensor.backend.realize import borrow
 from minitensor.extra import cumprod, cumsum, diagonal, take, trace
 from minitensor.functions import clip
@@ -81,7 +82,7 @@ class _NdarrayMethods:
     """Sort in place along axis, as ndarray.sort (stable; NaN last); returns None. mt.sort(t) returns a copy."""
     if order is not None: raise ValueError("sort: order= needs a structured dtype, which minitensor does not have")
     if axis is None: raise TypeError("sort: axis=None cannot sort in place (use minitensor.sort(t, axis=None))")
-    self[...] = sort(self, axis)
+    with V.WRITES: self[...] = sort(self, axis)      # (the read and the write are one step: views.py)
 
   def argsort(self, axis: int | None = -1, kind=None, order=None, *, stable=None):
     """The indices that sort along axis (stable; computes now): minitensor.argsort."""

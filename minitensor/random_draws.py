@@ -13,6 +13,7 @@ import operator
 from typing import Callable
 import numpy as np
 from numpy.exceptions import AxisError
+from minitensor import views as V
 from minitensor.tensor import Tensor, asarray
 
 __all__ = ["plain", "draw", "shuffle_tensor", "permutation_of"]
@@ -52,7 +53,8 @@ def shuffle_tensor(shuffle: Callable, x: Tensor, axis: int, op: str) -> None:
   as NumPy)."""
   if x.ndim == 0: raise TypeError(f"{op}: len() of unsized object (a 0-d tensor cannot be shuffled)")
   ax = _axis(axis, x.ndim, op)
-  if x.size: x[...] = _along(x, ax, _perm(shuffle, x.shape[ax]))
+  if x.size:
+    with V.WRITES: x[...] = _along(x, ax, _perm(shuffle, x.shape[ax]))   # (one step with its read: views.py)
 
 
 def permutation_of(shuffle: Callable, x, axis: int, op: str) -> Tensor:

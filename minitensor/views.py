@@ -23,10 +23,11 @@ A root realizes its value once WRITE_CHAIN writes are pending on it, so a loop t
 bounded amount of graph per iteration.
 
 Threads: a write reads its root's value, builds the new one and assigns it; the three are one step under the lock
-WRITES (held by `t[i] = v` and the in-place operators), so concurrent writes to one root, even to disjoint parts,
-never lose each other. A realization keeps its buffer only if no write replaced the graph it computed meanwhile
-(tensor._commit, under the same lock). One lock serves every root: a write is graph building (microseconds), and
-a single lock cannot deadlock however writes and realizations nest.
+WRITES (held by `t[i] = v`, the in-place operators, and the in-place methods that read their destination: sort,
+ufunc.at, copyto with where=, shuffle), so concurrent writes to one root, even to disjoint parts, never lose each
+other. A realization keeps its buffer only if no write replaced the graph it computed meanwhile (tensor._commit,
+under the same lock). One lock serves every root: a write is graph building (microseconds), and a single lock
+cannot deadlock however writes and realizations nest.
 
 `t.flags.writeable = False` (NumPy's way to make an array immutable) marks t read-only (set_writeable): writes into
 t, and into views of a root so marked, raise ValueError, as NumPy's.

@@ -257,16 +257,18 @@ def _threads(targets: list, seconds: float = 60.0) -> None:
   assert not errors, errors
 
 
-@pytest.mark.parametrize("how", ["setitem", "view_iadd", "with_readers"])
+@pytest.mark.parametrize("how", ["setitem", "view_iadd", "with_readers", "add_at"])
 def test_writes_from_threads_to_one_base_are_never_lost(how):
-  """4 threads each write their own row of one base 50 times (NumPy: all rows end at 50). A write is one step with
-  respect to every other write to the base (views.WRITES), and a concurrent realization of the base (readers) never
-  drops a write that came in while it computed. Several trials, as the loss was intermittent."""
-  for _ in range(6):
+  """4 threads each write their own row of one base 50 times (NumPy: all rows end at 50): by setitem, in place, and
+  by ufunc.at (which reads the whole base, then writes it). A write is one step with respect to every other write
+  to the base (views.WRITES), and a concurrent realization of the base (readers) never drops a write that came in
+  while it computed. Several trials, as the loss was intermittent."""
+  for _ in range(4):
     b = mt.zeros((4, 8))
     def writer(tid):
       for i in range(50):
         if how == "view_iadd": b[tid] += 1
+        elif how == "add_at": np.add.at(b, (tid,), 1)
         else: b[tid] = i + 1
     seen = []
     def reader():

@@ -121,8 +121,8 @@ def _sized(op: Ops, dtype: DType, shape: tuple[int, ...]) -> tuple[DType, tuple[
   """(dtype, shape) of a node that may have grown past NumPy's size limit; NumPy's ValueError if it has (the
   user's error, not a malformed node)."""
   if not fits(shape, dtype.itemsize):
-    raise ValueError(f"{_called()}: array is too big; {op.name} to shape {shape} of {dtype.name} would be larger than "
-                   "the maximum possible size")
+    raise ValueError(f"{_called()}: array is too big; {op.name} to shape {shape} of {dtype.name} would be larger "
+                     "than the maximum possible size")
   return dtype, shape
 
 
