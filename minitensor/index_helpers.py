@@ -294,4 +294,5 @@ def putmask(a, mask, values) -> None:
   m, values = asarray(mask), _values(values, a.dtype, True)
   if m.size != a.size: raise ValueError("putmask: mask and data must be the same size")
   if a.size == 0 or values.size == 0: return
-  with V.WRITES: a[...] = where(m.reshape(a.shape).astype(bool), _cycled(values, a.size).reshape(a.shape), a)  # views.py
+  with V.WRITES:                  # (reading a and writing it are one step: views.py)
+    a[...] = where(m.reshape(a.shape).astype(bool), _cycled(values, a.size).reshape(a.shape), a)
