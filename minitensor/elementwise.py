@@ -7,9 +7,8 @@ and the Array API's:
     atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
     hypot = max * sqrt(1 + (min / max)^2) (no overflow; inf wins over NaN)
     logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
-    signbit, nextafter      realize their operands and call NumPy: the graph has no bit casts, and the sign bit of
-                            a NaN is seen only in the bits
-    copysign                |x1| (lazy) with the sign bits of x2 (realized, NumPy's signbit)
+    nextafter               realizes its operands and calls NumPy (the graph has no bit casts)
+    copysign                |x1| with the sign bit of x2 (the op table's SIGNBIT: also of -0.0 and -NaN)
     degrees rad2deg radians deg2rad   x * (180 / pi), x * (pi / 180)
     fabs cbrt               |x|; sign(x) |x|^(1/3) with one Newton step (within an ulp or two of C's cbrt)
     float_power             power in float64 (complex128 for complex)
@@ -26,7 +25,7 @@ from minitensor.backend.uop import Ops, UOp
 from minitensor.tensor import Tensor, where
 from minitensor.ufunc_objects import ufunc
 
-__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
+__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp",
            "nextafter", "degrees", "rad2deg", "radians", "deg2rad", "fabs", "cbrt", "float_power", "logaddexp2",
            "heaviside", "divmod", "modf"]
 _LN2 = math.log(2.0)
@@ -42,13 +41,7 @@ def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
 
 
 def _complex_op(op: Ops, t: Tensor) -> Tensor: return Tensor(UOp(op, (t.uop,)))
-def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where((x < 0) | ((x == 0) & (1 / x < 0)), -r, r)
-
-
-def _signbit(x, /) -> Tensor:
-  """Whether the sign bit is set (also of -0.0 and of a negative NaN): NumPy's signbit of the realized x."""
-  (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
-  return T.asarray(np.signbit(np.asarray(t) if isinstance(t, Tensor) else t))
+def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where(F.signbit(x), -r, r)
 
 
 def _acosh(x, /) -> Tensor:
@@ -110,10 +103,10 @@ def _atanh(x, /) -> Tensor:
 
 
 def _copysign(x1, x2, /) -> Tensor:
-  """|x1| with the sign bit of x2 (x2 realized: a NaN's sign bit is seen only in its bits)."""
+  """|x1| with the sign bit of x2 (also of -0.0 and of a negative NaN)."""
   (a, b), out = _loop(np.copysign, x1, x2)
   m = F.absolute(a)
-  return where(_signbit(b), -m, m).astype(out)
+  return where(F.signbit(b), -m, m).astype(out)
 
 
 def _hypot(x1, x2, /) -> Tensor:
@@ -176,7 +169,7 @@ acosh = arccosh = ufunc(np.arccosh, _acosh)
 asinh = arcsinh = ufunc(np.arcsinh, _asinh)
 atanh = arctanh = ufunc(np.arctanh, _atanh)
 copysign, hypot, logaddexp = ufunc(np.copysign, _copysign), ufunc(np.hypot, _hypot), ufunc(np.logaddexp, _logaddexp)
-signbit, nextafter = ufunc(np.signbit, _signbit), ufunc(np.nextafter, _nextafter)
+nextafter = ufunc(np.nextafter, _nextafter)
 
 
 def _scaled(ufunc_: np.ufunc, c: float):
