@@ -6,7 +6,7 @@
     creation                  NumPy's creation functions with the standard's keyword `device` (None or "cpu"):
                               array_api_creation.py
     elementwise               the standard's names of NumPy's ufuncs (acos = arccos, bitwise_invert = invert, ...);
-                              acosh asinh atanh copysign hypot logaddexp signbit nextafter: elementwise.py
+                              acosh asinh atanh copysign hypot logaddexp nextafter: elementwise.py
     versions                  x.__array_namespace__(api_version=v) for v in 2021.12 ... 2025.12: the minitensor
                               module for 2025.12 (and None); for older versions a copy of it whose meshgrid,
                               broadcast_arrays and __array_namespace_info__().devices() return lists, as those

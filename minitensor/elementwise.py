@@ -7,9 +7,14 @@ and the Array API's:
     atanh(x) = log1p(2a / (1 - a)) / 2, a = |x|, sign restored
     hypot = max * sqrt(1 + (min / max)^2) (no overflow; inf wins over NaN)
     logaddexp = max + log1p(exp(-|x1 - x2|)) (x1 == x2: x1 + log 2, so inf stays inf)
-    signbit, nextafter      realize their operands and call NumPy: the graph has no bit casts, and the sign bit of
-                            a NaN is seen only in the bits
-    copysign                |x1| (lazy) with the sign bits of x2 (realized, NumPy's signbit)
+    nextafter               realizes its operands and calls NumPy (the graph has no bit casts)
+    copysign                |x1| with the sign bit of x2 (the op table's SIGNBIT: also of -0.0 and -NaN)
+    degrees rad2deg radians deg2rad   x * (180 / pi), x * (pi / 180)
+    fabs cbrt               |x|; sign(x) |x|^(1/3) with one Newton step (within an ulp or two of C's cbrt)
+    float_power             power in float64 (complex128 for complex)
+    logaddexp2              max + log2(1 + 2^-|x1 - x2|) (x1 == x2: x1 + 1)
+    heaviside               0 below zero, 1 above, x2 at zero, NaN for NaN
+    divmod modf             (floor_divide, remainder); (|x - trunc(x)| with x's sign, trunc(x)), +-inf: (+-0, +-inf)
 """
 from __future__ import annotations
 import math
@@ -20,8 +25,9 @@ from minitensor.backend.uop import Ops, UOp
 from minitensor.tensor import Tensor, where
 from minitensor.ufunc_objects import ufunc
 
-__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp", "signbit",
-           "nextafter"]
+__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign", "hypot", "logaddexp",
+           "nextafter", "degrees", "rad2deg", "radians", "deg2rad", "fabs", "cbrt", "float_power", "logaddexp2",
+           "heaviside", "divmod", "modf"]
 _LN2 = math.log(2.0)
 _BIG = 1e8          # past this, sqrt(x^2 +- 1) is x to double precision, and x^2 may overflow float32
 
@@ -35,13 +41,7 @@ def _loop(ufunc: np.ufunc, *xs) -> tuple[list, np.dtype]:
 
 
 def _complex_op(op: Ops, t: Tensor) -> Tensor: return Tensor(UOp(op, (t.uop,)))
-def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where((x < 0) | ((x == 0) & (1 / x < 0)), -r, r)
-
-
-def _signbit(x, /) -> Tensor:
-  """Whether the sign bit is set (also of -0.0 and of a negative NaN): NumPy's signbit of the realized x."""
-  (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
-  return T.asarray(np.signbit(np.asarray(t) if isinstance(t, Tensor) else t))
+def _with_sign(x: Tensor, r: Tensor) -> Tensor: return where(F.signbit(x), -r, r)
 
 
 def _acosh(x, /) -> Tensor:
@@ -103,10 +103,10 @@ def _atanh(x, /) -> Tensor:
 
 
 def _copysign(x1, x2, /) -> Tensor:
-  """|x1| with the sign bit of x2 (x2 realized: a NaN's sign bit is seen only in its bits)."""
+  """|x1| with the sign bit of x2 (also of -0.0 and of a negative NaN)."""
   (a, b), out = _loop(np.copysign, x1, x2)
   m = F.absolute(a)
-  return where(_signbit(b), -m, m).astype(out)
+  return where(F.signbit(b), -m, m).astype(out)
 
 
 def _hypot(x1, x2, /) -> Tensor:
@@ -169,4 +169,67 @@ acosh = arccosh = ufunc(np.arccosh, _acosh)
 asinh = arcsinh = ufunc(np.arcsinh, _asinh)
 atanh = arctanh = ufunc(np.arctanh, _atanh)
 copysign, hypot, logaddexp = ufunc(np.copysign, _copysign), ufunc(np.hypot, _hypot), ufunc(np.logaddexp, _logaddexp)
-signbit, nextafter = ufunc(np.signbit, _signbit), ufunc(np.nextafter, _nextafter)
+nextafter = ufunc(np.nextafter, _nextafter)
+
+
+def _scaled(ufunc_: np.ufunc, c: float):
+  def f(x, /) -> Tensor:
+    """x times a constant, in NumPy's loop dtype."""
+    (t,), out = _loop(ufunc_, x)
+    return (t * c).astype(out)
+  return f
+
+
+def _fabs(x, /) -> Tensor:
+  """|x| in NumPy's floating loop dtype."""
+  (t,), out = _loop(np.fabs, x)
+  return F.absolute(t).astype(out)
+
+
+def _cbrt(x, /) -> Tensor:
+  """The real cube root: sign(x) |x|^(1/3), refined by one Newton step (1/3 is inexact: pow alone is off by
+  ln|x| * 2e-17 relative, up to 60 ulp)."""
+  (t,), out = _loop(np.cbrt, x)
+  a = F.absolute(t)
+  y = F.power(a, 1.0 / 3.0)
+  y = where((a == 0) | F.isinf(a), y, y - (y - a / (y * y)) / 3)
+  return _with_sign(t, y).astype(out)
+
+
+def _float_power(x1, x2, /) -> Tensor:
+  """x1 ** x2 in float64 (complex128 when either is complex)."""
+  (a, b), out = _loop(np.float_power, x1, x2)
+  return F.power(a, b).astype(out)
+
+
+def _logaddexp2(x1, x2, /) -> Tensor:
+  """log2(2^x1 + 2^x2) without overflow."""
+  (a, b), out = _loop(np.logaddexp2, x1, x2)
+  r = F.maximum(a, b) + F.log1p(F.exp2(-F.absolute(a - b))) / _LN2
+  return where(a == b, a + 1, r).astype(out)
+
+
+def _heaviside(x1, x2, /) -> Tensor:
+  """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0, NaN where x1 is NaN."""
+  (a, b), out = _loop(np.heaviside, x1, x2)
+  return where(a < 0, 0, where(a > 0, 1, where(a == 0, b, a))).astype(out)
+
+
+def _divmod(x1, x2, /) -> tuple[Tensor, Tensor]:
+  """(x1 // x2, x1 % x2), NumPy's floor division and remainder."""
+  return F.floor_divide(x1, x2), F.remainder(x1, x2)
+
+
+def _modf(x, /) -> tuple[Tensor, Tensor]:
+  """(fractional part, integral part), both with x's sign; (+-0, +-inf) for +-inf."""
+  (t,), out = _loop(np.modf, x)
+  i = F.trunc(t)
+  frac = where(F.isinf(t), 0.0, F.absolute(t - i))
+  return _with_sign(t, frac).astype(out), i.astype(out)
+
+
+degrees, rad2deg = (ufunc(f, _scaled(f, 180 / math.pi)) for f in (np.degrees, np.rad2deg))
+radians, deg2rad = (ufunc(f, _scaled(f, math.pi / 180)) for f in (np.radians, np.deg2rad))
+fabs, cbrt, float_power = ufunc(np.fabs, _fabs), ufunc(np.cbrt, _cbrt), ufunc(np.float_power, _float_power)
+logaddexp2, heaviside = ufunc(np.logaddexp2, _logaddexp2), ufunc(np.heaviside, _heaviside)
+divmod, modf = ufunc(np.divmod, _divmod), ufunc(np.modf, _modf)

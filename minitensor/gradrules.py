@@ -67,7 +67,7 @@ UNARY: dict[Ops, Callable[[UOp, UOp, UOp], UOp]] = {
 }
 
 ZERO = {Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.RINT, Ops.FLOORDIV, Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE,
-        Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CONST, Ops.BUFFER}
+        Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.SIGNBIT, Ops.CONST, Ops.BUFFER}
 
 
 # binary rules take `need`: which sources get a gradient (no nodes are built for a constant operand)

@@ -176,5 +176,8 @@ def test_conformance_findings():
   assert e.shape == (0,) and e.dtype == mt.float32
   x = np.array([-np.nan, np.nan, -0.0, 0.0, -np.inf, 1.0], np.float32)
   np.testing.assert_array_equal(np.asarray(mt.signbit(mt.asarray(x))), np.signbit(x))
+  lazy = mt.signbit(mt.asarray(x) * 1)
+  assert lazy.uop.op is mt.Tensor(lazy.uop).uop.op and lazy.uop.op.name == "SIGNBIT"      # an op: lazy, fused
+  np.testing.assert_array_equal(np.asarray(lazy), np.signbit(x))
   np.testing.assert_array_equal(np.asarray(mt.copysign(1.0, mt.asarray(x))), np.copysign(1.0, x))
   assert bool(mt.signbit(-0.0)) and not bool(mt.signbit(0))

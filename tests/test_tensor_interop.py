@@ -123,7 +123,7 @@ def test_ufunc_methods_dispatch_to_minitensor():
                     (np.add.reduceat(t, [0, 2], axis=1), np.add.reduceat(A, [0, 2], axis=1))]:
     assert type(got) is mt.Tensor and got.uop.op is not _uop.Ops.BUFFER     # lazy
     assert_tensor_equals(got, want)
-  assert type(np.cbrt(t)) is np.ndarray and np.array_equal(np.cbrt(t), np.cbrt(A))     # not in minitensor
+  assert type(np.fmod(t, 0.7)) is np.ndarray and np.array_equal(np.fmod(t, 0.7), np.fmod(A, 0.7))   # not in mt
   np.add.at(t, ([0, 0, 2], [1, 1, 3]), 10)
   np.add.at(a, ([0, 0, 2], [1, 1, 3]), 10)
   assert isinstance(t, mt.Tensor) and np.array_equal(np.asarray(t), a)

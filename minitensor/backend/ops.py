@@ -39,6 +39,8 @@ class Ops(Enum):
   # shape world
   RESHAPE = auto(); EXPAND = auto(); PERMUTE = auto(); SHRINK = auto(); REDUCE = auto(); STACK = auto()
   STAGE = auto(); PAD = auto(); FLIP = auto(); SCAN = auto()
+  # unary ALU added later (appended, so the values of the members above stay what they were)
+  SIGNBIT = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
   __hash__ = object.__hash__       # members are singletons; Enum's own hash is a Python-level call
@@ -86,11 +88,12 @@ ALU_OPS: dict[Ops, OpDef] = {
   Ops.CEIL:     OpDef(1, **_UF, cost=C, c="ceil", ufunc="ceil"),
   Ops.TRUNC:    OpDef(1, **_UF, cost=C, c="trunc", ufunc="trunc"),
   Ops.RINT:     OpDef(1, **_UF, cost=C, c="rint", ufunc="rint"),
-  # mt.arcsinh/arccosh/arctanh of real operands are array_api.py's formulas; only complex ones use these ops
+  # mt.arcsinh/arccosh/arctanh of real operands are elementwise.py's formulas; only complex ones use these ops
   Ops.ASINH:    OpDef(1, **_UF, cost=T, c="asinh", cplx="casinh"),
   Ops.ACOSH:    OpDef(1, **_UF, cost=T, c="acosh", cplx="cacosh"),
   Ops.ATANH:    OpDef(1, **_UF, cost=T, c="atanh", cplx="catanh"),
   Ops.ABS:      OpDef(1, "num", "real", C, c="fabs", cplx="cabs_", ufunc="absolute"),  # integers: render_c
+  Ops.SIGNBIT:  OpDef(1, "float", "bool", C, c="signbit_", ufunc="signbit"),   # the sign bit (also of -0.0, -NaN)
   Ops.REAL:     OpDef(1, "complex", "real", C, c=None, cplx="creal"),
   Ops.IMAG:     OpDef(1, "complex", "real", C, c=None, cplx="cimag"),
   Ops.ADD:      OpDef(2, "num", "same", C, c="+", cplx="+", ufunc="add"),

@@ -38,6 +38,9 @@ int omp_get_max_threads(void);    /* (OpenMP's runtime; declared here, so no omp
    work takes fewer of them (each iteration computes its own outputs: the values do not depend on the split) */
 static inline int64_t mt_chunk(int64_t n) { int64_t c = n / (4 * omp_get_max_threads()); return c > 1 ? c : 1; }
 #endif
+/* the sign bit of a float, read through a union (defined in C99): signbit(-0.0) and signbit(-NaN) are 1 */
+static inline _Bool signbit_f32(float x) { union { float f; uint32_t u; } v; v.f = x; return (_Bool)(v.u >> 31); }
+static inline _Bool signbit_f64(double x) { union { double f; uint64_t u; } v; v.f = x; return (_Bool)(v.u >> 63); }
 #define MT_INT(T, U, S) \
 static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; \
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
@@ -325,7 +328,7 @@ class _Renderer:
     elif sp is not None and sp.endswith("_"):
       suffix = d.suffix or ("i64" if self.itype == "int64_t" else "i32")
       if d is dtypes.float16 and op in (Ops.MAX, Ops.MIN): suffix = "f16"
-      out = f"{sp}{suffix}({a[0]}, {a[1]})"
+      out = f"{sp}{suffix}({', '.join(a)})"
     elif op in (Ops.ADD, Ops.MUL) and d.is_int and d is not dtypes.index:
       # data integers wrap like NumPy's: compute in the unsigned type (defined in C), convert back
       ut = _unsigned(d)

@@ -158,8 +158,8 @@ def _bounds(u: UOp) -> tuple:
   if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
   if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
   if op in COMPARE:
-    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
     if u.src[0].dtype.kind in "fc": return (False, True)
+    (a0, a1), (b0, b1) = u.src[0]._bounds, u.src[1]._bounds
     if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
     if op is Ops.CMPLE: return (a1 <= b0, a0 <= b1)
     disjoint = a1 < b0 or b1 < a0
