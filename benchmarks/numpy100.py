@@ -82,8 +82,9 @@ class Run:
 
 
 def _plain(x):
-  """x with Tensors as ndarrays (also inside tuples, lists and dicts)."""
-  if type(x).__name__ == "Tensor": return numpy.asarray(x)
+  """x with Tensors (and instances of Tensor subclasses) as ndarrays (also inside tuples, lists and dicts)."""
+  if any(c.__name__ == "Tensor" and c.__module__ == "minitensor.tensor" for c in type(x).__mro__):
+    return numpy.asarray(x)
   if isinstance(x, (list, tuple)): return type(x)(_plain(v) for v in x) if not hasattr(x, "_fields") else tuple(
     _plain(v) for v in x)
   if isinstance(x, dict): return {k: _plain(v) for k, v in x.items()}

@@ -84,6 +84,7 @@ def _rule(u: UOp, g: UOp, need: tuple[bool, ...], concrete) -> tuple:
   if (f := R.BINARY.get(op)) is not None: return f(u, g, need)
   if (f := R.MOVEMENT.get(op)) is not None: return f(u, g)
   if op is Ops.CAST: return (g.cast(u.src[0].dtype),)
+  if op is Ops.BITCAST: return (u.src[0].const_like(0),)     # bits, not values: no derivative
   if op is Ops.INDEX: return (R.index_adjoint(u, g, concrete),)
   raise NotImplementedError(f"no gradient rule for {op.name}")
 

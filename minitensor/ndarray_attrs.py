@@ -10,13 +10,16 @@ view has over it.
     t.base          None for a root, the root for a view (NumPy's base is the array owning the memory)
     t.flat          a flatiter: iterates the elements in C order, flat[k] reads (an int: a value; a slice, an index
                     array or a mask: a 1-D Tensor), flat[k] = v writes into t (v repeated to fill, as NumPy's)
-    t.view(dtype)   the bytes reinterpreted as dtype, NumPy's itemsize rules (a different itemsize resizes the last
-                    axis, which must be contiguous); computed now on the realized bytes (the graph has no bit casts),
-                    and a new Tensor: writes into it do not reach t
+    t.view(dtype)   the bytes reinterpreted as dtype, NumPy's itemsize rules: of the same itemsize a lazy view (a
+                    BITCAST in the graph; writes go both ways, as NumPy's); a different itemsize resizes the last
+                    axis, which must be contiguous, and is computed now on the realized bytes, read-only (a write
+                    could not reach t); t.view(cls) a view of a Tensor subclass (its __array_finalize__ called)
 """
 from __future__ import annotations
+import builtins
 import numpy as np
 from minitensor import views as V
+from minitensor.backend.dtype import dtypes
 from minitensor.tensor import Tensor, asarray, tensor_methods
 
 _FLAGS = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED", "WRITEBACKIFCOPY")
@@ -118,23 +121,35 @@ class _LayoutAttributes:
   def flat(self, value) -> None: flatiter(self)[...] = value
 
   def view(self, dtype=None, type=None) -> Tensor:
-    """The same bytes read as another dtype (numpy.ndarray.view): with a different itemsize the last axis resizes
-    (it must be contiguous, and its bytes divisible by the new itemsize). view() alone is a view of self. Computed
-    now on the realized bytes, as a new Tensor (writes into it do not reach self).
+    """The same bytes read as another dtype, or as a subclass of Tensor (numpy.ndarray.view). Of the same item
+    size (not bool or complex) it is a lazy view, as NumPy's: writes into it write self, and it follows writes into
+    self. With a different item size the last axis resizes (it must be contiguous, and its bytes divisible by the
+    new itemsize), and the view is computed now on the realized bytes and read-only (a write into it would not
+    reach self, so it raises ValueError). A subclass (as `dtype` or `type`) gets a view of that class, made without
+    calling its constructor, then its `__array_finalize__(self)` if it has one, as NumPy's.
 
     Parameters
     ----------
-    dtype : data-type, optional
-    type : None, optional
-        Only None: minitensor has one array type.
+    dtype : data-type or subclass of Tensor, optional
+    type : subclass of Tensor, optional
 
     Returns
     -------
     Tensor
     """
-    if type is not None: raise TypeError("view: minitensor has one array type; type= must be None")
+    if isinstance(dtype, builtins.type) and issubclass(dtype, Tensor): dtype, type = None, dtype
+    if type is not None:
+      if not (isinstance(type, builtins.type) and issubclass(type, Tensor)):
+        raise TypeError(f"view: type must be a subclass of Tensor, got {type!r}")
+      v = self.view(dtype)
+      w = V.make_view(v, V.Step(lambda u: u, lambda src, new: new), V.strides_of(v), type)
+      if (fin := getattr(w, "__array_finalize__", None)) is not None: fin(self)
+      return w
     if dtype is None or np.dtype(dtype) == self.dtype: return self[...]
     d = np.dtype(dtype)
+    if d.itemsize == self.itemsize and not {d.kind, self.dtype.kind} & set("bc"):
+      to, frm = dtypes.from_numpy(d), dtypes.from_numpy(self.dtype)
+      return V.make_view(self, V.Step(lambda u: u.bitcast(to), lambda src, new: new.bitcast(frm)), V.strides_of(self))
     if d.itemsize != self.itemsize:
       if self.ndim == 0:
         raise ValueError(f"Changing the dtype of a 0d array is only supported if the itemsize is unchanged "
@@ -142,4 +157,6 @@ class _LayoutAttributes:
       if not self.flags.c_contiguous and self.strides[-1] != self.itemsize and self.shape[-1] != 1:
         raise ValueError(f"To change to a dtype of a different size, the last axis must be contiguous (strides "
                          f"{self.strides}, shape {self.shape})")
-    return asarray(np.array(np.asarray(self), order="C").view(d))
+    out = asarray(np.array(np.asarray(self), order="C").view(d))
+    V.set_writeable(out, False)
+    return out

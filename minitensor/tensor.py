@@ -46,12 +46,16 @@ class Tensor:
   __slots__ = ("_uop", "_data", "_link", "_version", "_writes", "__weakref__")
   __array_priority__ = 100.0
 
-  def __init__(self, data: Any = None, dtype=None):
+  # constructed in __new__ (no __init__), so a subclass in NumPy's style (its own __new__ making a view of its class,
+  # ndarray.view(cls)) is not reset by an __init__ Python would call after it
+  def __new__(cls, data: Any = None, dtype=None):
+    self = object.__new__(cls)
     self._uop, self._data, self._link, self._version, self._writes = None, None, None, 0, 0
     if type(data) is UOp: self._uop = data
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
+    return self
 
   @classmethod
   def _of(cls, a: np.ndarray) -> Tensor:

@@ -107,9 +107,18 @@ def root_of(t: Tensor) -> tuple[Tensor, tuple[Step, ...]]:
   return (t, ()) if t._link is None else (t._link.root, t._link.steps)
 
 
-def make_view(t: Tensor, step: Step, strides: tuple[int, ...]) -> Tensor:
-  """A view of t through `step` (t may itself be a view: the view hangs off t's root)."""
-  v = type(t)(step.fwd(t.uop))        # type(t): the Tensor class (tensor.py imports this module, not the reverse)
+def _tensor(cls: type, u: UOp) -> Tensor:
+  """A root Tensor of class cls (tensor.py's Tensor or a subclass: tensor.py imports this module, not the reverse)
+  with graph u, made without calling a subclass's constructor (NumPy's subclasses define their own __new__)."""
+  v = object.__new__(cls)
+  v._uop, v._data, v._link, v._version, v._writes = u, None, None, 0, 0
+  return v
+
+
+def make_view(t: Tensor, step: Step, strides: tuple[int, ...], cls: type | None = None) -> Tensor:
+  """A view of t through `step` (t may itself be a view: the view hangs off t's root), of t's class or `cls` (a
+  subclass of Tensor, as ndarray.view(type) makes: made without calling its constructor)."""
+  v = _tensor(cls or type(t), step.fwd(t.uop))
   if t._link is None: v._link = Link(t, (step,), strides, t._version)
   else: v._link = Link(t._link.root, t._link.steps + (step,), strides, t._link.seen)
   return v
@@ -167,7 +176,7 @@ def assign(root: Tensor, value: UOp) -> None:
 def reshaped(t: Tensor, shape: tuple[int, ...]) -> Tensor:
   """t.reshape(shape) as NumPy does it: a view when the strides allow one, else a new root (a copy)."""
   st = reshape_strides(t.shape, strides_of(t), shape) if 0 not in t.shape else c_strides(shape)
-  if st is None: return type(t)(t.uop.reshape(shape))
+  if st is None: return _tensor(type(t), t.uop.reshape(shape))
   return make_view(t, Step(lambda u: u.reshape(shape), lambda src, v: v.reshape(src.shape)), st)
 
 

@@ -83,3 +83,50 @@ def test_flags_writeable_false_makes_a_tensor_read_only():
   assert float(t[0]) == 3.0 and t.flags.writeable
   with pytest.raises(ValueError): mt.broadcast_to(t, (2, 4)).flags.writeable = True
   with pytest.raises(AttributeError): t.flags.c_contiguous = False
+
+
+_SAME = [(np.float32, np.int32), (np.int32, np.float32), (np.float64, np.int64), (np.int64, np.uint64),
+         (np.float64, np.uint64), (np.int8, np.uint8), (np.int16, np.float16), (np.uint32, np.float32)]
+
+
+@pytest.mark.parametrize("src, to", _SAME)
+def test_view_of_the_same_itemsize_is_lazy_and_writes_both_ways(src, to):
+  """NumPy's float-to-int in place (numpy-100 #53): y = z.view(int32); y[:] = z writes z's bytes; then z shows them."""
+  rng = np.random.default_rng(0)
+  raw = rng.integers(0, 255, 8 * np.dtype(src).itemsize, dtype=np.uint8).view(src).copy()
+  z, Z = mt.asarray(raw), raw.copy()
+  y, Y = z.view(to), Z.view(to)
+  assert y.base is z and y.uop.op.name == "BITCAST"                       # a view in the graph, not a copy
+  np.testing.assert_array_equal(np.asarray(y).view(np.uint8), Y.view(np.uint8))
+  with np.errstate(invalid="ignore"):                                     # (NaN bits cast to an integer)
+    y[1:3] = z[1:3].astype(to)
+    Y[1:3] = Z[1:3].astype(to)
+  z[0] = z[5]                                                             # and a write into z shows in y
+  Z[0] = Z[5]
+  for got, want in ((z, Z), (y, Y)):
+    assert np.asarray(got).tobytes() == want.tobytes()
+
+
+def test_view_of_another_itemsize_is_read_only():
+  v = mt.asarray(np.arange(4.0)).view(np.int32)
+  np.testing.assert_array_equal(np.asarray(v), np.arange(4.0).view(np.int32))
+  with pytest.raises(ValueError, match="read-only"): v[0] = 1      # (it could not reach the float64 Tensor)
+
+
+def test_view_as_a_subclass():
+  """NumPy's subclass idiom (numpy-100 #63): __new__ makes a view of the class, __array_finalize__ copies state."""
+  class Named(mt.ndarray):
+    def __new__(cls, a, name="no name"):
+      obj = mt.asarray(a).view(cls)
+      obj.name = name
+      return obj
+
+    def __array_finalize__(self, obj):
+      self.name = getattr(obj, "name", "no name")
+
+  z = Named(np.arange(6), "six")
+  assert type(z) is Named and z.name == "six" and type(z.reshape(2, 3)) is Named and type(z[::2].T) is Named
+  np.testing.assert_array_equal(np.asarray(z[1:] * 2), np.arange(1, 6) * 2)
+  z[0] = 10
+  assert int(z[0]) == 10 and z.view(type=Named).base is z.base
+  with pytest.raises(TypeError): z.view(type=np.ndarray)

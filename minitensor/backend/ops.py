@@ -41,6 +41,8 @@ class Ops(Enum):
   STAGE = auto(); PAD = auto(); FLIP = auto(); SCAN = auto()
   # unary ALU added later (appended, so the values of the members above stay what they were)
   SIGNBIT = auto()
+  # a value's bits read as another dtype of the same item size (a dtype view), beside CAST
+  BITCAST = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
   __hash__ = object.__hash__       # members are singletons; Enum's own hash is a Python-level call
@@ -124,6 +126,6 @@ BINARY = frozenset(o for o, d in ALU_OPS.items() if d.arity == 2)
 COMPARE = frozenset(o for o, d in ALU_OPS.items() if d.result == "bool")
 COMPLEX_OK = frozenset(o for o, d in ALU_OPS.items() if d.cplx is not None)
 TRANSCENDENTAL = frozenset(o for o, d in ALU_OPS.items() if d.cost == T)
-ALU = frozenset(ALU_OPS) | {Ops.CAST}
+ALU = frozenset(ALU_OPS) | {Ops.CAST, Ops.BITCAST}
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP})
 REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN)

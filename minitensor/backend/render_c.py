@@ -316,6 +316,8 @@ class _Renderer:
     a = [self.expr(s) for s in u.src]
     if op is Ops.WHERE: return f"({a[0]}?{a[1]}:{a[2]})"
     if op is Ops.CAST: return _cast(a[0], d, u.dtype, self.ctype(u.dtype))
+    # (a union's other member reads the same bytes: C99's type punning, which gcc and tcc compile to a move)
+    if op is Ops.BITCAST: return f"(((union {{ {d.ctype} a; {u.dtype.ctype} b; }}){{ .a = {a[0]} }}).b)"
     if d.is_complex or op is Ops.CMPLX: return _complex_alu(op, d, a)
     info = ALU_OPS[op]
     sp = info.c if d.is_float else info.ci or info.c

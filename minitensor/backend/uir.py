@@ -49,13 +49,14 @@ class _Lit:
 _AXES = {k.name.lower(): k for k in AxisType}
 _ROPS = {o.name.lower(): o for o in REDUCE_OPS}
 _ARITY: dict[Ops, tuple[int, int | None]] = {
-  **{o: (1, 1) for o in (*UNARY, Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.CAST, Ops.LOAD, Ops.STAGE,
-                         Ops.REDUCE, Ops.SCAN)},
+  **{o: (1, 1) for o in (*UNARY, Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.CAST, Ops.BITCAST, Ops.LOAD,
+                         Ops.STAGE, Ops.REDUCE, Ops.SCAN)},
   **{o: (2, 2) for o in (*BINARY, *MOVEMENT, Ops.STORE)}, Ops.WHERE: (3, 3),
   Ops.INDEX: (2, None), Ops.AFTER: (1, None), Ops.END: (1, None), Ops.STACK: (1, None), Ops.SINK: (0, None)}
 _OPS = {o.name.lower(): o for o in _ARITY}
 _ATTRS = {Ops.BUFFER: ("dtype", "slot"), Ops.ALLOC: ("dtype", "slot"), Ops.RANGE: ("idx", "kind"),
-          Ops.REDUCE: ("op", "pop"), Ops.SCAN: ("op", "axis"), Ops.CAST: ("dtype",), Ops.CONST: ("dtype",),
+          Ops.REDUCE: ("op", "pop"), Ops.SCAN: ("op", "axis"), Ops.CAST: ("dtype",), Ops.BITCAST: ("dtype",),
+          Ops.CONST: ("dtype",),
           Ops.PAD: ("value",)}
 _STMT = re.compile(r"%(\w+)\s*=\s*(\w+)(.*)")
 _ATTR_TAIL = re.compile(r"\s*:\s*((?:\w+=\S+\s*)+)$")
@@ -185,7 +186,7 @@ def _build(name: str, rest: str, env: dict[str, UOp]) -> UOp:
   if op is Ops.REDUCE: arg = (attrs["op"], attrs["pop"])
   if op is Ops.SCAN: arg = (attrs["op"], attrs["axis"])
   if op is Ops.PAD: arg = (arg, _const(attrs["value"], src[0].dtype).arg)
-  return UOp(op, tuple(src), arg, attrs["dtype"] if op is Ops.CAST else None)
+  return UOp(op, tuple(src), arg, attrs["dtype"] if op in (Ops.CAST, Ops.BITCAST) else None)
 
 
 def parse(text: str) -> UOp:
@@ -225,7 +226,7 @@ def _statement(u: UOp, names: dict[UOp, str]) -> str:
     if op is Ops.REDUCE: attrs = f"op={u.arg[0].name.lower()} pop={u.arg[1]}"
     if op is Ops.SCAN: attrs = f"op={u.arg[0].name.lower()} axis={u.arg[1]}"
     if op is Ops.PAD: attrs = f"value={_value(u.arg[1])}"
-    if op is Ops.CAST: attrs = f"dtype={u.dtype.short}"
+    if op in (Ops.CAST, Ops.BITCAST): attrs = f"dtype={u.dtype.short}"
   return f"{op.name.lower()} {', '.join(args)}".rstrip() + (f" : {attrs}" if attrs else "")
 
 

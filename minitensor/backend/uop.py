@@ -26,6 +26,8 @@ RANGE loops and memory is touched through INDEX, LOAD and STORE, ordered by AFTE
     PAD       (x,)                         (((b, a), ...), value)   guarded padding (composite.py: why primitive)
     FLIP      (x,)                         axes                     reverses the axes (composite.py: why primitive)
     CAST      (x,)                         None                     x.shape / given
+    BITCAST   (x,)                         None                     x.shape / given: x's bits as that dtype (the same
+                                                                    item size; not bool or complex)
 
 A shape-world node is at most NumPy's size: its byte size over its non-zero axes below 2**63 (MAX_BYTES). The ops
 that make a larger shape from smaller ones (EXPAND, PAD, STACK, INDEX, RESHAPE of an empty array) refuse more, so no
@@ -181,6 +183,12 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
   if op is Ops.CAST:
     _check(len(src) == 1 and isinstance(dtype, DType) and dtype is not dtypes.void,
            "CAST: one source and a target dtype")
+    return dtype, src[0].shape
+  if op is Ops.BITCAST:
+    _check(len(src) == 1 and isinstance(dtype, DType) and dtype.itemsize == src[0].dtype.itemsize and
+           not {dtype.kind, src[0].dtype.kind} & set("bcxv"),
+           lambda: f"BITCAST: one source and a target dtype of its item size (no bool, complex or index), got "
+                   f"{src[0].dtype.name if src and isinstance(src[0], UOp) else src} -> {dtype}")
     return dtype, src[0].shape
   return _infer_shape(op, src, arg)
 
@@ -387,7 +395,7 @@ def memory_of(x: UOp) -> UOp:
 def live_nodes() -> int:
   """The number of entries in the hash-cons table (live nodes, and dead ones not yet swept)."""
   return len(_CONS)
-_GIVEN_DTYPE = {Ops.CONST, Ops.CAST}
+_GIVEN_DTYPE = {Ops.CONST, Ops.CAST, Ops.BITCAST}
 _LIKE: dict[tuple, UOp] = {}      # (dtype, shape, type, argkey) -> a broadcast constant (UOp.const_like)
 LIKE_SIZE = 4096
 _PY_SCALAR = frozenset((bool, int, float, complex))
@@ -529,6 +537,9 @@ class UOp:
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, (self, *deps)) if deps else self
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, (self, *ranges)) if ranges else self
   def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
+  def bitcast(self, dtype: DType) -> UOp:
+    """self's bits read as `dtype` (of the same item size)."""
+    return self if self.dtype is dtype else UOp(Ops.BITCAST, (self,), None, dtype)
   def stage(self) -> UOp: return UOp(Ops.STAGE, (self,))
 
   # the movement builders return self when they would not move anything (reshape or expand to self's shape, the

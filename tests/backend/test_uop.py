@@ -393,3 +393,11 @@ def test_const_like_of_numpy_scalars_keeps_signed_zeros():
   assert x.const_like(np.float32(-0.0)).src[0].src[0] is UOp.const(-0.0, dtypes.float32)
   assert x.const_like(np.float32(0.0)).src[0].src[0] is UOp.const(0.0, dtypes.float32)
   assert x.const_like(np.float64(-0.0)) is not x.const_like(np.float64(0.0))
+
+
+def test_bitcast_type_rule():
+  f = buf(0, 4, dtypes.float32)
+  assert f.bitcast(dtypes.int32).dtype is dtypes.int32 and f.bitcast(dtypes.float32) is f
+  for x, bad in ((f, dtypes.int64), (f, dtypes.float16), (buf(0, 4, dtypes.int8), dtypes.bool),
+                 (buf(0, 4, dtypes.float64), dtypes.complex64)):
+    with pytest.raises(UOpError, match="BITCAST"): x.bitcast(bad)
