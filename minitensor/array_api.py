@@ -371,7 +371,7 @@ def signbit(x, /) -> Tensor:
       bool.
   """
   (t,), _ = _loop(np.signbit, x)      # NumPy's loops are floating: integers are converted
-  return (t < 0) | ((t == 0) & (1 / t < 0))
+  return (t < 0) | ((t == 0) & (F.arctan2(t, -1.0) < 0))      # -pi for -0.0 (1 / t would divide by zero)
 
 
 def acosh(x, /) -> Tensor:
@@ -388,8 +388,9 @@ def acosh(x, /) -> Tensor:
   """
   (t,), out = _loop(np.arccosh, x)
   if out.kind == "c": return _complex_op(Ops.ACOSH, t)
-  d = t - 1
-  r = where(t < _BIG, F.log1p(d + F.sqrt(d * (d + 2))), F.log(t) + _LN2)
+  small = t < _BIG                     # (each branch on arguments it takes: no overflow or log(0) of the other's)
+  d = where(small, t, 1) - 1
+  r = where(small, F.log1p(d + F.sqrt(d * (d + 2))), F.log(where(small, _BIG, t)) + _LN2)
   return where(t >= 1, r, nan).astype(out)
 
 
@@ -408,7 +409,9 @@ def asinh(x, /) -> Tensor:
   (t,), out = _loop(np.arcsinh, x)
   if out.kind == "c": return _complex_op(Ops.ASINH, t)
   a = F.absolute(t)
-  r = where(a < _BIG, F.log1p(a + a * a / (1 + F.sqrt(1 + a * a))), F.log(a) + _LN2)
+  small = a < _BIG
+  s = where(small, a, 0)
+  r = where(small, F.log1p(s + s * s / (1 + F.sqrt(1 + s * s))), F.log(where(small, _BIG, a)) + _LN2)
   return _with_sign(t, r).astype(out)
 
 
@@ -465,8 +468,9 @@ def hypot(x1, x2, /) -> Tensor:
   (a, b), out = _loop(np.hypot, x1, x2)
   a, b = F.absolute(a), F.absolute(b)
   hi, lo = F.maximum(a, b), F.minimum(a, b)
-  r = lo / hi
-  h = where(hi == 0, 0, hi * F.sqrt(1 + r * r))
+  edge = (hi == 0) | F.isinf(hi)       # (0 / 0, inf / inf and inf * lo would raise flags NumPy does not)
+  r = where(edge, 0, lo) / where(edge, 1, hi)
+  h = hi * F.sqrt(1 + r * r)
   return where(F.isinf(a) | F.isinf(b), inf, h).astype(out)
 
 
