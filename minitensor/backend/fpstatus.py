@@ -17,7 +17,9 @@ each by np.geterr(): ignore; warn (a RuntimeWarning "divide by zero encountered 
 line outside minitensor, so `warnings` filters apply); raise (FloatingPointError); call (np.geterrcall()(words,
 NumPy's status bits)), print (stderr) and log (np.geterrcall().write) as NumPy words them. The operation named is
 NumPy's name of the first operation of the kernels that can raise the flag (a kernel fuses many; instrument writes
-them into the C as a comment, so a plan read from disk names them too).
+them into the C as a comment, so a plan read from disk names them too). Tier 1's vectorized code raises INVALID where
+NumPy does not (gcc's vector compares signal on NaN, glibc's vector exp on inf): realize.Compiled.flags confirms that
+flag by the plan's tier-0 code.
 """
 from __future__ import annotations
 import os
@@ -111,10 +113,11 @@ _local = threading.local()
 def slot():
   """This thread's flags word, an int32_t* cdata passed as the kernels' last argument: they OR their flags in, and
   report() resets it to 0."""
-  if (p := getattr(_local, "slot", None)) is None:
+  try: return _local.slot
+  except AttributeError:
     import _cffi_backend as backend
     p = _local.slot = backend.newp(backend.new_pointer_type(backend.new_primitive_type("int32_t")), 0)
-  return p
+    return p
 
 
 _names: dict[tuple[int, int], str] = {}
