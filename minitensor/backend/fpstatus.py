@@ -29,6 +29,7 @@ import threading
 import warnings
 import numpy as np
 from minitensor.backend.dtype import dtypes
+from minitensor.backend.ops import ALU_OPS
 from minitensor.backend.uop import Ops, UOp
 
 INVALID, DIVIDE, OVERFLOW, UNDERFLOW = 1, 4, 8, 16
@@ -48,14 +49,19 @@ _CAN = {DIVIDE: {"divide", "floor_divide", "remainder", "log", "log2", "log10", 
         INVALID: {"cast", "sqrt", "log", "log2", "log10", "log1p", "arcsin", "arccos", "arccosh", "arctanh", "sin",
                   "cos", "tan", "remainder", "floor_divide", "power", "divide", "multiply", "add", "subtract"}}
 _DEFAULT = {DIVIDE: "divide", OVERFLOW: "multiply", UNDERFLOW: "multiply", INVALID: "add"}
+# tier 1 calls these from glibc's vector math library (libmvec), which raises flags its scalar functions do not
+_VECTOR = {d.ufunc for d in ALU_OPS.values() if d.simd and d.ufunc}
 _OPS_LINE = re.compile(r"/\* mt_fp_ops: ([a-z0-9_ ]*) \*/")
 
 
 def _ops(sink: UOp) -> list[str]:
-  """NumPy's names of the operations of a kernel that can raise a flag, in the order the kernel computes them."""
+  """NumPy's names of the operations of a kernel that can raise a flag, and of its vector math functions
+  (vector_math), in the order the kernel computes them."""
   out: list[str] = []
   neg = lambda v: v.op is Ops.MUL and any(s.op is Ops.CONST and s.arg == -1 for s in v.src)     # x * -1: -x
   for u in sink.toposort():
+    if u.op in ALU_OPS and ALU_OPS[u.op].simd and u.dtype.is_float and (n := ALU_OPS[u.op].ufunc) not in out:
+      out.append(_NAMES.get(u.op, n))
     if (n := _NAMES.get(u.op)) is None or u.dtype is dtypes.index or neg(u): continue
     if u.op is Ops.ADD and any(neg(s) for s in u.src): n = "subtract"
     if n not in out and (u.src[0].dtype.is_float or u.op in (Ops.FLOORDIV, Ops.FLOORMOD)): out.append(n)
@@ -131,6 +137,25 @@ def _op(bit: int, src: str) -> str:
     ops = [n for line in _OPS_LINE.findall(src) for n in line.split()]
     name = _names[key] = next((n for n in ops if n in _CAN[bit]), _DEFAULT[bit])
   return name
+
+
+def confirmable(src: str) -> int:
+  """The flags a tier-1 run of the kernels of src may raise where NumPy does not, to be confirmed by their tier-0
+  code: INVALID always (gcc's vector compares signal on NaN), every flag when they call vector math (libmvec's
+  sin and cos raise overflow and invalid, its exp invalid, for arguments where NumPy's raise nothing)."""
+  if (c := _confirm.get(src)) is None:
+    vector = any(n in _VECTOR for line in _OPS_LINE.findall(src) for n in line.split())
+    c = _confirm[src] = INVALID | DIVIDE | OVERFLOW | UNDERFLOW if vector else INVALID
+  return c
+
+
+def ignored() -> int:
+  """The flags np.errstate ignores now."""
+  modes = np.geterr()
+  return sum(bit for bit, key, _, _ in _KINDS if modes[key] == "ignore")
+
+
+_confirm: dict[str, int] = {}
 
 
 def _caller_level() -> int:

@@ -173,18 +173,17 @@ class Compiled:
 
   def flags(self, fp, inputs: list, sizes: tuple[int, ...]) -> None:
     """Report the floating-point flags a run left in fp (fpstatus.report; inputs: its input pointers). Tier 1's
-    vectorized code raises INVALID where NumPy does not (gcc's vector compares signal on NaN, glibc's vector math
-    on some inf and NaN arguments): that flag is taken from the plan's tier-0 code (scalar, quiet compares, libm)
-    run on the same inputs instead, unless np.errstate ignores it."""
-    if fp[0] & fpstatus.INVALID and self.tier == 1 and np.geterr()["invalid"] != "ignore":
+    vectorized code raises flags where NumPy does not (fpstatus.confirmable): those are taken from the plan's
+    tier-0 code (scalar, quiet compares, libm) run on the same inputs instead, unless np.errstate ignores them."""
+    if self.tier == 1 and (check := fp[0] & fpstatus.confirmable(self.plan.src) & ~fpstatus.ignored()):
       if self.scalar is None: self.scalar = _functions(self.plan, 0, self.checked)
       fb, chars = _pointer()
       ptrs = list(inputs) + [fb(chars, np.empty(n * math.prod([sizes[v] for v in vs]), d), False)
                              for n, vs, d in self.plan.buffers]
       err = [_from_buffer(np.zeros(3, np.int64))] if self.checked else []
-      rest, fp[0] = fp[0] & ~fpstatus.INVALID, 0
+      rest, fp[0] = fp[0] & ~check, 0
       for k, slots, extra, vs in self.scalar: k.fn(*[ptrs[i] for i in slots], *extra, *[sizes[v] for v in vs], *err, fp)
-      fp[0] = rest | (fp[0] & fpstatus.INVALID)
+      fp[0] = rest | (fp[0] & check)
     if fp[0]: fpstatus.report(fp, self.plan.src)
 
   def _ran(self, t: float) -> None:

@@ -40,7 +40,8 @@ static inline void mt_fp_raise(int f) { __builtin_ia32_ldmxcsr(__builtin_ia32_st
 static inline void mt_fp_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
 static inline int mt_fp_test(void) { int e = fetestexcept(FE_ALL_EXCEPT); return (e & FE_INVALID ? 1 : 0) |
   (e & FE_DIVBYZERO ? 4 : 0) | (e & FE_OVERFLOW ? 8 : 0) | (e & FE_UNDERFLOW ? 16 : 0); }
-static inline void mt_fp_raise(int f) { feraiseexcept((f & 1 ? FE_INVALID : 0) | (f & 4 ? FE_DIVBYZERO : 0)); }
+static inline void mt_fp_raise(int f)
+{ feraiseexcept((f & 1 ? FE_INVALID : 0) | (f & 4 ? FE_DIVBYZERO : 0) | (f & 8 ? FE_OVERFLOW : 0)); }
 #endif
 /* set by the runtime in a fork()ed child, where GNU OpenMP's thread pool is unusable: parallel loops run serially */
 int mt_serial = 0;
@@ -52,7 +53,8 @@ static inline int64_t mt_chunk(int64_t n) { int64_t c = n / (4 * omp_get_max_thr
 #endif
 #define MT_INT(T, U, S) \
 static inline T floordiv_##S(T a, T b) { if (b == 0) { mt_fp_raise(4); return 0; } \
-  if (b == -1) { return (T)(0 - (U)a); } T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
+  if (b == -1) { if ((U)a == (U)1 << (8 * sizeof(T) - 1)) mt_fp_raise(8); return (T)(0 - (U)a); } T q = a / b; \
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
 static inline T floormod_##S(T a, T b) { if (b == 0) { mt_fp_raise(4); return 0; } if (b == -1) { return 0; } \
   T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
 static inline T shl_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b); } \

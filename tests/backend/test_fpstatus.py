@@ -14,6 +14,7 @@ from minitensor.backend import fpstatus, tiers
 _X = np.array([1.5, 0.0, -1.0, np.nan, np.inf, -np.inf, 3e38, 1e-30], np.float32)
 _I = np.array([7, 0, -3, 5], np.int64)
 _J = np.array([0, 2, 0, -2], np.int64)
+_HUGE = np.full(32, 1e20, np.float32)
 # (name, f(xp, x, i, j)): each f is computed by NumPy and by minitensor on the arrays above
 _CASES = [
   ("divide", lambda xp, x, i, j: 1.0 / x),
@@ -24,6 +25,8 @@ _CASES = [
   ("exp", lambda xp, x, i, j: xp.exp(x)),
   ("int floor_divide", lambda xp, x, i, j: i // j),
   ("int remainder", lambda xp, x, i, j: i % j),
+  ("int64 min // -1", lambda xp, x, i, j: (i * 0 + np.iinfo(np.int64).min) // (j * 0 - 1)),
+  ("sin: libmvec overflows on huge arguments", lambda xp, x, i, j: xp.sin(xp.asarray(_HUGE))),
   ("nan to int", lambda xp, x, i, j: x.astype(np.int32)),
   ("float64 to float32", lambda xp, x, i, j: (x.astype(np.float64) * 1e10).astype(np.float32)),
   ("no warning: compare, max, where", lambda xp, x, i, j: xp.where(x > 0, xp.maximum(x, 1.0), xp.minimum(x, -1.0))),
