@@ -50,7 +50,7 @@ _CAN = {DIVIDE: {"divide", "floor_divide", "remainder", "log", "log2", "log10", 
                   "cos", "tan", "remainder", "floor_divide", "power", "divide", "multiply", "add", "subtract"}}
 _DEFAULT = {DIVIDE: "divide", OVERFLOW: "multiply", UNDERFLOW: "multiply", INVALID: "add"}
 # tier 1 calls these from glibc's vector math library (libmvec), which raises flags its scalar functions do not
-_VECTOR = {d.ufunc for d in ALU_OPS.values() if d.simd and d.ufunc}
+_VECTOR = {_NAMES.get(op, d.ufunc or op.name.lower()) for op, d in ALU_OPS.items() if d.simd}
 _OPS_LINE = re.compile(r"/\* mt_fp_ops: ([a-z0-9_ ]*) \*/")
 
 
@@ -60,8 +60,8 @@ def _ops(sink: UOp) -> list[str]:
   out: list[str] = []
   neg = lambda v: v.op is Ops.MUL and any(s.op is Ops.CONST and s.arg == -1 for s in v.src)     # x * -1: -x
   for u in sink.toposort():
-    if u.op in ALU_OPS and ALU_OPS[u.op].simd and u.dtype.is_float and (n := ALU_OPS[u.op].ufunc) not in out:
-      out.append(_NAMES.get(u.op, n))
+    if (d := ALU_OPS.get(u.op)) is not None and d.simd and u.dtype.is_float:
+      if (n := _NAMES.get(u.op, d.ufunc or u.op.name.lower())) not in out: out.append(n)
     if (n := _NAMES.get(u.op)) is None or u.dtype is dtypes.index or neg(u): continue
     if u.op is Ops.ADD and any(neg(s) for s in u.src): n = "subtract"
     if n not in out and (u.src[0].dtype.is_float or u.op in (Ops.FLOORDIV, Ops.FLOORMOD)): out.append(n)
