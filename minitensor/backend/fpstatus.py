@@ -1,25 +1,26 @@
 """fpstatus: NumPy's floating-point warnings (divide by zero, overflow, underflow, invalid) for compiled kernels.
 
-    instrument(c, name)   the C of kernel `name` collecting its floating-point status flags into a last argument
-    slot()                this thread's flags word: the kernels' last argument (an int32_t* cdata)
-    report(fp, src)       after a run that raised any (fp[0] != 0): the flags raised as NumPy would under np.errstate
+    instrument(c, name, sink)  the C of kernel `name` collecting its floating-point status flags in a last argument
+    slot()                     this thread's flags word: the kernels' last argument (an int32_t* cdata)
+    confirmable(src), ignored()  the flags a tier-1 run must confirm at tier 0; those np.errstate ignores
+    report(fp, src)            after a run that raised any (fp[0] != 0): the flags as NumPy reports them
 
 A kernel clears its thread's status flags on entry and ORs them into `*mt_fp` on exit (render_c's PRELUDE has
 mt_fp_clear/mt_fp_test: MXCSR on x86-64 with gcc, fenv.h elsewhere and in tcc); each OpenMP parallel region clears
 its threads' flags when it starts and ORs them together (`reduction(|:mt_fe)`), so a worker's flags of an earlier
 kernel never leak in. The flags are read once per kernel and region, never per element. A fused attention kernel
 (attention.py) takes the argument but reports nothing: its online softmax computes -inf - -inf and compares NaN
-where NumPy's composition does not. The bits are MXCSR's:
-INVALID 1, DIVIDE 4, OVERFLOW 8, UNDERFLOW 16 (inexact and denormal are ignored, as NumPy ignores them).
+where NumPy's composition does not. The bits are MXCSR's: INVALID 1, DIVIDE 4, OVERFLOW 8, UNDERFLOW 16 (inexact
+and denormal are ignored, as NumPy ignores them).
 
 After a realize whose kernels raised any, report() handles them in NumPy's order (divide, over, under, invalid),
 each by np.geterr(): ignore; warn (a RuntimeWarning "divide by zero encountered in divide", pointing at the caller's
 line outside minitensor, so `warnings` filters apply); raise (FloatingPointError); call (np.geterrcall()(words,
 NumPy's status bits)), print (stderr) and log (np.geterrcall().write) as NumPy words them. The operation named is
 NumPy's name of the first operation of the kernels that can raise the flag (a kernel fuses many; instrument writes
-them into the C as a comment, so a plan read from disk names them too). Tier 1's vectorized code raises INVALID where
-NumPy does not (gcc's vector compares signal on NaN, glibc's vector exp on inf): realize.Compiled.flags confirms that
-flag by the plan's tier-0 code.
+them into the C as a comment, so a plan read from disk names them too). Tier 1's vectorized code raises flags where
+NumPy does not (gcc's vector compares signal INVALID on NaN; glibc's vector sin and cos raise OVERFLOW on huge
+arguments, its exp INVALID on inf): realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code.
 """
 from __future__ import annotations
 import os
@@ -56,7 +57,7 @@ _OPS_LINE = re.compile(r"/\* mt_fp_ops: ([a-z0-9_ ]*) \*/")
 
 def _ops(sink: UOp) -> list[str]:
   """NumPy's names of the operations of a kernel that can raise a flag, and of its vector math functions
-  (vector_math), in the order the kernel computes them."""
+  (confirmable), in the order the kernel computes them."""
   out: list[str] = []
   neg = lambda v: v.op is Ops.MUL and any(s.op is Ops.CONST and s.arg == -1 for s in v.src)     # x * -1: -x
   for u in sink.toposort():
