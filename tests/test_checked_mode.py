@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import minitensor as mt
 import minitensor.testing as mtt
+from minitensor.backend import fpstatus, tiers
 from minitensor.backend import realize as R
-from minitensor.backend import tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.render_c import render_c
+from minitensor.backend.render_c import PRELUDE, render_c, render_function
 from minitensor.backend.runtime import Kernel, compile_c
 from minitensor.backend.uop import buf, range_, sink
 
@@ -108,7 +108,8 @@ def test_in_bounds_kernel_reports_nothing():
 
 def test_violation_raises_index_error_naming_kernel_buffer_and_index():
   r = range_(8, 0)
-  k = kernel(sink(buf(1, 8).index(r).store(buf(0, 4).index(r).load()).end(r)), "k_oob")
+  s = sink(buf(1, 8).index(r).store(buf(0, 4).index(r).load()).end(r))
+  k = compile_c(PRELUDE + fpstatus.instrument(render_function(s, "k_oob", checked=True), "k_oob", s))["k_oob"]
   plan = R.Plan("", 1, (R.Call("k_oob", (0, 1), (), (8,), "float32"),), ((8, (), "float32"),), (1,))
   prog = R.Compiled(plan, 1, [(k, (0, 1), (), ())], checked=True)
   with pytest.raises(IndexError, match=r"kernel k_oob computing \(8,\) float32 accessed index 4 of buffer data0 "

@@ -23,6 +23,8 @@ enforce it:
                recorded size and checksum, and a complete ELF object (a short file would SIGBUS in the loader).
                Each library also embeds its key (`mt_cache_key`), which runtime compares after loading and
                before any call: a mismatch (another entry's file in its place) closes it and rebuilds the entry.
+               Run plans and tuning records are read under the same file rules (read_private) and carry their
+               own checksum and key (plans.py).
   builds       compile in a private `.build-*` directory and load from there, then move into place under the
                cache's lock (`.lock`, flock): the checksum last, the byte count (`usage`) updated and, over
                $MINITENSOR_CACHE_BYTES (default 1 GiB), the least recently used completed entries evicted, never

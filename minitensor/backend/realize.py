@@ -30,7 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 import numpy as np
-from minitensor.backend import buffers, plans, replay, tiers
+from minitensor.backend import buffers, fpstatus, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.lowerings import Program
@@ -152,6 +152,7 @@ class Compiled:
   elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
   allocs: list | None = None                           # plan.buffers with their numpy dtypes (made at the first run)
+  scalar: list | None = None                           # tier-0 functions confirming a tier-1 INVALID flag (flags)
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
@@ -164,14 +165,31 @@ class Compiled:
       count = n * math.prod([sizes[v] for v in vs]) if vs else n
       bufs.append(np.empty(count, d) if out else buffers.take(count, d))
     t = time.perf_counter() if self.tier == 0 else 0.0
-    if DEBUG or self.checked: self._run_slow(bufs, sizes)
+    fp = fpstatus.slot()
+    fb, chars = _pointer()
+    if DEBUG or self.checked: self._run_slow(bufs, sizes, fp)
     else:
-      fb, chars = _pointer()
       for k, slots, extra, vs in self.fns:
-        k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs])
+        k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs], fp)
     self.ran(t)
     buffers.give([b for b, a in zip(bufs[len(inputs):], self.allocs) if not a[3]])
+    if fp[0]: self.flags(fp, [fb(chars, a, False) for a in inputs], sizes)
     return [bufs[o] for o in p.outputs]
+
+  def flags(self, fp, inputs: list, sizes: tuple[int, ...]) -> None:
+    """Report the floating-point flags a run left in fp (fpstatus.report; inputs: its input pointers). Tier 1's
+    vectorized code raises flags where NumPy does not (fpstatus.confirmable): those are taken from the plan's
+    tier-0 code (scalar, quiet compares, libm) run on the same inputs instead, unless np.errstate ignores them."""
+    if self.tier == 1 and (check := fp[0] & fpstatus.confirmable(self.plan.src) & ~fpstatus.ignored()):
+      if self.scalar is None: self.scalar = _functions(self.plan, 0, self.checked)
+      fb, chars = _pointer()
+      ptrs = list(inputs) + [fb(chars, np.empty(n * math.prod([sizes[v] for v in vs]), d), False)
+                             for n, vs, d in self.plan.buffers]
+      err = [_from_buffer(np.zeros(3, np.int64))] if self.checked else []
+      rest, fp[0] = fp[0] & ~check, 0
+      for k, slots, extra, vs in self.scalar: k.fn(*[ptrs[i] for i in slots], *extra, *[sizes[v] for v in vs], *err, fp)
+      fp[0] = rest | (fp[0] & check)
+    if fp[0]: fpstatus.report(fp, self.plan.src)
 
   def ran(self, t: float) -> None:
     """Count a run that started at perf_counter() t; at tier 0 its time counts towards the tier-1 compile."""
@@ -192,7 +210,7 @@ class Compiled:
     self.upgrade = threading.Thread(target=work, name="minitensor-tier1", daemon=True)
     self.upgrade.start()
 
-  def _run_slow(self, bufs: list[np.ndarray], sizes: tuple[int, ...]) -> None:
+  def _run_slow(self, bufs: list[np.ndarray], sizes: tuple[int, ...], fp) -> None:
     """The kernels one by one: timed and logged (MINITENSOR_DEBUG), bounds-checked (MINITENSOR_CHECK)."""
     origin = f"tier {self.tier}, " + (f"compiled in {self.compile_seconds * 1e3:.1f} ms" if self.runs == 0
                                       else "cache hit")
@@ -200,6 +218,7 @@ class Compiled:
     for (k, slots, extra, vs), c in zip(self.fns, self.plan.calls):
       args = [_from_buffer(bufs[i]) for i in slots] + list(extra) + [sizes[v] for v in vs]
       if self.checked: args.append(_from_buffer(err))
+      args.append(fp)
       t = time.perf_counter()
       k.fn(*args)
       dt = time.perf_counter() - t
@@ -294,7 +313,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
-  src = "\n".join(p.render(name, checked) for p, name in names.items())
+  src = "\n".join(fpstatus.instrument(p.render(name, checked), name, p.sink) for p, name in names.items())
   calls = tuple(Call(names[k.program], k.slots, k.program.sizes, k.ast.shape, k.ast.dtype.name, k.program.vars)
                 for k in sched.kernels)
   tier = tiers.choose(sum(k.program.work for k in sched.kernels)) if calls else 1
@@ -327,11 +346,13 @@ def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tupl
 def _functions(plan: Plan, tier: int, checked: bool = False) -> list:
   """(kernel, buffer slots, arguments after the buffers, graph sizes) of every call of the plan, its library
   compiled (or found in the caches) at `tier`. Each function's parameters follow from its call: the buffers,
-  then the loop size of a flat kernel and the graph sizes (int64_t), then checked mode's error buffer."""
+  then the loop size of a flat kernel and the graph sizes (int64_t), then checked mode's error buffer, then the
+  floating-point flags word (fpstatus.py)."""
   if not plan.calls: return []
   cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.needs))
   err = ("void*",) if checked else ()
-  sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err for c in plan.calls}
+  sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err + ("void*",)
+          for c in plan.calls}
   lib = compile_c(PRELUDE + plan.src, flags, cc, sigs)
   return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
 

@@ -30,6 +30,19 @@ from minitensor.backend.uop import AxisType, Ops, UOp, bounds, memory_of
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
+/* floating-point status flags as MXCSR's bits (fpstatus.py): INVALID 1, DIVIDE 4, OVERFLOW 8, UNDERFLOW 16 */
+#if defined(__GNUC__) && !defined(__TINYC__) && defined(__x86_64__)
+static inline void mt_fp_clear(void) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~0x3fu); }
+static inline int mt_fp_test(void) { return (int)(__builtin_ia32_stmxcsr() & 0x1du); }
+static inline void mt_fp_raise(int f) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() | (unsigned)f); }
+#else
+#include <fenv.h>
+static inline void mt_fp_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
+static inline int mt_fp_test(void) { int e = fetestexcept(FE_ALL_EXCEPT); return (e & FE_INVALID ? 1 : 0) |
+  (e & FE_DIVBYZERO ? 4 : 0) | (e & FE_OVERFLOW ? 8 : 0) | (e & FE_UNDERFLOW ? 16 : 0); }
+static inline void mt_fp_raise(int f)
+{ feraiseexcept((f & 1 ? FE_INVALID : 0) | (f & 4 ? FE_DIVBYZERO : 0) | (f & 8 ? FE_OVERFLOW : 0)); }
+#endif
 /* set by the runtime in a fork()ed child, where GNU OpenMP's thread pool is unusable: parallel loops run serially */
 int mt_serial = 0;
 #ifdef _OPENMP
@@ -42,10 +55,11 @@ static inline int64_t mt_chunk(int64_t n) { int64_t c = n / (4 * omp_get_max_thr
 static inline _Bool signbit_f32(float x) { union { float f; uint32_t u; } v; v.f = x; return (_Bool)(v.u >> 31); }
 static inline _Bool signbit_f64(double x) { union { double f; uint64_t u; } v; v.f = x; return (_Bool)(v.u >> 63); }
 #define MT_INT(T, U, S) \
-static inline T floordiv_##S(T a, T b) { if (b == 0) return 0; if (b == -1) return (T)(0 - (U)a); T q = a / b; \
+static inline T floordiv_##S(T a, T b) { if (b == 0) { mt_fp_raise(4); return 0; } \
+  if (b == -1) { if ((U)a == (U)1 << (8 * sizeof(T) - 1)) mt_fp_raise(8); return (T)(0 - (U)a); } T q = a / b; \
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; } \
-static inline T floormod_##S(T a, T b) { if (b == 0 || b == -1) return 0; T r = a % b; \
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
+static inline T floormod_##S(T a, T b) { if (b == 0) { mt_fp_raise(4); return 0; } if (b == -1) { return 0; } \
+  T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
 static inline T shl_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b); } \
 static inline T shr_##S(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (a >> b); } \
 static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \
@@ -53,16 +67,16 @@ static inline T ipow_##S(T a, T b) { if (b < 0) return a == 1 ? 1 : a == -1 ? ((
 static inline T max_##S(T a, T b) { return a > b ? a : b; } \
 static inline T min_##S(T a, T b) { return a < b ? a : b; }
 #define MT_UINT(T, S) \
-static inline T floordiv_##S(T a, T b) { return b == 0 ? 0 : a / b; } \
-static inline T floormod_##S(T a, T b) { return b == 0 ? 0 : a % b; } \
+static inline T floordiv_##S(T a, T b) { if (b == 0) { mt_fp_raise(4); return 0; } return a / b; } \
+static inline T floormod_##S(T a, T b) { if (b == 0) { mt_fp_raise(4); return 0; } return a % b; } \
 static inline T shl_##S(T a, T b) { return b >= 8 * sizeof(T) ? 0 : (T)(a << b); } \
 static inline T shr_##S(T a, T b) { return b >= 8 * sizeof(T) ? 0 : (T)(a >> b); } \
 static inline T ipow_##S(T a, T b) { T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; } \
 static inline T max_##S(T a, T b) { return a > b ? a : b; } \
 static inline T min_##S(T a, T b) { return a < b ? a : b; }
 #define MT_FLOAT(T, S, F) \
-static inline T max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
-static inline T min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
+static inline T max_##S(T a, T b) { return (isgreater(a, b) || a != a) ? a : b; } \
+static inline T min_##S(T a, T b) { return (isless(a, b) || a != a) ? a : b; } \
 static inline T floormod_##S(T a, T b) { T m = fmod##F(a, b); if (!b) return m; \
   if (m) { if (isless(b, 0) != isless(m, 0)) m += b; } else m = copysign##F(0, b); return m; } \
 static inline T floordiv_##S(T a, T b) { if (!b) return a / b; T m = fmod##F(a, b), d = (a - m) / b, f; \
@@ -74,8 +88,10 @@ MT_FLOAT(float, f32, f) MT_FLOAT(double, f64, )
    "integer indefinite" INT_MIN of the width), defined in C for every input: int8/int16/uint8/uint16 truncate the
    32-bit result, uint32 the 64-bit one; uint64 converts x - 2^63 above 2^63 and flips the top bit back */
 #define MT_F2I(T, S) \
-static inline int32_t f2i32_##S(T x) { return (x >= (T)-0x1p31 && x < (T)0x1p31) ? (int32_t)x : INT32_MIN; } \
-static inline int64_t f2i64_##S(T x) { return (x >= (T)-0x1p63 && x < (T)0x1p63) ? (int64_t)x : INT64_MIN; } \
+static inline int32_t f2i32_##S(T x) \
+{ if (isgreaterequal(x, (T)-0x1p31) && isless(x, (T)0x1p31)) return (int32_t)x; mt_fp_raise(1); return INT32_MIN; } \
+static inline int64_t f2i64_##S(T x) \
+{ if (isgreaterequal(x, (T)-0x1p63) && isless(x, (T)0x1p63)) return (int64_t)x; mt_fp_raise(1); return INT64_MIN; } \
 static inline uint64_t f2u64_##S(T x) \
 { return x >= (T)0x1p63 ? (uint64_t)f2i64_##S(x - (T)0x1p63) ^ 0x8000000000000000ull : (uint64_t)f2i64_##S(x); }
 MT_F2I(float, f32) MT_F2I(double, f64)
@@ -86,8 +102,8 @@ MT_F2I(float, f32) MT_F2I(double, f64)
 #else
 /* NumPy's float16 maximum/minimum keep the first operand on ties (float32/64 keep the second); tcc has no
    _Float16 (kernels with float16 are compiled by the C compiler in every tier) */
-static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (a >= b || a != a) ? a : b; }
-static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (a <= b || a != a) ? a : b; }
+static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (isgreaterequal(a, b) || a != a) ? a : b; }
+static inline _Float16 min_f16(_Float16 a, _Float16 b) { return (islessequal(a, b) || a != a) ? a : b; }
 #endif
 /* a hint to fetch the cache line at p, to be written if w (render_c's row prefetch); tcc has no prefetch builtin */
 #ifdef __TINYC__
@@ -337,6 +353,8 @@ class _Renderer:
       out = f"(({d.ctype})((({ut}){a[0]}){sp}(({ut}){a[1]})))"
     elif op is Ops.ADD and u.src[1].op is Ops.CONST and d.min < u.src[1].arg < 0 and not d.is_unsigned:
       out = f"({a[0]}-{literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
+    elif op in (Ops.CMPLT, Ops.CMPLE) and d.is_float:       # quiet: NaN raises no invalid (as in NumPy)
+      out = f"{'isless' if op is Ops.CMPLT else 'islessequal'}({a[0]}, {a[1]})"
     elif (out := _spell(sp, a, "", "")) is None: raise NotImplementedError(f"render_c: {op} on {d.name}")
     # small types promote to int / float in C; round every result back so intermediates match NumPy
     if (u.dtype.is_int or u.dtype is dtypes.float16) and u.dtype.itemsize < 4 and u.dtype is not dtypes.index:

@@ -15,7 +15,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING
 import numpy as np
-from minitensor.backend import buffers
+from minitensor.backend import buffers, fpstatus
 from minitensor.backend.runtime import pointer, stats
 from minitensor.backend.uop import UOp
 
@@ -31,7 +31,7 @@ class Bound:
   are allocated and the kernels run. Valid while its sources live (a source's death drops it from `bound`) and
   the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines)."""
   __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
-               "one")
+               "one", "sizes")
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                keep: bool, sig: tuple):
@@ -51,6 +51,7 @@ class Bound:
     self.calls = [(_picker(c.slots), c.sizes + tuple([sizes[v] for v in c.vars])) for c in p.plan.calls]
     self.output = p.plan.outputs[0] - len(inputs)
     self.keep = keep                 # whether realize keeps the value on the node
+    self.sizes = sizes
     # one kernel writing one buffer (an elementwise op): its arguments before and after that buffer's pointer
     self.one = None
     if len(self.counts) == 1 and len(self.calls) == 1 and (sl := p.plan.calls[0].slots).count(len(inputs)) == 1:
@@ -70,17 +71,19 @@ class Bound:
     stats.replays += 1
     prog = self.prog
     if prog.tier == 0: t = time.perf_counter()
+    fp = fpstatus.slot()
     if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
       r = np.empty(self.counts[0], self.dtypes[0])
-      prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1])
+      prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1], fp)
     else:
       out = self.output
       bufs = [np.empty(n, d) if k == out else buffers.take(n, d)
               for k, (n, d) in enumerate(zip(self.counts, self.dtypes))]
       ptrs = self.ptrs + list(map(self.pointer, bufs))
-      for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail)
+      for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail, fp)
       r = bufs[out]
       buffers.give(bufs[:out] + bufs[out + 1:])
+    if fp[0]: prog.flags(fp, self.ptrs, self.sizes)
     if prog.tier == 0: prog.ran(t)
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)

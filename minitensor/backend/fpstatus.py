@@ -1,0 +1,183 @@
+"""fpstatus: NumPy's floating-point warnings (divide by zero, overflow, underflow, invalid) for compiled kernels.
+
+    instrument(c, name, sink)  the C of kernel `name` collecting its floating-point status flags in a last argument
+    slot()                     this thread's flags word: the kernels' last argument (an int32_t* cdata)
+    confirmable(src), ignored()  the flags a tier-1 run must confirm at tier 0; those np.errstate ignores
+    report(fp, src)            after a run that raised any (fp[0] != 0): the flags as NumPy reports them
+
+A kernel clears its thread's status flags on entry and ORs them into `*mt_fp` on exit (render_c's PRELUDE has
+mt_fp_clear/mt_fp_test: MXCSR on x86-64 with gcc, fenv.h elsewhere and in tcc); each OpenMP parallel region clears
+its threads' flags when it starts and ORs them together (`reduction(|:mt_fe)`), so a worker's flags of an earlier
+kernel never leak in. The flags are read once per kernel and region, never per element. A fused attention kernel
+(attention.py) takes the argument but reports nothing: its online softmax computes -inf - -inf and compares NaN
+where NumPy's composition does not. The bits are MXCSR's: INVALID 1, DIVIDE 4, OVERFLOW 8, UNDERFLOW 16 (inexact
+and denormal are ignored, as NumPy ignores them).
+
+After a realize whose kernels raised any, report() handles them in NumPy's order (divide, over, under, invalid),
+each by np.geterr(): ignore; warn (a RuntimeWarning "divide by zero encountered in divide", pointing at the caller's
+line outside minitensor, so `warnings` filters apply); raise (FloatingPointError); call (np.geterrcall()(words,
+NumPy's status bits)), print (stderr) and log (np.geterrcall().write) as NumPy words them. The operation named is
+NumPy's name of the first operation of the kernels that can raise the flag (a kernel fuses many; instrument writes
+them into the C as a comment, so a plan read from disk names them too). Tier 1's vectorized code raises flags where
+NumPy does not (gcc's vector compares signal INVALID on NaN; glibc's vector sin and cos raise OVERFLOW on huge
+arguments, its exp INVALID on inf): realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code.
+"""
+from __future__ import annotations
+import os
+import re
+import sys
+import threading
+import warnings
+import numpy as np
+from minitensor.backend.dtype import dtypes
+from minitensor.backend.ops import ALU_OPS
+from minitensor.backend.uop import Ops, UOp
+
+INVALID, DIVIDE, OVERFLOW, UNDERFLOW = 1, 4, 8, 16
+# (flag bit, np.geterr key, NumPy's words, NumPy's own bit for np.seterrcall) in the order NumPy handles them
+_KINDS = ((DIVIDE, "divide", "divide by zero", 1), (OVERFLOW, "over", "overflow", 2),
+          (UNDERFLOW, "under", "underflow", 4), (INVALID, "invalid", "invalid value", 8))
+_NAMES = {Ops.FDIV: "divide", Ops.FLOORDIV: "floor_divide", Ops.FLOORMOD: "remainder", Ops.MUL: "multiply",
+          Ops.ADD: "add", Ops.POW: "power", Ops.CAST: "cast", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.EXPM1: "expm1",
+          Ops.LOG: "log", Ops.LOG2: "log2", Ops.LOG10: "log10", Ops.LOG1P: "log1p", Ops.SQRT: "sqrt",
+          Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan", Ops.ASIN: "arcsin", Ops.ACOS: "arccos",
+          Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.ACOSH: "arccosh", Ops.ATANH: "arctanh"}
+# the operations that can raise each flag, by their NumPy names (a kernel's first such operation names the warning)
+_CAN = {DIVIDE: {"divide", "floor_divide", "remainder", "log", "log2", "log10", "log1p", "power", "arctanh"},
+        OVERFLOW: {"exp", "exp2", "expm1", "power", "sinh", "cosh", "multiply", "divide", "add", "subtract", "cast",
+                   "floor_divide"},
+        UNDERFLOW: {"multiply", "divide", "exp", "exp2", "power", "cast"},
+        INVALID: {"cast", "sqrt", "log", "log2", "log10", "log1p", "arcsin", "arccos", "arccosh", "arctanh", "sin",
+                  "cos", "tan", "remainder", "floor_divide", "power", "divide", "multiply", "add", "subtract"}}
+_DEFAULT = {DIVIDE: "divide", OVERFLOW: "multiply", UNDERFLOW: "multiply", INVALID: "add"}
+# tier 1 calls these from glibc's vector math library (libmvec), which raises flags its scalar functions do not
+_VECTOR = {_NAMES.get(op, d.ufunc or op.name.lower()) for op, d in ALU_OPS.items() if d.simd}
+_OPS_LINE = re.compile(r"/\* mt_fp_ops: ([a-z0-9_ ]*) \*/")
+
+
+def _ops(sink: UOp) -> list[str]:
+  """NumPy's names of the operations of a kernel that can raise a flag, and of its vector math functions
+  (confirmable), in the order the kernel computes them."""
+  out: list[str] = []
+  neg = lambda v: v.op is Ops.MUL and any(s.op is Ops.CONST and s.arg == -1 for s in v.src)     # x * -1: -x
+  for u in sink.toposort():
+    if (d := ALU_OPS.get(u.op)) is not None and d.simd and u.dtype.is_float:
+      if (n := _NAMES.get(u.op, d.ufunc or u.op.name.lower())) not in out: out.append(n)
+    if (n := _NAMES.get(u.op)) is None or u.dtype is dtypes.index or neg(u): continue
+    if u.op is Ops.ADD and any(neg(s) for s in u.src): n = "subtract"
+    if n not in out and (u.src[0].dtype.is_float or u.op in (Ops.FLOORDIV, Ops.FLOORMOD)): out.append(n)
+  return out
+
+
+_PARALLEL_FOR = re.compile(r"^(\s*)#pragma omp parallel for (.*?)\s*(if\(.*\))?$")
+_PARALLEL = re.compile(r"^(\s*)#pragma omp parallel (if\(.*\))$")
+
+
+def _end(lines: list[str], k: int) -> int:
+  """The index of the last line of the C statement that starts at lines[k] (a loop with or without braces, a block)."""
+  depth = 0
+  for j in range(k, len(lines)):
+    depth += lines[j].count("{") - lines[j].count("}")
+    if depth == 0 and (lines[j].rstrip().endswith(";") or "{" in lines[k]): return j
+  raise ValueError("fpstatus.instrument: a parallel region without its end")
+
+
+def instrument(c: str, name: str, sink: UOp) -> str:
+  """The C text c, whose last function is the kernel `name` computing sink, with a last parameter
+  `int32_t* restrict mt_fp` receiving the OR of the status flags its code raised, in every thread, and a comment
+  naming the operations that can raise them (for report's messages: a plan on disk keeps only the C)."""
+  head, sep, rest = c.rpartition(f"void {name}(")
+  params, sep2, body = rest.partition(") {\n")
+  lines = body.rstrip().split("\n")
+  if not sep or not sep2 or lines[-1] != "}":
+    raise ValueError(f"fpstatus.instrument: the C does not end with the function {name}")
+  lines = lines[:-1]
+  if callable(getattr(sink.arg, "render", None)):       # a fused kernel (attention.py): its flags are not NumPy's
+    return head + f"void {name}({params}, int32_t* restrict mt_fp) {{\n" + "\n".join(lines) + "\n}\n"
+  before: dict[int, list[str]] = {}
+  after: dict[int, list[str]] = {}
+  for k, line in enumerate(lines):
+    if (m := _PARALLEL_FOR.match(line)) is not None:            # a parallel loop: a region around it
+      ind, j = m[1], _end(lines, k + 1)
+      lines[k] = "\n".join([f"{ind}mt_fe |= mt_fp_test();", f"{ind}#pragma omp parallel {m[3] or ''} "
+                            "reduction(|:mt_fe)", f"{ind}{{", f"{ind}mt_fp_clear();", f"{ind}#pragma omp for {m[2]}"])
+      after[j] = [f"{ind}mt_fe |= mt_fp_test();", f"{ind}}}"] + after.get(j, [])     # (an inner region first)
+    elif (m := _PARALLEL.match(line)) is not None:              # a region (its block follows)
+      ind, j = m[1], _end(lines, k + 1)
+      lines[k] = f"{ind}mt_fe |= mt_fp_test();\n{ind}#pragma omp parallel {m[2]} reduction(|:mt_fe)"
+      after.setdefault(k + 1, []).append(f"{ind}  mt_fp_clear();")
+      before.setdefault(j, []).append(f"{ind}  mt_fe |= mt_fp_test();")
+    elif line.strip() == "return;": lines[k] = line.replace("return;", "{ *mt_fp |= mt_fe | mt_fp_test(); return; }")
+  out = [f"  /* mt_fp_ops: {' '.join(_ops(sink))} */", "  int mt_fe = 0;", "  mt_fp_clear();"]
+  for k, line in enumerate(lines): out += before.get(k, []) + [line] + after.get(k, [])
+  out.append("  *mt_fp |= mt_fe | mt_fp_test();")
+  return head + f"void {name}({params}, int32_t* restrict mt_fp) {{\n" + "\n".join(out) + "\n}\n"
+
+
+_local = threading.local()
+
+
+def slot():
+  """This thread's flags word, an int32_t* cdata passed as the kernels' last argument: they OR their flags in, and
+  report() resets it to 0."""
+  try: return _local.slot
+  except AttributeError:
+    import _cffi_backend as backend
+    p = _local.slot = backend.newp(backend.new_pointer_type(backend.new_primitive_type("int32_t")), 0)
+    return p
+
+
+_names: dict[tuple[int, int], str] = {}
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the minitensor package
+
+
+def _op(bit: int, src: str) -> str:
+  """NumPy's name of the first operation in the kernels of src that can raise `bit`."""
+  key = (bit, hash(src))
+  if (name := _names.get(key)) is None:
+    ops = [n for line in _OPS_LINE.findall(src) for n in line.split()]
+    name = _names[key] = next((n for n in ops if n in _CAN[bit]), _DEFAULT[bit])
+  return name
+
+
+def confirmable(src: str) -> int:
+  """The flags a tier-1 run of the kernels of src may raise where NumPy does not, to be confirmed by their tier-0
+  code: INVALID always (gcc's vector compares signal on NaN), every flag when they call vector math (libmvec's
+  sin and cos raise overflow and invalid, its exp invalid, for arguments where NumPy's raise nothing)."""
+  if (c := _confirm.get(src)) is None:
+    vector = any(n in _VECTOR for line in _OPS_LINE.findall(src) for n in line.split())
+    c = _confirm[src] = INVALID | DIVIDE | OVERFLOW | UNDERFLOW if vector else INVALID
+  return c
+
+
+def ignored() -> int:
+  """The flags np.errstate ignores now."""
+  modes = np.geterr()
+  return sum(bit for bit, key, _, _ in _KINDS if modes[key] == "ignore")
+
+
+_confirm: dict[str, int] = {}
+
+
+def _caller_level() -> int:
+  """warnings.warn's stacklevel, called from report, of the first frame outside minitensor."""
+  f, level = sys._getframe(2), 2
+  while f is not None and f.f_code.co_filename.startswith(_HERE):
+    f, level = f.f_back, level + 1
+  return level
+
+
+def report(fp, src: str) -> None:
+  """The flags in this thread's word fp (slot()), raised by the kernels of C source src, reported as NumPy reports
+  them under np.errstate (module docstring); the word is reset first."""
+  flags, fp[0] = fp[0], 0
+  modes = np.geterr()
+  status = sum(b for bit, _, _, b in _KINDS if flags & bit)
+  for bit, key, words, _ in _KINDS:
+    if not flags & bit or (mode := modes[key]) == "ignore": continue
+    msg = f"{words} encountered in {_op(bit, src)}"
+    if mode == "warn": warnings.warn(msg, RuntimeWarning, stacklevel=_caller_level())
+    elif mode == "raise": raise FloatingPointError(msg)
+    elif mode == "print": print(f"Warning: {msg}", file=sys.stderr)
+    elif mode == "call": np.geterrcall()(words, status)
+    elif mode == "log": np.geterrcall().write(f"Warning: {msg}\n")

@@ -1,0 +1,141 @@
+"""NumPy's floating-point warnings (fpstatus.py): for a table of expressions minitensor warns iff NumPy warns, with
+NumPy's category and words, in both compiler tiers and in checked mode, with NumPy's values; np.errstate's
+ignore, raise and call are honoured, `warnings` filters apply, the threads of a parallel kernel report theirs, and
+a warning is not repeated by a later clean run.
+"""
+from __future__ import annotations
+import re
+import warnings
+import numpy as np
+import pytest
+import minitensor as mt
+from minitensor.backend import fpstatus, tiers
+
+_X = np.array([1.5, 0.0, -1.0, np.nan, np.inf, -np.inf, 3e38, 1e-30], np.float32)
+_I = np.array([7, 0, -3, 5], np.int64)
+_J = np.array([0, 2, 0, -2], np.int64)
+_HUGE = np.full(32, 1e20, np.float32)
+# (name, f(xp, x, i, j)): each f is computed by NumPy and by minitensor on the arrays above
+_CASES = [
+  ("divide", lambda xp, x, i, j: 1.0 / x),
+  ("log", lambda xp, x, i, j: xp.log(x)),
+  ("sqrt", lambda xp, x, i, j: xp.sqrt(x)),
+  ("inf - inf", lambda xp, x, i, j: x - x),
+  ("multiply overflow", lambda xp, x, i, j: x * np.float32(1e10)),
+  ("exp", lambda xp, x, i, j: xp.exp(x)),
+  ("int floor_divide", lambda xp, x, i, j: i // j),
+  ("int remainder", lambda xp, x, i, j: i % j),
+  ("int64 min // -1", lambda xp, x, i, j: (i * 0 + np.iinfo(np.int64).min) // (j * 0 - 1)),
+  ("sin: libmvec overflows on huge arguments", lambda xp, x, i, j: xp.sin(xp.asarray(_HUGE))),
+  ("nan to int", lambda xp, x, i, j: x.astype(np.int32)),
+  ("float64 to float32", lambda xp, x, i, j: (x.astype(np.float64) * 1e10).astype(np.float32)),
+  ("no warning: compare, max, where", lambda xp, x, i, j: xp.where(x > 0, xp.maximum(x, 1.0), xp.minimum(x, -1.0))),
+  ("no warning: reductions with nan", lambda xp, x, i, j: xp.stack([x.max(), x.min(), xp.argmax(x) + x[0]])),
+  ("no warning: finite", lambda xp, x, i, j: xp.tanh(x[:2]) * 2 + 1),
+  ("no warning: ints", lambda xp, x, i, j: i * j + i // 3),
+]
+
+
+def _numpy(f) -> tuple[np.ndarray, list[str]]:
+  """NumPy's value of f and the RuntimeWarnings' messages it gave (in order)."""
+  with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn", under="ignore"):
+    warnings.simplefilter("always")
+    v = f(np, _X, _I, _J)
+  return v, [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+def _mt(f) -> tuple[np.ndarray, list[str]]:
+  with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn", under="ignore"):
+    warnings.simplefilter("always")
+    v = np.asarray(f(mt, mt.asarray(_X), mt.asarray(_I), mt.asarray(_J)))
+  return v, [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+def _kinds(msgs: list[str]) -> set[str]:
+  return {m.split(" encountered")[0] for m in msgs}
+
+
+@pytest.mark.parametrize("tier", ["0", "1"])
+def test_warns_iff_numpy_warns_with_its_words(cache, monkeypatch, tier):
+  """The same kinds of warning as NumPy's for every expression (NumPy warns once per operation, minitensor once per
+  realize and kind); the operation named is one NumPy names where the expression has one such operation."""
+  monkeypatch.setenv("MINITENSOR_TIER", tier)
+  for name, f in _CASES:
+    want, said = _numpy(f)
+    got, told = _mt(f)
+    np.testing.assert_allclose(got, want, rtol=5e-7, err_msg=name)     # (log, exp: NumPy's SIMD ones differ by 1 ulp)
+    assert _kinds(told) == _kinds(said), (name, told, said)
+    assert len(told) == len(set(told)), (name, told)
+    if len(said) == 1: assert told == said, (name, told, said)
+
+
+def test_checked_mode_warns_too(cache, monkeypatch):
+  monkeypatch.setenv("MINITENSOR_CHECK", "1")
+  for name, f in _CASES[:3] + _CASES[-2:]:
+    want, said = _numpy(f)
+    got, told = _mt(f)
+    np.testing.assert_allclose(got, want, rtol=5e-7, err_msg=name)
+    assert told == said, (name, told, said)
+
+
+def test_errstate_ignore_raise_call_and_warning_filters(cache):
+  x = mt.asarray(_X)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    with np.errstate(divide="ignore", invalid="ignore"):
+      np.testing.assert_array_equal(np.asarray(mt.log(x)), np.log(_X))     # nothing raised, nothing warned
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
+      np.asarray(mt.log(x) + 1.0)
+    with pytest.raises(RuntimeWarning, match="overflow encountered in multiply"):     # the filter said "error"
+      np.asarray(x * np.float32(1e10) + 2.0)
+  calls: list = []
+  with np.errstate(all="call"):
+    old = np.seterrcall(lambda *a: calls.append(a))
+    try: np.asarray(mt.sqrt(x) * 3.0)
+    finally: np.seterrcall(old)
+  want: list = []
+  with np.errstate(all="call"):
+    old = np.seterrcall(lambda *a: want.append(a))
+    try: np.sqrt(_X) * 3.0
+    finally: np.seterrcall(old)
+  assert calls == want == [("invalid value", 8)]
+  with warnings.catch_warnings(record=True) as caught, np.errstate(under="warn"):
+    warnings.simplefilter("always")
+    np.asarray(x * np.float32(1e-30))
+  assert [str(w.message) for w in caught] == ["underflow encountered in multiply"]
+
+
+def test_the_warning_points_at_the_callers_line(cache):
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    np.asarray(1.0 / mt.asarray(_X[:2]))
+  assert [w.filename for w in caught] == [__file__]
+
+
+def test_threads_of_a_parallel_kernel_report_theirs_and_no_flag_outlives_its_run(cache, monkeypatch):
+  """A threaded tier-1 kernel over 2^20 elements with one zero divisor, put in each eighth of the array in turn
+  (the chunks the threads take): every run warns, whichever thread met the zero; a clean run after it does not."""
+  monkeypatch.setenv("MINITENSOR_TIER", "1")
+  n = 1 << 20
+  for k in range(8):
+    d = np.ones(n, np.float32)
+    d[k * n // 8 + 12345] = 0
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter("always")
+      got = np.asarray(mt.asarray(np.full(n, 2.0, np.float32)) / mt.asarray(d) + 1.0)
+      clean = np.asarray(mt.asarray(np.full(n, 2.0, np.float32)) / mt.asarray(np.ones(n, np.float32)) + 1.0)
+    assert [str(w.message) for w in caught] == ["divide by zero encountered in divide"], k
+    assert np.isinf(got).sum() == 1 and (clean == 3).all()
+  assert any("#pragma omp parallel" in c.plan.src for c in mt.backend.realize._cache.values())
+
+
+def test_instrumented_c_collects_flags_once_per_region():
+  """The flags are read at the kernel's ends and at each parallel region's (never inside a loop body)."""
+  c = ("void k(float* restrict data0) {\n  #pragma omp parallel for schedule(dynamic, mt_chunk(8)) if(!mt_serial)\n"
+       "  for (int ridx0 = 0; ridx0 < 8; ridx0++) {\n    data0[ridx0] = 1.0f / data0[ridx0];\n  }\n}\n")
+  from minitensor.backend.uop import buf, range_, sink
+  r = range_(8, 0)
+  out = fpstatus.instrument(c, "k", sink(buf(0, 8).index(r).store(buf(0, 8).index(r).load()).end(r)))
+  assert out.count("mt_fp_test()") == 3 and out.count("mt_fp_clear()") == 2 and "reduction(|:mt_fe)" in out
+  assert "int32_t* restrict mt_fp)" in out and re.search(r"for \(int ridx0.*\{\n    data0", out)
+  assert tiers.tcc_lacks(out) is False
