@@ -161,7 +161,7 @@ def _arg(a, axis, out, keepdims: bool, kind: str):
                                                                             else nan.all()).any())
     if allnan: raise ValueError(f"nanarg{kind}: All-NaN slice encountered")
     t = select(nan, -np.inf if kind == "max" else np.inf, t)
-  return _out(getattr(t, f"arg{kind}")(axis, keepdims), out)
+  return _out(getattr(t, f"arg{kind}")(axis, keepdims=keepdims), out)
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims: bool = False):

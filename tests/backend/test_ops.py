@@ -19,9 +19,9 @@ def test_every_elementwise_op_has_one_entry():
   shape_world = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.REDUCE, Ops.STACK, Ops.STAGE, Ops.PAD, Ops.FLIP,
                  Ops.SCAN}
   loop_world = {Ops.CONST, Ops.BUFFER, Ops.ALLOC, Ops.RANGE, Ops.INDEX, Ops.LOAD, Ops.STORE, Ops.AFTER, Ops.END,
-                Ops.SINK, Ops.CAST, Ops.VAR}
+                Ops.SINK, Ops.CAST, Ops.BITCAST, Ops.VAR}
   assert set(Ops) == set(ALU_OPS) | shape_world | loop_world and not set(ALU_OPS) & (shape_world | loop_world)
-  assert ALU == set(ALU_OPS) | {Ops.CAST} and UNARY | BINARY | {Ops.WHERE} == set(ALU_OPS)
+  assert ALU == set(ALU_OPS) | {Ops.CAST, Ops.BITCAST} and UNARY | BINARY | {Ops.WHERE} == set(ALU_OPS)
   for op, d in ALU_OPS.items():
     assert d.operands in ("float", "int", "bits", "num", "any", "complex", "parts"), op
     assert d.result in ("same", "bool", "real", "complex") and d.cost in ("cheap", "transcendental"), op
