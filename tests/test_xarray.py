@@ -4,7 +4,7 @@ other methods, with NumPy's values (the same call on the same data held as an nd
 Modelled on xarray's duck-array tests (xarray/tests/test_duck_array_wrapping.py): a namespace table names the
 array type and constructor, and each case checks `isinstance(result.data, Array)`; here also the values.
 Reductions with xarray's default skipna=True on float data go through the nan-functions (np.nanmean, ...), which
-minitensor does not have yet: they are tested with skipna=False here, and float reductions without nan handling.
+dispatch to minitensor's (lazy) nan-reductions: both spellings are tested.
 """
 import importlib
 import numpy as np
@@ -38,6 +38,17 @@ CASES = {
   "var_noskip": lambda a: a.var("x", ddof=1, skipna=False),
   "cumsum_noskip": lambda a: a.cumsum("x", skipna=False),
   "argmax_noskip": lambda a: a.argmax("x", skipna=False),
+  "mean_skipna": lambda a: a.mean("x"),
+  "std_skipna": lambda a: a.std("x"),
+  "var_skipna": lambda a: a.var("y", ddof=1),
+  "max_skipna": lambda a: a.max("y"),
+  "min_skipna": lambda a: a.min(),
+  "prod_skipna": lambda a: a.prod("x"),
+  "median_skipna": lambda a: a.median("y"),
+  "cumsum_skipna": lambda a: a.cumsum("y"),
+  "argmin_skipna": lambda a: a.argmin("y"),
+  "coarsen_mean_skipna": lambda a: a.coarsen(x=2).mean(),
+  "rolling_mean_skipna": lambda a: a.rolling(x=3, min_periods=1).mean(),
   "all": lambda a: (a > 1).all("x"),
   "any": lambda a: (a > 1).any(),
   "weighted_noskip": lambda a: a.weighted(xr.DataArray(np.arange(6.0), dims="x")).sum("x", skipna=False),
