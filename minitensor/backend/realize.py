@@ -235,7 +235,10 @@ class Compiled:
 
 VIEW_COPY_LIMIT = 1 << 16      # larger non-contiguous views are copied by a compiled kernel (faster than NumPy)
 _cache: OrderedDict = OrderedDict()
-CACHE_SIZE = 4096
+# programs kept in memory, least recently used dropped: each holds its loaded library (runtime keeps 256 more), so
+# this bounds the libraries a loop over many distinct graphs keeps mapped; a dropped program comes back from its
+# plan and library on disk (no lowering, no compile)
+CACHE_SIZE = 1024
 
 
 def _graph_hit(key) -> Compiled | None:
