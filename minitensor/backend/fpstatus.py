@@ -82,17 +82,18 @@ def _end(lines: list[str], k: int) -> int:
   raise ValueError("fpstatus.instrument: a parallel region without its end")
 
 
-def instrument(c: str, name: str, sink: UOp) -> str:
+def instrument(c: str, name: str, sink: UOp, reports: bool = True) -> str:
   """The C text c, whose last function is the kernel `name` computing sink, with a last parameter
   `int32_t* restrict mt_fp` receiving the OR of the status flags its code raised, in every thread, and a comment
-  naming the operations that can raise them (for report's messages: a plan on disk keeps only the C)."""
+  naming the operations that can raise them (for report's messages: a plan on disk keeps only the C). reports
+  False (a fused attention kernel, whose flags are not NumPy's): the parameter is taken and nothing is written."""
   head, sep, rest = c.rpartition(f"void {name}(")
   params, sep2, body = rest.partition(") {\n")
   lines = body.rstrip().split("\n")
   if not sep or not sep2 or lines[-1] != "}":
     raise ValueError(f"fpstatus.instrument: the C does not end with the function {name}")
   lines = lines[:-1]
-  if callable(getattr(sink.arg, "render", None)):       # a fused kernel (attention.py): its flags are not NumPy's
+  if not reports:
     return head + f"void {name}({params}, int32_t* restrict mt_fp) {{\n" + "\n".join(lines) + "\n}\n"
   before: dict[int, list[str]] = {}
   after: dict[int, list[str]] = {}

@@ -316,7 +316,8 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
-  src = "\n".join(fpstatus.instrument(p.render(name, checked), name, p.sink) for p, name in names.items())
+  src = "\n".join(fpstatus.instrument(p.render(name, checked), name, p.sink, p.kind != "attention")
+                  for p, name in names.items())
   calls = tuple(Call(names[k.program], k.slots, k.program.sizes, k.ast.shape, k.ast.dtype.name, k.program.vars)
                 for k in sched.kernels)
   tier = tiers.choose(sum(k.program.work for k in sched.kernels)) if calls else 1

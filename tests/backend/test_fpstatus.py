@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import minitensor as mt
 from minitensor.backend import fpstatus, tiers
+from minitensor.backend import realize as realize_mod
+from minitensor.backend.realize import scheduled
 
 _X = np.array([1.5, 0.0, -1.0, np.nan, np.inf, -np.inf, 3e38, 1e-30], np.float32)
 _I = np.array([7, 0, -3, 5], np.int64)
@@ -139,3 +141,25 @@ def test_instrumented_c_collects_flags_once_per_region():
   assert out.count("mt_fp_test()") == 3 and out.count("mt_fp_clear()") == 2 and "reduction(|:mt_fe)" in out
   assert "int32_t* restrict mt_fp)" in out and re.search(r"for \(int ridx0.*\{\n    data0", out)
   assert tiers.tcc_lacks(out) is False
+
+
+def test_fused_attention_reports_nothing_and_runs_once(cache):
+  """Attention's online softmax computes -inf - -inf where NumPy's composition does not: its flags are not reported,
+  and no run of it is repeated at tier 0 to confirm them (that doubled its time)."""
+  rng = np.random.default_rng(0)
+  q, k, v = (mt.asarray(rng.standard_normal((256, 32)).astype(np.float32)) for _ in range(3))
+  s = q @ k.T / 8
+  p = mt.exp(s - s.max(axis=1, keepdims=True))
+  out = (p / p.sum(axis=1, keepdims=True)) @ v
+  assert [k.program.kind for k in scheduled([out.uop])[0].kernels] == ["attention"]
+  calls = []
+  orig = realize_mod.Compiled.flags
+  with pytest.MonkeyPatch.context() as m:
+    m.setattr(realize_mod.Compiled, "flags", lambda self, *a: calls.append(1) or orig(self, *a))
+    with warnings.catch_warnings():
+      warnings.simplefilter("error")
+      got = out.numpy()
+  S = np.asarray(q) @ np.asarray(k).T / 8
+  E = np.exp(S - S.max(axis=1, keepdims=True))
+  np.testing.assert_allclose(got, (E / E.sum(axis=1, keepdims=True)) @ np.asarray(v), rtol=1e-4, atol=1e-5)
+  assert calls == []
