@@ -23,7 +23,7 @@ import itertools
 from typing import Any, Callable, Sequence
 import numpy as np
 from minitensor import gradrules as R
-from minitensor.backend.realize import buffer_of
+from minitensor.backend.leaves import buffer_of
 from minitensor.backend.uop import Ops, ParamArg, UOp
 from minitensor.tensor import Tensor, asarray
 

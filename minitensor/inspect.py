@@ -9,7 +9,6 @@ C source of each compiled translation unit. Silence it with logging.getLogger("m
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from minitensor.backend.realize import scheduled
 from minitensor.backend.uop import Ops, UOp
 
 
@@ -66,6 +65,7 @@ def explain(*tensors) -> Explanation:
   """
   tensors = tuple(t for t in tensors if t._realized() is None)
   if not tensors: return Explanation((), (), (), ())
+  from minitensor.backend.realize import scheduled  # (the compiler is imported on first use)
   s, arrays = scheduled([t.uop for t in tensors])
   ks = tuple(KernelInfo(k.name, k.ast.shape, k.ast.dtype.name, k.program.iterations,
                         tuple(x for x in k.slots if x != k.out), k.out, k.program.render(k.name), k.program.kind,

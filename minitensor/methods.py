@@ -16,7 +16,7 @@ tensor.py's `tensor_methods`), Python's format() and round(), and DLPack export.
 from __future__ import annotations
 import numpy as np
 from minitensor import views as V
-from minitensor.backend.realize import borrow
+from minitensor.backend.leaves import borrow
 from minitensor.extra import cumprod, cumsum, diagonal, take, trace
 from minitensor.functions import clip
 from minitensor.functions import round as round_

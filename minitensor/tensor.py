@@ -33,8 +33,7 @@ import numpy as np
 from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.realize import array_of, borrow, buffer_of, is_borrowed, realize_base
-from minitensor.backend.realize import realize as _realize
+from minitensor.backend.leaves import array_of, borrow, buffer_of, is_borrowed
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.numpy_rules import _dtype, broadcast_shapes, check_shape, normalize_axes  # noqa: F401 (fft, linalg)
 
@@ -570,6 +569,26 @@ def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:
   if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
     raise ValueError("Integers to negative integer powers are not allowed.")
   return Tensor(build(*uops).cast(out))
+
+
+# ---------------------------------------------------------------------- the backend, imported on first use
+# `import minitensor` builds graphs only; the compiler (backend/realize.py and every stage below it, cffi) is
+# imported by the first realize. Each stub rebinds its global to the backend's function, so later calls go direct.
+def _realize(outputs: list[UOp]) -> list[np.ndarray]:
+  _backend()
+  return _realize(outputs)
+
+
+def realize_base(u: UOp) -> None:
+  _backend()
+  return realize_base(u)
+
+
+def _backend():
+  """Import the compiler and rebind the stubs above to its functions."""
+  global _realize, realize_base
+  from minitensor.backend import realize as R
+  _realize, realize_base = R.realize, R.realize_base
 
 
 # ---------------------------------------------------------------------- functions with NumPy names

@@ -5,6 +5,9 @@ also runs the packages above it; those implicit edges are left out (every module
 through `minitensor/__init__.py`, which imports the public modules). There are no exceptions: the Tensor class
 gets the methods of other modules by their registration (tensor.py's `tensor_methods`), not by importing them."""
 import ast
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 import pytest
@@ -137,3 +140,21 @@ def test_private_reaches_are_found(tmp_path, monkeypatch):
   monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
   assert private_reaches() == ["minitensor.backend.b:1 imports minitensor.backend.a._x",
                                "minitensor.backend.b:3 reads minitensor.backend.a._x"]
+
+
+# the backend modules that building graphs needs; every other one (the compiler's stages, the runtime, cffi) is
+# imported by the first realize
+GRAPH_BUILDING = {"minitensor.backend", "minitensor.backend.dtype", "minitensor.backend.ops", "minitensor.backend.uop",
+                  "minitensor.backend.walk", "minitensor.backend.leaves", "minitensor.backend.composite"}
+
+
+def test_import_does_not_load_the_compiler():
+  child = ("import json, sys; import minitensor as mt; t = mt.asarray([1.0, 2.0]) + 1; "
+           "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('minitensor.backend', 'cffi', '_cffi')))))")
+  env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+  p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+  assert p.returncode == 0, p.stderr
+  loaded = set(json.loads(p.stdout))
+  assert loaded <= GRAPH_BUILDING, f"imported by `import minitensor` and a graph: {sorted(loaded - GRAPH_BUILDING)}"
+  for stage in ("realize", "kernelize", "rangeify", "render_c", "runtime", "gemm", "attention"):
+    assert f"minitensor.backend.{stage}" in _modules()         # (the names above are the package's)

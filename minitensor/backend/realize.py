@@ -19,13 +19,11 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import itertools
 import logging
 import math
 import os
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import NamedTuple
@@ -33,6 +31,7 @@ import numpy as np
 from minitensor.backend import buffers, fpstatus, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule, schedule
+from minitensor.backend.leaves import array_of, borrow, buffer_of, is_borrowed  # noqa: F401 (this module's API)
 from minitensor.backend.lowerings import Program
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
@@ -43,34 +42,6 @@ from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp,
 def _from_buffer(a):
   """A kernel's pointer argument to a's memory (cffi's backend is imported at the first kernel load)."""
   return native().from_buffer(a)
-
-_ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
-
-
-def buffer_of(a: np.ndarray) -> UOp:
-  """A fresh BUFFER leaf holding the C-contiguous ndarray `a` (the leaf keeps it alive)."""
-  a = np.ascontiguousarray(a)
-  u = UOp(Ops.BUFFER, (), ParamArg(next(_ids), dtypes.from_numpy(a.dtype), (a.size,)))
-  u.data = a
-  return u
-
-
-def array_of(u: UOp) -> np.ndarray:
-  """The ndarray behind a realized BUFFER leaf."""
-  return u.data
-
-
-_borrowed: dict[int, weakref.ref] = {}
-
-
-def borrow(a: np.ndarray) -> np.ndarray:
-  """Mark a as a user's memory wrapped without a copy (`asarray(a, copy=False)`): results are never views of it."""
-  _borrowed[id(a)] = weakref.ref(a, lambda _, k=id(a): _borrowed.pop(k, None))
-  return a
-
-
-def is_borrowed(a: np.ndarray) -> bool:
-  return a is not None and (r := _borrowed.get(id(a))) is not None and r() is a
 
 
 DEBUG = int(os.environ.get("MINITENSOR_DEBUG", "0") or 0)
