@@ -26,17 +26,19 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from minitensor.backend import buffers, fpstatus, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.kernelize import Schedule, schedule
 from minitensor.backend.leaves import array_of, borrow, buffer_of, is_borrowed  # noqa: F401 (this module's API)
-from minitensor.backend.lowerings import Program
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, argkey, prod, var
+
+if TYPE_CHECKING:
+  from minitensor.backend.kernelize import Schedule
+  from minitensor.backend.lowerings import Program
 
 
 def _from_buffer(a):
@@ -300,6 +302,8 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool) -> Schedule:
   """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX]) when given."""
+  # the lowering stages are imported by the first compile (a run from the caches needs none of them)
+  from minitensor.backend.kernelize import schedule
   symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
   return schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat)
 
