@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.nn as nn
 from minitensor.backend import kernelize, lowerings
-from minitensor.backend import realize as realize_mod
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule
 from minitensor.backend.linearize import linearize
@@ -48,8 +47,7 @@ def watchdog(monkeypatch):
     return schedule(*args, **kw)
   schedule = kernelize.schedule
   monkeypatch.setattr(lowerings, "_recomputed", guarded)
-  monkeypatch.setattr(kernelize, "schedule", fresh)
-  monkeypatch.setattr(realize_mod, "schedule", fresh)
+  monkeypatch.setattr(kernelize, "schedule", fresh)      # (realize imports it from kernelize at each compile)
 
 
 def sched(*ts: mt.Tensor, optimize: bool = True) -> Schedule:
