@@ -63,11 +63,11 @@ def main(argv=None) -> int:
   def l_key():
     for _ in range(BATCH): R.structure([g])
   skey, leaves, sizes = R.structure([g])
-  prog = R._schedules.get((skey, False, R.tiers.mode()), lambda: None)
+  prog = R._schedules.get(R.ProgramKey(skey, R._modes()), lambda: None)
   n = native()
   out = np.empty(16, np.float32)
   k, slots, extra, vs = prog.fns[0]
-  ptrs = [n.from_buffer(x) for x in (a, b, out)] + list(extra) + [sizes[v] for v in vs]
+  ptrs = [n.from_buffer(x) for x in (a, b, out)] + list(extra) + [sizes[v] for v in vs] + [R.fpstatus.slot()]
   def l_kernel():
     for _ in range(BATCH): k.fn(*ptrs)
   def l_full():

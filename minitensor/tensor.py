@@ -497,6 +497,7 @@ def binop(ufunc: np.ufunc, a, b, reflected: bool = False):
 
 _PY = U.PY_SCALARS
 _FAST = U.LOOPS       # (ufunc, each operand's DType or Python type) -> its loop (ufuncs.loop): apply_ufunc's fast paths
+_DIRECT = U.DIRECT    # (ufunc, DType, DType) -> the one ALU op of its loop (ufuncs.loop)
 
 
 def _operand_type(x):
@@ -529,7 +530,9 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
         ua = a.uop
         if type(b) is Tensor:
           ub = b.uop
-          if (r := _FAST.get(k := (ufunc, ua.dtype, ub.dtype), _FAST)) is _FAST: r = U.loop(k)
+          if (op := _DIRECT.get(k := (ufunc, ua.dtype, ub.dtype))) is not None and ua.shape == ub.shape:
+            return Tensor(UOp(op, (ua, ub)))
+          if (r := _FAST.get(k, _FAST)) is _FAST: r = U.loop(k)
           if r is not None:
             build, (da, db), out = r
             if (shape := ua.shape) == ub.shape: return Tensor(build(ua.cast(da), ub.cast(db)).cast(out))

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ops import ALU_OPS
-from minitensor.backend.uop import Ops, UOp
+from minitensor.backend.uop import Ops, ParamArg, UOp
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -106,7 +106,13 @@ def _sub(a: UOp, b: UOp) -> UOp: return _cplx(_re(a) - _re(b), _im(a) - _im(b)) 
 def _conj(x: UOp) -> UOp: return _cplx(_re(x), -_im(x)) if x.dtype.is_complex else x
 def _abs(x: UOp) -> UOp: return x if x.dtype.is_bool or x.dtype.is_unsigned else UOp(Ops.ABS, (x,))
 def _unary(op: Ops) -> Callable[[UOp], UOp]: return lambda x: UOp(op, (x,))
-def _binary(op: Ops) -> Callable[[UOp, UOp], UOp]: return lambda a, b: UOp(op, (a, b))
+def _binary(op: Ops) -> Callable[[UOp, UOp], UOp]:
+  f = lambda a, b: UOp(op, (a, b))
+  _ONE_NODE.add(f)
+  return f
+
+
+_ONE_NODE: set = set()     # builders that make one node over their two operands, whatever their shapes and values
 
 
 def _invert(x: UOp) -> UOp: return x ^ (True if x.dtype.is_bool else -1)
@@ -201,7 +207,15 @@ def loop(key: tuple) -> tuple | None:
     r = (build, *resolved(ufunc, tuple([t.np if isinstance(t, DType) else _DEFAULT[bool] if t is bool else t
                                         for t in types]), None)[1:])
   LOOPS[key] = r
+  if r is not None and len(types) == 2 and (build in _ONE_NODE or build in (_add, _mul)) and r[1] == types:
+    x, y = (UOp(Ops.BUFFER, (), ParamArg(-1 - k, d, (1,))) for k, d in enumerate(types))
+    if (u := build(x, y)).src == (x, y) and u.dtype is r[2]: DIRECT[key] = u.op
   return r
+
+
+# (ufunc, DType, DType) -> the op of the one node its loop builds over two operands of these dtypes, no cast on either
+# side (found by building it once, in loop): apply_ufunc makes that node directly for operands of one shape (W9)
+DIRECT: dict = {}
 
 
 def weak_types(operands: tuple) -> tuple | None:
