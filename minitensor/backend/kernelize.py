@@ -155,13 +155,16 @@ def _across_rows(x: UOp) -> bool:
 
 
 def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None,
-             flat: bool = False) -> Schedule:
+             flat: bool = False, exact: bool = False) -> Schedule:
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (each size of the graph
   >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no Opts, no
   split reductions (their choices depend on the sizes). flat: the graph is elementwise over whole operands of
-  sizes' one size; every kernel is lowered as one loop over it (lowerings.flat_elementwise), whatever the rank."""
+  sizes' one size; every kernel is lowered as one loop over it (lowerings.flat_elementwise), whatever the rank.
+  exact: optimized for the concrete sizes, but every value computed in the operation order of the symbolic
+  lowering (no split reductions, no GEMM or attention kernels, no actions that reorder a reduction: opt.EXACT), so
+  its results are bit-identical to the symbolic program's (a specialization of it: realize.specialize)."""
   if sizes is not None: optimize = False
-  if optimize: outputs = stage_operands(split_reduces(outputs))
+  if optimize and not exact: outputs = stage_operands(split_reduces(outputs))
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):
@@ -186,7 +189,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
     order = [u for u in nodes if u in slot and prod(u.shape)]
     new = None
     for u in order:
-      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat)
+      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat, exact)
       if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
     if new is None: break
@@ -198,7 +201,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
 
 
 def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None,
-            flat: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
+            flat: bool = False, exact: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
   """The kernel of staged node u (other staged nodes read from `bufs`), the node of the scheduled graph it asks to
   materialize because it would repeat work (or None), and the nodes of the scheduled graph it computes."""
   body = u.src[0] if u.op is Ops.STAGE else u
@@ -206,6 +209,6 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
   new: dict[UOp, UOp] = {x: b for x, b in bufs.items() if x is not u}
   body = rewrite(body, memo=new)
   orig = {n: x for x, n in new.items() if x is u or x not in bufs}
-  low = lower_kernel(KernelBody(body, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat))
+  low = lower_kernel(KernelBody(body, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat, exact))
   cut = None if low.cut is None else orig.get(low.cut)
   return KernelSpec("", u, low.program, low.slots, out_slot), cut, set(orig.values())

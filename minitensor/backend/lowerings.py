@@ -65,12 +65,14 @@ class Program:
 class KernelBody:
   """What an entry lowers: the kernel's shaped body, its output BUFFER, whether to optimize (no in checked search
   and tests of plain lowerings), the symbolic sizes (each size of the graph >= 2 -> its VAR) or None, and whether
-  the schedule is a flat one (every kernel one loop over its elements)."""
+  the schedule is a flat one (every kernel one loop over its elements), and whether to keep the symbolic lowering's
+  operation order (kernelize.schedule's `exact`: no attention or GEMM kernel, opt.EXACT actions only)."""
   body: UOp
   out: UOp
   optimize: bool = True
   sizes: dict | None = None
   flat: bool = False
+  exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def _program(kind: str, sink: UOp, **kw) -> tuple[Program, tuple[int, ...]]:
 
 # ---------------------------------------------------------------- the entries
 def _attention(k: KernelBody) -> Lowered | None:
-  if not k.optimize or (f := attention.fused(k.body, k.out)) is None: return None
+  if not k.optimize or k.exact or (f := attention.fused(k.body, k.out)) is None: return None
   local, slots = f.localize()
   a = f.arg
   return Lowered(Program("attention", local, work=a.work, iterations=a.work, needs=_needs(local, True), plan=a), slots)
@@ -136,7 +138,7 @@ def _scan(k: KernelBody) -> Lowered | None:
 
 
 def _loops(k: KernelBody) -> Lowered:
-  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body) if k.optimize else Opts())
+  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact) if k.optimize else Opts())
   return _looped("loops", k, ctx, lower(k.body, k.out, ctx))
 
 
@@ -154,7 +156,7 @@ def _looped(kind: str, k: KernelBody, ctx: Ctx, sink: UOp, **kw) -> Lowered:
 def _gemm(k: KernelBody) -> Lowered | None:
   """A contraction worth blocking: the loop nest it replaces is lowered first (its cost summary and cuts are what the
   scheduler reads), and the GEMM replaces it when that nest asks for no cut."""
-  if not k.optimize or k.sizes is not None or gemm.contraction(k.body) is None: return None
+  if not k.optimize or k.exact or k.sizes is not None or gemm.contraction(k.body) is None: return None
   low = _loops(k)
   if low.cut is not None or (g := gemm.plan(k.body, k.out, low.slots)) is None: return low
   return Lowered(Program("gemm", low.program.sink, work=low.program.work, iterations=low.program.iterations,

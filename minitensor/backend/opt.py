@@ -76,6 +76,12 @@ class OptOps(Enum):
   JAM = auto()
 
 
+# the actions after which every output element is still computed by the same operations in the same order as with
+# Opts(): all but UNROLL, whose independent accumulators add a reduction's terms in another order (JAM combines its
+# steps in order, LOCAL runs the same loop in two levels, the others only choose which outputs a loop visits)
+EXACT = frozenset(OptOps) - {OptOps.UNROLL}
+
+
 @dataclass(frozen=True)
 class Opt:
   """One action on a kernel's loops (see the module docstring)."""

@@ -24,8 +24,9 @@ import math
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from minitensor.backend import buffers, fpstatus, plans, replay, tiers
@@ -112,7 +113,7 @@ def _text(x) -> str:
 @dataclass
 class Compiled:
   """A plan with its kernels loaded (at `plan.tier`, tiers.py): run it on a list of input arrays. At tier 0 the
-  run time is accumulated; past tiers.HOT_SECONDS the tier-1 compile starts on a background thread, and its
+  run time is accumulated; once tiers.hot says so the tier-1 compile starts on a background thread, and its
   functions replace `fns` in one assignment (and the stored plan says tier 1 from then on)."""
   plan: Plan
   n_inputs: int
@@ -126,6 +127,15 @@ class Compiled:
   upgrade: threading.Thread | None = None
   allocs: list | None = None                           # plan.buffers with their numpy dtypes (made at the first run)
   scalar: list | None = None                           # tier-0 functions confirming a tier-1 INVALID flag (flags)
+  # a symbolic program's specializations (specialize): its sizes -> the program for them (None while it compiles,
+  # False when that failed); `streak` runs in a row
+  # took `streak_time` seconds with the sizes `last`; `want`: sizes hot enough to specialize (realize starts it)
+  specializable: bool = False
+  special: dict = field(default_factory=dict)
+  last: tuple = ()
+  streak: int = 0
+  streak_time: float = 0.0
+  want: tuple | None = None
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
@@ -137,14 +147,14 @@ class Compiled:
     for n, vs, d, out in self.allocs:
       count = n * math.prod([sizes[v] for v in vs]) if vs else n
       bufs.append(np.empty(count, d) if out else buffers.take(count, d))
-    t = time.perf_counter() if self.tier == 0 else 0.0
+    t = time.perf_counter()
     fp = fpstatus.slot()
     fb, chars = _pointer()
     if DEBUG or self.checked: self._run_slow(bufs, sizes, fp)
     else:
       for k, slots, extra, vs in self.fns:
         k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs], fp)
-    self.ran(t)
+    self.ran(t, sizes)
     buffers.give([b for b, a in zip(bufs[len(inputs):], self.allocs) if not a[3]])
     if fp[0]: self.flags(fp, [fb(chars, a, False) for a in inputs], sizes)
     return [bufs[o] for o in p.outputs]
@@ -164,12 +174,25 @@ class Compiled:
       fp[0] = rest | (fp[0] & check)
     if fp[0]: fpstatus.report(fp, self.plan.src)
 
-  def ran(self, t: float) -> None:
-    """Count a run that started at perf_counter() t; at tier 0 its time counts towards the tier-1 compile."""
-    if self.tier == 0:
-      self.elapsed += time.perf_counter() - t
-      if self.elapsed > tiers.HOT_SECONDS and self.upgrade is None and tiers.mode() == "auto": self._tier_up()
+  def ran(self, t: float, sizes: tuple[int, ...] = ()) -> None:
+    """Count a run with `sizes` that started at perf_counter() t. At tier 0 its time counts towards the tier-1
+    compile; in a specializable program, runs with the same sizes in a row count towards their specialization
+    instead (`want`, which realize starts), and the tier-1 compile waits until the sizes have changed."""
+    dt = time.perf_counter() - t
     self.runs += 1
+    if self.tier == 0: self.elapsed += dt
+    if self.specializable:
+      if sizes != self.last: self.last, self.streak, self.streak_time = sizes, 0, 0.0
+      self.streak += 1
+      self.streak_time += dt
+      if tiers.hot(self.streak, self.streak_time) and sizes not in self.special and \
+          len(self.special) < tiers.MAX_SPECIAL and self.want is None:
+        self.want = sizes
+        return
+      # every run had these sizes and their specialization is on its way: no tier-1 compile of this one
+      if self.streak == self.runs and self.special.get(sizes, False) is not False: return
+    if self.tier == 0 and self.upgrade is None and tiers.hot(self.runs, self.elapsed) and tiers.mode() == "auto":
+      self._tier_up()
 
   def _tier_up(self) -> None:
     """Compile at tier 1 on a background thread; swap the functions in when done (a failed compile keeps tier 0)."""
@@ -231,9 +254,11 @@ _schedules = Once(_graph_hit, _keep)     # compiled once per graph; different gr
 
 
 def settle(timeout: float | None = None) -> None:
-  """Wait for the tier-1 compiles running in the background (benchmarks measure the steady state after it)."""
+  """Wait for the tier-1 compiles and specializations running in the background (benchmarks measure the steady
+  state after them)."""
   for c in list(_cache.values()):
     if c.upgrade is not None: c.upgrade.join(timeout)
+  for w in list(_specializing): w.join(timeout)
 
 
 class Mode(NamedTuple):
@@ -244,11 +269,13 @@ class Mode(NamedTuple):
 
 class ProgramKey(NamedTuple):
   """The key of a compiled program in the memory cache and (as plans.plan_key) on disk: the graph's structure
-  (`structure`), the modes, and in checked mode the graph's sizes and input shapes (a checked kernel is lowered as
-  the plain one is, the same arithmetic, but its guards name its buffers' sizes)."""
+  (`structure`), the modes, in checked mode the graph's sizes and input shapes (a checked kernel is lowered as
+  the plain one is, the same arithmetic, but its guards name its buffers' sizes), and whether it is the exact
+  specialization of a symbolic program (specialize)."""
   structure: tuple
   mode: Mode
   concrete: tuple = ()
+  exact: bool = False
 
   @property
   def flat(self) -> bool:
@@ -258,7 +285,14 @@ class ProgramKey(NamedTuple):
 
 def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] = ()) -> Compiled:
   """The compiled program of a graph: from its plan on disk when there is one (no lowering), else kernelized,
-  lowered, rendered and compiled, and its plan stored."""
+  lowered, rendered and compiled, and its plan stored. A symbolic program of loops in the automatic tier mode is
+  specializable (`specialize`)."""
+  prog = _program(key, outputs, leaves, sizes)
+  prog.specializable = bool(sizes) and not key.flat and not key.mode.checked and key.mode.tier == "auto"
+  return prog
+
+
+def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...]) -> Compiled:
   t = time.perf_counter()
   disk = plans.plan_key(key)
   if (stored := plans.load(disk)) is not None:
@@ -271,7 +305,7 @@ def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple
       if DEBUG >= 2: log.debug(plan.src)
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key.mode.checked, tier=plan.tier,
                       disk_key=disk)
-  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat)
+  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat, exact=key.exact)
   if DEBUG >= 2: log.debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
@@ -279,13 +313,14 @@ def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple
 
 
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = (),
-                     flat: bool = False) -> Compiled:
+                     flat: bool = False, exact: bool = False) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit). sizes: the graph's sizes of a
   symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key.
-  flat: the key is a flat one (every kernel one loop over sizes[0] elements)."""
+  flat: the key is a flat one (every kernel one loop over sizes[0] elements). exact: a symbolic program's
+  specialization (kernelize.schedule's `exact`), compiled at tier 1 (it is made in the background)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
-  sched = schedule_of(outputs, n_inputs, sizes, flat)
+  sched = schedule_of(outputs, n_inputs, sizes, flat, exact)
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
@@ -293,19 +328,20 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
                   for p, name in names.items())
   calls = tuple(Call(names[k.program], k.slots, k.program.sizes, k.ast.shape, k.ast.dtype.name, k.program.vars)
                 for k in sched.kernels)
-  tier = tiers.choose(sum(k.program.work for k in sched.kernels)) if calls else 1
+  tier = 1 if exact or not calls else tiers.choose(sum(k.program.work for k in sched.kernels))
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
   plan = Plan(src, tier, calls, bufs, sched.outputs, needs)
   return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier)
 
 
-def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool) -> Schedule:
+def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool,
+                exact: bool = False) -> Schedule:
   """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX]) when given."""
   # the lowering stages are imported by the first compile (a run from the caches needs none of them)
   from minitensor.backend.kernelize import schedule
   symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
-  return schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat)
+  return schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat, exact=exact)
 
 
 def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
@@ -473,6 +509,8 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     key = ProgramKey(skey, mode, (sizes, tuple(b.shape for b in leaves)) if mode.checked else ())
     prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
     inputs = arrays_of(leaves)
+    if prog.special and (sp := prog.special.get(sizes)): prog, sizes = sp, ()
+    elif prog.want is not None: specialize(prog, outputs, leaves, mode)
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
@@ -483,6 +521,29 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     for o, r in zip(outputs, res):
       if o.op is not Ops.BUFFER and _base(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
   return res
+
+
+def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], mode: Mode) -> None:
+  """Start compiling the specialization of symbolic program `prog` to the sizes it wants (`Compiled.want`; the
+  graph `outputs` has them) on a background thread: the graph's program for its concrete sizes, optimized for them
+  but with the symbolic lowering's operation order (kernelize.schedule's `exact`), so a loop's results do not change
+  when it arrives. Until then (and if its compile fails) the symbolic program runs."""
+  sizes, prog.want = prog.want, None
+  concrete, same, _ = _walk(outputs, False)
+  if len(same) != len(leaves) or any(a is not b for a, b in zip(same, leaves)): return
+  prog.special[sizes] = None                                         # (pending: not wanted again)
+  key = ProgramKey(concrete, mode, exact=True)
+  def work() -> None:
+    try: prog.special[sizes] = program(key, outputs, leaves)
+    except Exception as e:                   # noqa: BLE001  (the symbolic program keeps working)
+      prog.special[sizes] = False
+      log.warning(f"minitensor: a specialization failed to compile, the symbolic program runs: {e}")
+  w = threading.Thread(target=work, name="minitensor-specialize", daemon=True)
+  _specializing.add(w)
+  w.start()
+
+
+_specializing: weakref.WeakSet = weakref.WeakSet()       # the specializations compiling (settle waits for them)
 
 
 _ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: read without encoding and decoding

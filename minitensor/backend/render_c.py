@@ -363,13 +363,22 @@ class _Renderer:
 
   def fma(self, store: UOp) -> str | None:
     """acc = acc + a*b into a float accumulator as one fused multiply-add (the compiler contracts nothing
-    by itself; sums of products are where NumPy's own kernels, BLAS, fuse too)."""
+    by itself; sums of products are where NumPy's own kernels, BLAS, fuse too). A jammed update (opt.py's JAM:
+    ((acc + a*b) + c*d) ...) is fused at every step, as the loop it replaces fuses each of its steps."""
     base, v = memory_of(store.src[0].src[0]), store.src[1]
     if base.op is not Ops.ALLOC or v.op is not Ops.ADD or not v.dtype.is_float or v.dtype is dtypes.float16: return None
     acc, m = v.src if v.src[1].op is Ops.MUL else v.src[::-1]
     if m.op is not Ops.MUL or self.uses.get(m, 0) != 1: return None
     f = "fmaf" if v.dtype is dtypes.float32 else "fma"
-    return f"{f}({self.expr(m.src[0])}, {self.expr(m.src[1])}, {self.expr(acc)})"
+    inner = acc
+    steps = [m]
+    while inner.op is Ops.ADD and inner.src[1].op is Ops.MUL and self.uses.get(inner, 0) == 1 and \
+        self.uses.get(inner.src[1], 0) == 1 and inner not in self.deep_use:
+      steps.append(inner.src[1])
+      inner = inner.src[0]
+    out = self.expr(inner)
+    for s in reversed(steps): out = f"{f}({self.expr(s.src[0])}, {self.expr(s.src[1])}, {out})"
+    return out
 
   def declare(self, a: UOp, ind: str) -> None:
     if a not in self.r:

@@ -29,7 +29,8 @@ class Bound:
   once: no structure key, no program lookup, the inputs' pointers taken (a leaf's data never changes once set;
   a user's memory is read where it is), the buffers' sizes and each kernel's arguments computed. Only the outputs
   are allocated and the kernels run. Valid while its sources live (a source's death drops it from `bound`) and
-  the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines)."""
+  the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines), and
+  while its program has no specialization to start or to run for its sizes (realize does those)."""
   __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
                "one", "sizes")
 
@@ -67,10 +68,12 @@ class Bound:
       if src[k].data is not None: return None
     for u in self.interior:
       if u.data is not None: return None
+    prog = self.prog
+    # (a specialization to start, or one to run, is realize's to do)
+    if prog.want is not None or (prog.special and prog.special.get(self.sizes)): return None
     stats.graph_hits += 1
     stats.replays += 1
-    prog = self.prog
-    if prog.tier == 0: t = time.perf_counter()
+    t = time.perf_counter()
     fp = fpstatus.slot()
     if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
       r = np.empty(self.counts[0], self.dtypes[0])
@@ -84,8 +87,7 @@ class Bound:
       r = bufs[out]
       buffers.give(bufs[:out] + bufs[out + 1:])
     if fp[0]: prog.flags(fp, self.ptrs, self.sizes)
-    if prog.tier == 0: prog.ran(t)
-    else: prog.runs += 1
+    prog.ran(t, self.sizes)
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r
     return [r]

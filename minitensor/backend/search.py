@@ -34,7 +34,7 @@ import numpy as np
 from minitensor.backend import plans
 from minitensor.backend.linearize import iterations
 from minitensor.backend.machine import machine
-from minitensor.backend.opt import KernelInfo, Opt, OptOps, OptRefused, apply_opt, build, heuristic
+from minitensor.backend.opt import EXACT, KernelInfo, Opt, OptOps, OptRefused, apply_opt, build, heuristic
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.runtime import FLAGS, CompileError, compile_c, compiler, native
@@ -84,9 +84,11 @@ def describe(body: UOp, info: KernelInfo) -> str:
   return f"{tuple(body.shape)} {body.dtype.name}{red}"
 
 
-def opts_for(body: UOp) -> Opts:
-  """The Opts of the kernel computing shaped `body` at its concrete sizes (see the module docstring)."""
+def opts_for(body: UOp, exact: bool = False) -> Opts:
+  """The Opts of the kernel computing shaped `body` at its concrete sizes (see the module docstring); exact: the
+  heuristic's actions that keep the plain lowering's operation order (opt.EXACT), no records, no search."""
   info = KernelInfo.of(body)
+  if exact: return build([a for a in heuristic(body, info) if a.op in EXACT], info)
   key = plans.tune_key(kernel_key(body))
   if (rec := _record(key, info)) is not None:
     acts, before, after = rec

@@ -169,6 +169,7 @@ def test_plans_of_other_backend_code_or_another_cpu_are_not_used(cache, monkeypa
 def test_a_plan_follows_its_program_to_tier_1(cache, monkeypatch):
   monkeypatch.setenv("MINITENSOR_TIER", "auto")
   monkeypatch.setattr(tiers, "HOT_SECONDS", 0.0)
+  monkeypatch.setattr(tiers, "MAX_SPECIAL", 0)          # (tier 1 of this program, not its specialization)
   _fresh_memory(monkeypatch)
   t, want = _graph()
   np.testing.assert_allclose(np.asarray(t), want, rtol=1e-12)

@@ -89,6 +89,7 @@ def test_auto_sends_large_work_to_tier1_and_small_to_tier0(cache, monkeypatch):
 def test_hot_schedule_moves_to_tier1_in_the_background_under_8_threads(cache, monkeypatch):
   monkeypatch.setenv("MINITENSOR_TIER", "auto")
   monkeypatch.setattr(tiers, "HOT_SECONDS", 0.0)
+  monkeypatch.setattr(tiers, "MAX_SPECIAL", 0)          # (tier 1 of this program, not its specialization)
   f = lambda a, b: (a * b + 1).sum(axis=-1)
   inputs = [np.random.default_rng(k).standard_normal((2, 64, 33)).astype(np.float32) for k in range(16)]
   c = _compiled(f(mt.asarray(inputs[0][0]), mt.asarray(inputs[0][1])))
@@ -109,6 +110,33 @@ def test_hot_schedule_moves_to_tier1_in_the_background_under_8_threads(cache, mo
   assert c.tier == 1
   a, b = inputs[3]
   np.testing.assert_allclose(np.asarray(f(mt.asarray(a), mt.asarray(b))), f(a, b), rtol=1e-5)
+
+
+def test_hot_is_the_time_rule_or_the_count_rule():
+  assert not tiers.hot(1, 0.0) and not tiers.hot(tiers.HOT_RUNS - 1, tiers.HOT_SECONDS)
+  assert tiers.hot(1, tiers.HOT_SECONDS * 1.01)                                  # one long run
+  assert tiers.hot(tiers.HOT_RUNS, tiers.WARM_SECONDS)                           # a loop of costly runs
+  assert not tiers.hot(10 ** 6, tiers.WARM_SECONDS / 2)                          # a loop of free ones
+
+
+def test_a_loop_moves_to_tier1_after_hot_runs(cache, monkeypatch):
+  """The count rule on a real program: HOT_RUNS - 1 runs stay at tier 0, the next starts the tier-1 compile (the
+  time rule is out of reach), and the values stay NumPy's."""
+  monkeypatch.setenv("MINITENSOR_TIER", "auto")
+  monkeypatch.setattr(tiers, "HOT_SECONDS", float("inf"))
+  monkeypatch.setattr(tiers, "WARM_SECONDS", 0.0)
+  monkeypatch.setattr(tiers, "MAX_SPECIAL", 0)
+  x = np.random.default_rng(5).standard_normal((40, 17))
+  f = lambda t: (t - t.mean(axis=0)) / (t.std(axis=0) + 1)
+  c = _compiled(f(mt.asarray(x)))
+  assert c.tier == 0 and c.runs == 1
+  for _ in range(tiers.HOT_RUNS - 2): np.asarray(f(mt.asarray(x)))
+  assert c.upgrade is None and c.runs == tiers.HOT_RUNS - 1
+  np.asarray(f(mt.asarray(x)))
+  assert c.upgrade is not None
+  c.upgrade.join(timeout=120)
+  assert c.tier == 1
+  np.testing.assert_allclose(np.asarray(f(mt.asarray(x))), f(x), rtol=1e-12)
 
 
 def _run_at(tier: str, prog, monkeypatch) -> list[np.ndarray]:
