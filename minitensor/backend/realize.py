@@ -270,12 +270,14 @@ class Mode(NamedTuple):
 class ProgramKey(NamedTuple):
   """The key of a compiled program in the memory cache and (as plans.plan_key) on disk: the graph's structure
   (`structure`), the modes, in checked mode the graph's sizes and input shapes (a checked kernel is lowered as
-  the plain one is, the same arithmetic, but its guards name its buffers' sizes), and whether it is the exact
-  specialization of a symbolic program (specialize)."""
+  the plain one is, the same arithmetic, but its guards name its buffers' sizes), whether it is the exact
+  specialization of a symbolic program (specialize), and whether it is the symbolic program of a large graph
+  (`polymorphic`: its sizes range up to LARGE_MAX)."""
   structure: tuple
   mode: Mode
   concrete: tuple = ()
   exact: bool = False
+  large: bool = False
 
   @property
   def flat(self) -> bool:
@@ -305,7 +307,8 @@ def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tupl
       if DEBUG >= 2: log.debug(plan.src)
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key.mode.checked, tier=plan.tier,
                       disk_key=disk)
-  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat, exact=key.exact)
+  prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat, exact=key.exact,
+                          large=key.large)
   if DEBUG >= 2: log.debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
@@ -313,14 +316,16 @@ def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tupl
 
 
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = (),
-                     flat: bool = False, exact: bool = False) -> Compiled:
+                     flat: bool = False, exact: bool = False, large: bool = False) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit). sizes: the graph's sizes of a
   symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key.
   flat: the key is a flat one (every kernel one loop over sizes[0] elements). exact: a symbolic program's
-  specialization (kernelize.schedule's `exact`), compiled at tier 1 (it is made in the background)."""
+  specialization (kernelize.schedule's `exact`), compiled at tier 1 (it is made in the background). large: the
+  symbolic program of a large graph (VARs up to LARGE_MAX), which starts at tier 0 whatever its work (it is compiled
+  in the foreground of a loop that changes shapes)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
-  sched = schedule_of(outputs, n_inputs, sizes, flat, exact)
+  sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large)
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
@@ -328,7 +333,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
                   for p, name in names.items())
   calls = tuple(Call(names[k.program], k.slots, k.program.sizes, k.ast.shape, k.ast.dtype.name, k.program.vars)
                 for k in sched.kernels)
-  tier = 1 if exact or not calls else tiers.choose(sum(k.program.work for k in sched.kernels))
+  tier = 1 if exact or not calls else tiers.choose(0 if large else sum(k.program.work for k in sched.kernels))
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
   plan = Plan(src, tier, calls, bufs, sched.outputs, needs)
@@ -336,18 +341,22 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool,
-                exact: bool = False) -> Schedule:
-  """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX]) when given."""
+                exact: bool = False, large: bool = False) -> Schedule:
+  """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX], or LARGE_MAX for a
+  large graph's) when given."""
   # the lowering stages are imported by the first compile (a run from the caches needs none of them)
   from minitensor.backend.kernelize import schedule
-  symbolic = {n: var(k, 2, SYMBOLIC_MAX) for k, n in enumerate(sizes)} if sizes else None
+  top = LARGE_MAX if large else SYMBOLIC_MAX
+  symbolic = {n: var(k, 2, top) for k, n in enumerate(sizes)} if sizes else None
   return schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat, exact=exact)
 
 
 def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
   """The schedule realize(outputs) runs (symbolic where it would be) and its input arrays: what `explain` shows."""
   skey, leaves, sizes = structure(outputs)
-  return schedule_of(_renumber(outputs, leaves), len(leaves), sizes, skey[0] == "flat"), arrays_of(leaves)
+  key = ProgramKey(skey, _modes())
+  if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
+  return schedule_of(_renumber(outputs, leaves), len(leaves), sizes, key.flat, large=key.large), arrays_of(leaves)
 
 
 def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
@@ -416,7 +425,29 @@ def structure(outputs: list[UOp], symbolic: bool = True) -> tuple[tuple, list[UO
   return _walk(outputs, False)
 
 
-def _walk(outputs: list[UOp], symbolic: bool):
+LARGE_MAX = 1 << 40       # sizes a symbolic program of a large graph serves (its VARs' bound)
+_first_shape: OrderedDict = OrderedDict()     # symbolic key of a large graph -> the concrete key it was first seen with
+
+
+def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[int, ...]] | None:
+  """The symbolic program's key and the sizes for a large graph (keyed concretely) whose structure has been seen
+  with other sizes in this process and whose own sizes have no program yet, in memory or on disk: a loop over a
+  mask's count, a write's position or a growing slice compiles nothing new after its second shape. None for
+  the first shape of a structure (its program is compiled for its sizes, optimized and tuned), for a graph
+  elementwise over whole operands (its one loop already takes any size), in checked mode, and for a graph with a
+  float reduction or scan: the program for its sizes adds their terms in another order (split, in lanes, as a
+  GEMM) than the symbolic one, and a shape's results must not change when its specialization arrives."""
+  if key.mode.checked or key in _cache: return None
+  if (r := _walk(outputs, True, LARGE_MAX)) is None or r[0][0] == "flat": return None
+  skey, _, sizes = r
+  if any(e[0] in (Ops.REDUCE, Ops.SCAN) and not (e[1].is_int or e[1].is_bool) for e in skey[:-1]): return None
+  if _first_shape.setdefault(skey, key) == key or plans.load(plans.plan_key(key)) is not None: return None
+  if len(_first_shape) > CACHE_SIZE: _first_shape.popitem(last=False)
+  return ProgramKey(skey, key.mode, large=True), sizes
+
+
+def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
+  if limit is None: limit = SYMBOLIC_MAX          # (read at each call: tests change it)
   pos: dict[UOp, int] = {}
   at = pos.__getitem__
   opened: set[UOp] = set()      # nodes whose sources are on the stack, above them
@@ -431,7 +462,7 @@ def _walk(outputs: list[UOp], symbolic: bool):
       u = stack.pop()
       if u in pos: continue
       if u.data is None and u.src and u not in opened:
-        if symbolic and math.prod(u.shape) > SYMBOLIC_MAX: return None     # (found before its sources are walked)
+        if symbolic and math.prod(u.shape) > limit: return None     # (found before its sources are walked)
         opened.add(u)
         stack.append(u)
         stack.extend(reversed(u.src))
@@ -447,8 +478,8 @@ def _walk(outputs: list[UOp], symbolic: bool):
         continue
       try:
         if (shape := seen.get(u.shape)) is None:          # (the nodes of a graph share a few shapes)
-          if math.prod(u.shape) > SYMBOLIC_MAX: return None
-          shape = seen[u.shape] = tuple([_token(v, sizes) for v in u.shape])
+          if math.prod(u.shape) > limit: return None
+          shape = seen[u.shape] = tuple([_token(v, sizes, limit) for v in u.shape])
         arg = u.arg
         if known: pass
         elif op is Ops.RESHAPE or op is Ops.EXPAND:
@@ -457,8 +488,9 @@ def _walk(outputs: list[UOp], symbolic: bool):
         elif op is Ops.CONST: arg = argkey(arg)
         elif op not in ALU:
           flat = False
-          if op is Ops.SHRINK: arg = tuple([(_token(b, sizes), _token(e, sizes)) for b, e in arg])
-          elif op is Ops.PAD: arg = (tuple([(_token(b, sizes), _token(a, sizes)) for b, a in arg[0]]), argkey(arg[1]))
+          if op is Ops.SHRINK: arg = tuple([(_token(b, sizes, limit), _token(e, sizes, limit)) for b, e in arg])
+          elif op is Ops.PAD:
+            arg = (tuple([(_token(b, sizes, limit), _token(a, sizes, limit)) for b, a in arg[0]]), argkey(arg[1]))
       except OverflowError: return None
       if known:
         key.append((Ops.BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
@@ -474,12 +506,12 @@ def _walk(outputs: list[UOp], symbolic: bool):
   return tuple(key), leaves, tuple(sizes)
 
 
-def _token(v: int, sizes: dict[int, int]) -> int:
+def _token(v: int, sizes: dict[int, int], limit: int) -> int:
   """Size v as a symbolic key has it: 0 and 1 as themselves, another size as ~k, k its position in `sizes`
-  (OverflowError past SYMBOLIC_MAX: the graph is keyed concretely)."""
+  (OverflowError past `limit`: the graph is keyed concretely)."""
   if v < 2: return v
   if (t := sizes.get(v)) is None:
-    if v > SYMBOLIC_MAX: raise OverflowError
+    if v > limit: raise OverflowError
     t = sizes[v] = len(sizes)
   return ~t
 
@@ -507,6 +539,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     mode = _modes()
     skey, leaves, sizes = structure(outputs)
     key = ProgramKey(skey, mode, (sizes, tuple(b.shape for b in leaves)) if mode.checked else ())
+    if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
     prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
     inputs = arrays_of(leaves)
     if prog.special and (sp := prog.special.get(sizes)): prog, sizes = sp, ()
