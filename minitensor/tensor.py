@@ -30,6 +30,7 @@ import warnings
 from types import FunctionType
 from typing import Any
 import numpy as np
+from minitensor import live as L
 from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import dtypes
@@ -50,7 +51,9 @@ class Tensor:
   def __new__(cls, data: Any = None, dtype=None):
     self = object.__new__(cls)
     self._uop, self._data, self._link, self._version, self._writes = None, None, None, 0, 0
-    if type(data) is UOp: self._uop = data
+    if type(data) is UOp:
+      self._uop = data
+      L.ROOTS.add(self)
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
@@ -137,10 +140,10 @@ class Tensor:
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
        and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
-      _commit(self, u, a := _realize([u])[0])
+      _commit(self, u, a := _realize_held([u])[0])
     elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
-      if self._link is None: _commit(self, u := self._uop, a := _realize([u])[0])
+      if self._link is None: _commit(self, u := self._uop, a := _realize_held([u])[0])
       else: a = realize(self)[0]
     return a
 
@@ -587,6 +590,14 @@ def realize_base(u: UOp) -> None:
   return realize_base(u)
 
 
+def _realize_held(us: list[UOp]) -> list[np.ndarray]:
+  """_realize(us), realizing with them the held roots with pending writes that their graph computes (live.py)."""
+  held = L.held_in(us, L.WRITTEN) if L.WRITTEN and not L.flushing_now() else []
+  res = _realize(us + [t._uop for t in held]) if held else _realize(us)
+  for t, a in zip(held, res[len(us):]): _commit(t, t._uop, a)
+  return res[:len(us)]
+
+
 def _backend():
   """Import the compiler and rebind the stubs above to its functions."""
   global _realize, realize_base
@@ -609,7 +620,7 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
   out = [t._realized() for t in tensors]
   if todo := [k for k, a in enumerate(out) if a is None]:
     us = [tensors[k].uop for k in todo]
-    for k, u, a in zip(todo, us, _realize(us)):
+    for k, u, a in zip(todo, us, _realize_held(us)):
       out[k] = a
       _commit(tensors[k], u, a)
   return out
@@ -621,6 +632,7 @@ def _commit(t: Tensor, u: UOp, a: np.ndarray) -> None:
   with V.WRITES:
     if t._uop is not u: return
     t._uop, t._data = None, a
+    L.WRITTEN.discard(t)
     if t._link is None: t._version, t._writes = t._version + 1, 0     # views re-derive from the buffer
 
 

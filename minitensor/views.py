@@ -36,6 +36,7 @@ from __future__ import annotations
 import threading
 import weakref
 from typing import TYPE_CHECKING, Callable, NamedTuple
+from minitensor import live as L
 from minitensor.backend.uop import Ops, UOp
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ def _tensor(cls: type, u: UOp) -> Tensor:
   with graph u, made without calling a subclass's constructor (NumPy's subclasses define their own __new__)."""
   v = object.__new__(cls)
   v._uop, v._data, v._link, v._version, v._writes = u, None, None, 0, 0
+  L.ROOTS.add(v)
   return v
 
 
@@ -170,7 +172,10 @@ def assign(root: Tensor, value: UOp) -> None:
   root._uop, root._data = value, None
   root._version += 1
   root._writes += 1
-  if root._writes >= WRITE_CHAIN: root.realize()
+  L.ROOTS.add(root)
+  L.WRITTEN.add(root)
+  if root._writes >= WRITE_CHAIN:
+    with L.flushing(): root.realize()
 
 
 def reshaped(t: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -1,0 +1,79 @@
+"""live: a lazy value the user holds is computed once, by the first realization whose graph computes it.
+
+A lazy root the user holds (z after `z[m] = ...`, pos after `pos = pos + v * dt`) that lies inside the graph of
+another realization (the mask `abs(z) < 2`, the distances of pos) is computed there and thrown away, so the next
+realization computes it again. In a loop the graph then grows by one step per iteration: each realize does more
+work than the last and is a new structure, which compiles (issue 30's fractal compiled a program per step, 3 s
+each at 133K elements). So a realization also realizes the held roots inside its graph, in the same call, and
+they keep their values:
+
+    roots with writes pending (a write is soon read: `z[m] = ...` then `abs(z)`) are realized with every graph
+    that contains them, except when a root's own chain of writes is flushed (views.WRITE_CHAIN): each chain then
+    flushes at its own length (two arrays updated from each other, a stencil's u and v, keep their periods)
+
+Not done (measured worse): realizing every held root inside a large graph. A loop's temporaries (a stencil's
+Laplacians) are held too, and realizing them made the stencil's realizations 5x slower. A chain of reassignments
+(`pos = pos + v * dt`, no write) still grows until something realizes it.
+
+ROOTS holds every lazy root made by an operation or a write (weakly: a dropped Tensor leaves it), WRITTEN those
+with pending writes.
+"""
+from __future__ import annotations
+import contextlib
+import threading
+import weakref
+from minitensor.backend.uop import MOVEMENT, Ops, UOp
+
+
+class Held:
+  """A set of Tensors held weakly, by identity (a WeakSet would compare Tensors with their elementwise ==)."""
+  __slots__ = ("refs",)
+
+  def __init__(self): self.refs: dict[int, weakref.ref] = {}
+  def __bool__(self) -> bool: return bool(self.refs)
+  def __iter__(self): return iter([t for r in list(self.refs.values()) if (t := r()) is not None])
+  def discard(self, t) -> None: self.refs.pop(id(t), None)
+
+  def add(self, t) -> None:
+    if (k := id(t)) not in self.refs: self.refs[k] = weakref.ref(t, lambda r, k=k, refs=self.refs: _drop(refs, k, r))
+
+
+def _drop(refs: dict, k: int, r: weakref.ref) -> None:
+  if refs.get(k) is r: del refs[k]
+
+
+ROOTS = Held()
+WRITTEN = Held()
+_flush = threading.local()
+
+
+@contextlib.contextmanager
+def flushing():
+  """While a root's chain of writes is flushed (held roots are then not realized with it)."""
+  _flush.on = True
+  try: yield
+  finally: _flush.on = False
+
+
+def flushing_now() -> bool: return getattr(_flush, "on", False)
+
+
+def held_in(outputs: list[UOp], roots) -> list:
+  """The Tensors of `roots` (lazy roots, not views) whose value is computed inside the graph of `outputs` (an
+  unrealized node of it, not one of the outputs, not a movement of another value)."""
+  want = {}
+  for t in roots:
+    u = t._uop
+    if t._link is None and u is not None and u.data is None and u.src and u.op not in MOVEMENT and \
+        u.op is not Ops.CONST:
+      want.setdefault(u, t)
+  if not want: return []
+  outs = set(outputs)
+  found, seen, stack = [], set(), list(outputs)
+  while stack:
+    u = stack.pop()
+    if u in seen or u.data is not None: continue
+    seen.add(u)
+    if u in want and u not in outs: found.append(want[u])
+    stack.extend(u.src)
+  return found

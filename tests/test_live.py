@@ -1,0 +1,52 @@
+"""live.py: a root with pending writes that another realization computes keeps its value, so loops of masked
+updates do not grow their graphs (a new structure, a compile, every step)."""
+from __future__ import annotations
+import numpy as np
+import pytest
+import minitensor as mt
+from minitensor import live
+from minitensor.backend.runtime import stats
+
+
+@pytest.mark.parametrize("shape", [(60, 50), (333, 400)])       # symbolic sizes, and a large graph
+def test_an_escape_time_loop_stops_making_programs(shape):
+  y, x = np.mgrid[-1.5:1.5:shape[0] * 1j, -2:1:shape[1] * 1j]
+  cn = x + 1j * y
+  zn, nn = np.zeros(shape, complex), np.zeros(shape, np.int64)
+  c, z, n = mt.asarray(cn), mt.zeros(shape, dtype=mt.complex128), mt.zeros(shape, dtype=mt.int64)
+  made = []
+  for i in range(14):
+    m, mn = mt.abs(z) < 2, np.abs(zn) < 2
+    z[m] = z[m] ** 2 + c[m]
+    zn[mn] = zn[mn] ** 2 + cn[mn]
+    n[m] = i
+    nn[mn] = i
+    made.append(stats.graph_misses)
+  assert made[-1] == made[6], made
+  np.testing.assert_array_equal(np.asarray(n), nn)
+  np.testing.assert_allclose(np.asarray(z), zn, rtol=1e-12, atol=1e-300)
+
+
+def test_the_mask_realizes_the_written_root_with_it():
+  z = mt.asarray(np.arange(10.0))
+  z[z > 4] = 0.5
+  assert z in list(live.WRITTEN)
+  m = np.asarray(mt.abs(z) < 3)
+  assert z not in list(live.WRITTEN) and z._uop is None          # z holds its value (computed with m)
+  np.testing.assert_array_equal(m, np.abs(np.where(np.arange(10.0) > 4, 0.5, np.arange(10.0))) < 3)
+
+
+def test_two_arrays_updated_from_each_other_match_numpy():
+  """A stencil's u and v: each flushes its chain of writes at its own length (views.WRITE_CHAIN)."""
+  rng = np.random.default_rng(0)
+  un, vn = rng.random((34, 34)), rng.random((34, 34))
+  u, v = mt.asarray(un.copy()), mt.asarray(vn.copy())
+  for _ in range(40):
+    for a, b, xp in ((u, v, mt), (un, vn, np)):
+      uc, vc = a[1:-1, 1:-1], b[1:-1, 1:-1]
+      lu = a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] - 4 * uc
+      uvv = uc * vc * vc
+      a[1:-1, 1:-1] = uc + 0.05 * lu - 0.1 * uvv + 0.035 * (1 - uc)
+      b[1:-1, 1:-1] = vc + 0.1 * uvv - 0.1 * vc
+  np.testing.assert_allclose(np.asarray(u), un, rtol=1e-12)
+  np.testing.assert_allclose(np.asarray(v), vn, rtol=1e-12)
