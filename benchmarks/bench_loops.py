@@ -10,7 +10,7 @@ the compiler calls and new programs of the steady run. Programs:
     history    P[:, :, i] = p * i into a (100, 3, 1001) history, 200 steps
     fractal    escape time of z -> z**2 + c on a 400 x 333 complex grid with boolean masks, 40 steps
     stencil    Gray-Scott reaction-diffusion on 258 x 258 with in-place interior updates, 200 steps
-    nbody      100 bodies, pairwise forces with a masked power r[r > 0] ** -1.5 and three matmuls, 200 steps
+    nbody      100 bodies, pairwise forces with a masked power r[r > 0] ** -1.5 and three matmuls, 100 steps
 
 Prints per program: NumPy's run, minitensor's first run (cold cache) and steady run, the steady run's compiles and
 new programs, and NumPy time / minitensor steady time. Values are checked against NumPy's in the child process.
@@ -72,7 +72,7 @@ def nbody(xp, np):
   rng = np.random.default_rng(2)
   pos, vel, mass = (xp.asarray(rng.standard_normal((100, 3))), xp.asarray(rng.standard_normal((100, 3)) * 0.1),
                     xp.asarray(np.abs(rng.standard_normal((100, 1))) + 0.5))
-  for _ in range(200):
+  for _ in range(100):
     x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
     dx, dy, dz = x.T - x, y.T - y, z.T - z
     r = dx ** 2 + dy ** 2 + dz ** 2 + 0.01

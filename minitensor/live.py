@@ -7,16 +7,18 @@ work than the last and is a new structure, which compiles (issue 30's fractal co
 each at 133K elements). So a realization also realizes the held roots inside its graph, in the same call, and
 they keep their values:
 
-    roots with writes pending (a write is soon read: `z[m] = ...` then `abs(z)`) are realized with every graph
-    that contains them, except when a root's own chain of writes is flushed (views.WRITE_CHAIN): each chain then
-    flushes at its own length (two arrays updated from each other, a stencil's u and v, keep their periods)
+    written  roots with writes pending (a write is soon read: `z[m] = ...` then `abs(z)`) are realized with every
+             graph that contains them
+    deep     every held root is realized with a graph deeper than DEEP operations (a chain of reassignments,
+             `pos = pos + v * dt`, read by a mask each step: the N-body loop)
 
-Not done (measured worse): realizing every held root inside a large graph. A loop's temporaries (a stencil's
-Laplacians) are held too, and realizing them made the stencil's realizations 5x slower. A chain of reassignments
-(`pos = pos + v * dt`, no write) still grows until something realizes it.
+except when a root's own chain of writes is flushed (views.WRITE_CHAIN): each chain then flushes at its own length
+(two arrays updated from each other, a stencil's u and v, keep their periods; realizing the stencil's
+temporaries with them made its steps 5x slower).
 
-ROOTS holds every lazy root made by an operation or a write (weakly: a dropped Tensor leaves it), WRITTEN those
-with pending writes.
+ROOTS holds the lazy roots deeper than HOLD made by an operation or a write (weakly: a dropped Tensor leaves it;
+shallow values are not worth keeping and registering them would cost every operation), WRITTEN the roots with
+pending writes.
 """
 from __future__ import annotations
 import contextlib
@@ -44,6 +46,8 @@ def _drop(refs: dict, k: int, r: weakref.ref) -> None:
 
 ROOTS = Held()
 WRITTEN = Held()
+DEEP = 64
+HOLD = DEEP // 2
 _flush = threading.local()
 
 
@@ -56,6 +60,13 @@ def flushing():
 
 
 def flushing_now() -> bool: return getattr(_flush, "on", False)
+
+
+def held_with(outputs: list[UOp]) -> list:
+  """The held roots to realize with `outputs` (see the module docstring)."""
+  if flushing_now(): return []
+  if max([u.depth for u in outputs]) > DEEP: return held_in(outputs, ROOTS)
+  return held_in(outputs, WRITTEN) if WRITTEN else []
 
 
 def held_in(outputs: list[UOp], roots) -> list:

@@ -53,7 +53,7 @@ class Tensor:
     self._uop, self._data, self._link, self._version, self._writes = None, None, None, 0, 0
     if type(data) is UOp:
       self._uop = data
-      L.ROOTS.add(self)
+      if data.depth > L.HOLD: L.ROOTS.add(self)
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
@@ -591,8 +591,9 @@ def realize_base(u: UOp) -> None:
 
 
 def _realize_held(us: list[UOp]) -> list[np.ndarray]:
-  """_realize(us), realizing with them the held roots with pending writes that their graph computes (live.py)."""
-  held = L.held_in(us, L.WRITTEN) if L.WRITTEN and not L.flushing_now() else []
+  """_realize(us), realizing with them the held roots their graph computes (live.held_with)."""
+  if not L.WRITTEN.refs and us[0].depth <= L.DEEP and len(us) == 1: return _realize(us)      # (the common case)
+  held = L.held_with(us)
   res = _realize(us + [t._uop for t in held]) if held else _realize(us)
   for t, a in zip(held, res[len(us):]): _commit(t, t._uop, a)
   return res[:len(us)]

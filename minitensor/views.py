@@ -113,7 +113,7 @@ def _tensor(cls: type, u: UOp) -> Tensor:
   with graph u, made without calling a subclass's constructor (NumPy's subclasses define their own __new__)."""
   v = object.__new__(cls)
   v._uop, v._data, v._link, v._version, v._writes = u, None, None, 0, 0
-  L.ROOTS.add(v)
+  if u.depth > L.HOLD: L.ROOTS.add(v)
   return v
 
 
@@ -172,7 +172,7 @@ def assign(root: Tensor, value: UOp) -> None:
   root._uop, root._data = value, None
   root._version += 1
   root._writes += 1
-  L.ROOTS.add(root)
+  if value.depth > L.HOLD: L.ROOTS.add(root)
   L.WRITTEN.add(root)
   if root._writes >= WRITE_CHAIN:
     with L.flushing(): root.realize()

@@ -178,8 +178,9 @@ class Compiled:
     """Count a run with `sizes` that started at perf_counter() t. At tier 0 its time counts towards the tier-1
     compile; in a specializable program, runs with the same sizes in a row count towards their specialization
     instead (`want`, which realize starts), and the tier-1 compile waits until the sizes have changed."""
-    dt = time.perf_counter() - t
     self.runs += 1
+    if self.tier == 1 and not self.specializable: return          # (the steady state of most programs)
+    dt = time.perf_counter() - t
     if self.tier == 0: self.elapsed += dt
     if self.specializable:
       if sizes != self.last: self.last, self.streak, self.streak_time = sizes, 0, 0.0
@@ -191,7 +192,8 @@ class Compiled:
         return
       # every run had these sizes and their specialization is on its way: no tier-1 compile of this one
       if self.streak == self.runs and self.special.get(sizes, False) is not False: return
-    if self.tier == 0 and self.upgrade is None and tiers.hot(self.runs, self.elapsed) and tiers.mode() == "auto":
+    if self.tier == 0 and self.upgrade is None and (self.runs >= tiers.HOT_RUNS or self.elapsed > tiers.HOT_SECONDS) \
+        and tiers.hot(self.runs, self.elapsed) and tiers.mode() == "auto":
       self._tier_up()
 
   def _tier_up(self) -> None:

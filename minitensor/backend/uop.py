@@ -402,13 +402,15 @@ _PY_SCALAR = frozenset((bool, int, float, complex))
 
 
 class UOp:
-  __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "data", "__weakref__")
+  __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "data", "depth",
+               "__weakref__")
   op: Ops
   src: tuple[UOp, ...]
   arg: Any
   dtype: DType
   shape: tuple[int, ...]
   data: Any            # a realized BUFFER's ndarray (set by the runtime; None everywhere else)
+  depth: int           # the longest path to a leaf (a value held since it was built counts as the graph it was)
 
   def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, dtype: DType | None = None):
     if dtype is None and arg is None and op in _ALU_NO_CAST:       # the hot path: an ALU node
@@ -438,6 +440,9 @@ class UOp:
     u = object.__new__(cls)
     u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
     u._ranges = u._bounds = u._key = u._simp = u.data = None
+    n = len(src)
+    u.depth = 0 if not n else src[0].depth + 1 if n == 1 else max(src[0].depth, src[1].depth) + 1 if n == 2 else \
+      max([s.depth for s in src]) + 1
     _CONS[key] = weakref.ref(u, lambda _, k=key, d=_CONS, f=_uncons: f(d, k))
     return u
 
