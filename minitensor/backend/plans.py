@@ -2,7 +2,7 @@
 
 The libraries on disk are keyed by their C source, so a process that found no schedule in memory had to
 kernelize, lower and render its graph before it could even look for one (about 250 ms for a small conv2d). A run
-plan (realize.Plan) is everything running a compiled schedule needs: the C source, the tier it was compiled at,
+plan (`Plan`) is everything running a compiled schedule needs: the C source, the tier it was compiled at,
 per kernel its function name, buffer slots and size arguments, the buffers to allocate and the outputs. It is
 stored as JSON beside the libraries, under
 
@@ -16,7 +16,7 @@ MINITENSOR_CACHE_BYTES). A plan is code (its C is compiled and run), so it is ve
 `<sha256 of the rest>\n<key>\n<JSON>` and is used only when it is a regular file (not a link) owned by this user
 and writable by no one else (diskcache.read_private), its checksum matches (a bit flip, a truncation) and it names
 the key it was looked up by (another key's plan copied in its place). One that fails any of these, or does not
-parse or validate (realize.Plan.from_json), is ignored, lowered again and written anew.
+parse or validate (Plan.from_json), is ignored, lowered again and written anew.
 
 Tuning records (search.py) live beside them as `<key>.tune`: the Opts actions a search chose for one kernel,
 under sha256(TUNE_FORMAT, the backend digest, the target CPU, the kernel's structural key), so a process on
@@ -28,7 +28,9 @@ import contextlib
 import hashlib
 import json
 import os
-from minitensor.backend import diskcache, runtime
+from dataclasses import dataclass
+import numpy as np
+from minitensor.backend import diskcache, runtime, tiers
 
 FORMAT = "plan-3"
 TUNE_FORMAT = "tune-2"
@@ -109,3 +111,59 @@ def store(key: str, plan: dict, suffix: str = ".plan") -> None:
   """Write the plan (suffix ".tune": the tuning record) under key (atomically; a cache that cannot be written only
   costs a later lowering or search)."""
   with contextlib.suppress(OSError): runtime.install(_path(key, suffix), encode(key, plan))
+
+
+@dataclass(frozen=True)
+class Call:
+  """One kernel call of a plan: the C function, the schedule buffers it takes (in parameter order), the loop size
+  a flat kernel takes after them, what it computes (for messages), and the graph sizes a symbolic kernel takes
+  last (positions in the sizes of `structure`)."""
+  fn: str
+  slots: tuple[int, ...]
+  sizes: tuple[int, ...]
+  shape: tuple[int, ...]
+  dtype: str
+  vars: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+  """What running a compiled schedule needs, and all it needs (the contract between lowering and running, and
+  what the disk keeps: plans.py): the translation unit without the PRELUDE, the tier it is compiled at, the calls
+  in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
+  sizes elements), the buffer of each output, and what its kernels need of the C compiler (lowerings.Program)."""
+  src: str
+  tier: int
+  calls: tuple[Call, ...]
+  buffers: tuple[tuple[int, tuple[int, ...], str], ...]
+  outputs: tuple[int, ...]
+  needs: tuple[str, ...] = ()
+
+  def to_json(self) -> dict:
+    return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
+            "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs),
+            "needs": list(self.needs)}
+
+  @staticmethod
+  def from_json(d: dict) -> Plan:
+    """The plan stored as d; ValueError when d is not a well-formed plan (a damaged or foreign file)."""
+    try:
+      calls = tuple(Call(_text(c[0]), _ints(c[1]), _ints(c[2]), _ints(c[3]), _text(c[4]), _ints(c[5]))
+                    for c in d["calls"])
+      bufs = tuple((int(n), _ints(v), _text(t)) for n, v, t in d["buffers"])
+      for _, _, t in bufs: np.dtype(t)
+      needs = d["needs"]
+      if not isinstance(needs, list) or any(n not in tiers.NEEDS for n in needs): raise ValueError("not a plan: needs")
+      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs))
+    except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
+
+
+def _ints(xs) -> tuple[int, ...]:
+  if not isinstance(xs, list) or any(type(x) is not int for x in xs):
+    raise ValueError("not a plan: a list of ints expected")
+  return tuple(xs)
+
+
+def _text(x) -> str:
+  if not isinstance(x, str): raise ValueError("not a plan: a string expected")
+  return x

@@ -32,6 +32,7 @@ import numpy as np
 from minitensor.backend import buffers, fpstatus, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.leaves import array_of, borrow, buffer_of, is_borrowed  # noqa: F401 (this module's API)
+from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
 from minitensor.backend.runtime import pointer as _pointer
@@ -52,62 +53,6 @@ log = logging.getLogger("minitensor")
 if DEBUG and not log.handlers:
   log.addHandler(logging.StreamHandler())
   log.setLevel(logging.DEBUG)
-
-
-@dataclass(frozen=True)
-class Call:
-  """One kernel call of a plan: the C function, the schedule buffers it takes (in parameter order), the loop size
-  a flat kernel takes after them, what it computes (for messages), and the graph sizes a symbolic kernel takes
-  last (positions in the sizes of `structure`)."""
-  fn: str
-  slots: tuple[int, ...]
-  sizes: tuple[int, ...]
-  shape: tuple[int, ...]
-  dtype: str
-  vars: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class Plan:
-  """What running a compiled schedule needs, and all it needs (the contract between lowering and running, and
-  what the disk keeps: plans.py): the translation unit without the PRELUDE, the tier it is compiled at, the calls
-  in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
-  sizes elements), the buffer of each output, and what its kernels need of the C compiler (lowerings.Program)."""
-  src: str
-  tier: int
-  calls: tuple[Call, ...]
-  buffers: tuple[tuple[int, tuple[int, ...], str], ...]
-  outputs: tuple[int, ...]
-  needs: tuple[str, ...] = ()
-
-  def to_json(self) -> dict:
-    return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
-            "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs),
-            "needs": list(self.needs)}
-
-  @staticmethod
-  def from_json(d: dict) -> Plan:
-    """The plan stored as d; ValueError when d is not a well-formed plan (a damaged or foreign file)."""
-    try:
-      calls = tuple(Call(_text(c[0]), _ints(c[1]), _ints(c[2]), _ints(c[3]), _text(c[4]), _ints(c[5]))
-                    for c in d["calls"])
-      bufs = tuple((int(n), _ints(v), _text(t)) for n, v, t in d["buffers"])
-      for _, _, t in bufs: np.dtype(t)
-      needs = d["needs"]
-      if not isinstance(needs, list) or any(n not in tiers.NEEDS for n in needs): raise ValueError("not a plan: needs")
-      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs))
-    except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
-
-
-def _ints(xs) -> tuple[int, ...]:
-  if not isinstance(xs, list) or any(type(x) is not int for x in xs):
-    raise ValueError("not a plan: a list of ints expected")
-  return tuple(xs)
-
-
-def _text(x) -> str:
-  if not isinstance(x, str): raise ValueError("not a plan: a string expected")
-  return x
 
 
 @dataclass
