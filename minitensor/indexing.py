@@ -37,11 +37,13 @@ assignment adds a WHERE on top of t's graph: realize t now and then in a long lo
 from __future__ import annotations
 import functools
 import operator
+import weakref
 from typing import Any, NamedTuple
 import numpy as np
 from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import DType
+from minitensor.backend.leaves import is_borrowed
 from minitensor.backend.uop import UOp, prod
 from minitensor.tensor import Tensor, asarray, tensor_methods
 
@@ -88,6 +90,7 @@ def _item(x) -> Any:
   if x is None or x is Ellipsis or isinstance(x, slice): return x
   if isinstance(x, (bool, np.bool_)): return bool(x)
   if isinstance(x, (int, np.integer)): return int(x)
+  if isinstance(x, Tensor) and x.ndim and x.dtype == np.bool_: return _mask(x)
   if isinstance(x, (list, tuple, range, np.ndarray, Tensor)):    # a range is a sequence of ints, as in NumPy
     a, seq = np.asarray(x), isinstance(x, (list, tuple, range))
     if seq and a.size == 0 and a.dtype.kind == "f": a = a.astype(np.int64)
@@ -97,6 +100,31 @@ def _item(x) -> Any:
     return int(a) if a.ndim == 0 else a
   try: return operator.index(x)
   except TypeError: raise IndexError(_BAD) from None
+
+
+class _Mask(NamedTuple):
+  """A boolean Tensor index: its shape and its np.nonzero (int64, read-only)."""
+  shape: tuple[int, ...]
+  indices: tuple[np.ndarray, ...]
+  ndim = property(lambda self: len(self.shape))
+
+
+_MASKS: dict[int, tuple] = {}     # id of a mask Tensor -> (weakref to it, its version, its _Mask)
+
+
+def _mask(t: Tensor) -> _Mask:
+  """The _Mask of boolean Tensor t, found once per value of t: a loop indexes with one mask several times
+  (`z[m] = z[m] ** 2 + c[m]; n[m] = i`), and np.nonzero of a large mask costs more than the rest of an indexing. A
+  view, or a Tensor over a user's memory (which the user may change), is not kept."""
+  a = np.asarray(t)
+  if t._link is not None or is_borrowed(t._data):
+    return _Mask(a.shape, tuple(i.astype(np.int64) for i in np.nonzero(a)))
+  if (hit := _MASKS.get(id(t))) is not None and hit[0]() is t and hit[1] == t._version: return hit[2]
+  idx = tuple(i.astype(np.int64) for i in np.nonzero(a))
+  for i in idx: i.flags.writeable = False
+  if len(_MASKS) >= 64: _MASKS.clear()
+  m = _MASKS[id(t)] = (weakref.ref(t), t._version, _Mask(a.shape, idx))
+  return m[2]
 
 
 def _check_int(i: int, ax: int, n: int) -> int:
@@ -117,7 +145,7 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
   items = [_item(x) for x in (idx if isinstance(idx, tuple) else (idx,))]
   if sum(x is Ellipsis for x in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
   used = sum(0 if x is None or x is Ellipsis or type(x) is bool
-             else x.ndim if isinstance(x, np.ndarray) and x.dtype == bool
+             else x.ndim if type(x) is _Mask or (isinstance(x, np.ndarray) and x.dtype == bool)
              else 1 for x in items)
   if used > len(shape):
     raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
@@ -135,12 +163,13 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
     elif isinstance(x, int):
       i = _check_int(x, ax, shape[ax])
       out.append(_Entry("int", i, pos, _Plan(i, 0, 1, 1, False))); ax += 1
-    elif x.dtype == bool:
+    elif type(x) is _Mask or x.dtype == bool:
       for j, (m, n) in enumerate(zip(x.shape, shape[ax:])):
         if m != n:
           raise IndexError(f"boolean index did not match indexed array along axis {ax + j}; "
                            f"size of axis is {n} but size of corresponding boolean axis is {m}")
-      out += [_Entry("arr", i.astype(np.int64), pos) for i in np.nonzero(x)]; ax += x.ndim
+      idx = x.indices if type(x) is _Mask else [i.astype(np.int64) for i in np.nonzero(x)]
+      out += [_Entry("arr", i, pos) for i in idx]; ax += x.ndim
     else: out.append(_Entry("arr", _check_array(x, ax, shape[ax]), pos)); ax += 1
   return out
 

@@ -79,3 +79,22 @@ def test_a_chain_of_reassignments_read_every_step_stops_growing():
   assert made[-1] - made[-30] <= 3, made
   assert max(pos.uop.depth, vel.uop.depth) <= 2 * live.DEEP
   np.testing.assert_allclose(np.asarray(pos), pn, rtol=1e-9, atol=1e-12)
+
+
+def test_a_mask_used_several_times_is_found_once_and_follows_its_writes():
+  """indexing._mask keeps np.nonzero of a mask Tensor per value: a write to the mask, or a change to the user's
+  memory a mask borrows, gives new indices."""
+  import minitensor.indexing as I
+  x = np.arange(12.0)
+  m = mt.asarray(x) > 5
+  t = mt.asarray(x)
+  first = I._mask(m)
+  assert I._mask(m) is first                                  # (found once)
+  np.testing.assert_array_equal(np.asarray(t[m]), x[x > 5])
+  m[0] = True                                                 # a write: a new value of m
+  np.testing.assert_array_equal(np.asarray(t[m]), x[(x > 5) | (np.arange(12) == 0)])
+  user = x > 8
+  b = mt.asarray(user, copy=False) if "copy" in mt.asarray.__code__.co_varnames else mt.asarray(user)
+  np.testing.assert_array_equal(np.asarray(t[b]), x[x > 8])
+  user[1] = True
+  np.testing.assert_array_equal(np.asarray(t[b]), x[np.asarray(b)])
