@@ -490,7 +490,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
     inputs = arrays_of(leaves)
     if prog.special and (sp := prog.special.get(sizes)): prog, sizes = sp, ()
-    elif prog.want is not None: specialize(prog, outputs, leaves, mode)
+    elif prog.want is not None: specialize(prog, outputs, leaves, sizes, mode)
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
@@ -503,12 +503,14 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   return res
 
 
-def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], mode: Mode) -> None:
-  """Start compiling the specialization of symbolic program `prog` to the sizes it wants (`Compiled.want`; the
-  graph `outputs` has them) on a background thread: the graph's program for its concrete sizes, optimized for them
-  but with the symbolic lowering's operation order (kernelize.schedule's `exact`), so a loop's results do not change
-  when it arrives. Until then (and if its compile fails) the symbolic program runs."""
-  sizes, prog.want = prog.want, None
+def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...], mode: Mode) -> None:
+  """Start compiling the specialization of symbolic program `prog` to the sizes it wants (`Compiled.want`) on a
+  background thread, when the graph `outputs` has those `sizes` (else the wish is dropped: its run of the same
+  sizes was broken): the graph's program for its concrete sizes, optimized for them but with the symbolic
+  lowering's operation order (kernelize.schedule's `exact`), so a loop's results do not change when it arrives.
+  Until then (and if its compile fails) the symbolic program runs."""
+  wanted, prog.want = prog.want, None
+  if wanted != sizes: return
   concrete, same, _ = _walk(outputs, False)
   if len(same) != len(leaves) or any(a is not b for a, b in zip(same, leaves)): return
   prog.special[sizes] = None                                         # (pending: not wanted again)

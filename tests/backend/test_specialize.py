@@ -130,3 +130,18 @@ def test_fixed_tiers_and_checked_mode_do_not_specialize(hot_at_once, monkeypatch
   realize_mod.settle(120)
   prog, _ = _program_of(f, x)
   assert not prog.specializable and not prog.special
+
+
+def test_a_wish_for_other_sizes_is_dropped(hot_at_once):
+  """The run that makes a program hot asks for its sizes (`want`); when the next graph of that program has other
+  sizes, nothing is compiled from it for the first ones."""
+  x = np.random.default_rng(6).standard_normal((70, 30))
+  f = lambda t: t.sum(axis=0) - 1
+  for _ in range(2): np.asarray(f(mt.asarray(x[:40])))           # (HOT_RUNS = 2: the second run wants (40, 30))
+  prog, sizes40 = _program_of(f, x[:40])
+  assert prog.want == sizes40
+  np.testing.assert_allclose(np.asarray(f(mt.asarray(x[:55]))), x[:55].sum(axis=0) - 1, rtol=1e-12)
+  realize_mod.settle(120)
+  assert prog.want is None and sizes40 not in prog.special
+  for n in (40, 55):
+    for _ in range(3): np.testing.assert_allclose(np.asarray(f(mt.asarray(x[:n]))), x[:n].sum(axis=0) - 1, rtol=1e-12)
