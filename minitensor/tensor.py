@@ -594,8 +594,9 @@ def _realize_held(us: list[UOp]) -> list[np.ndarray]:
   """_realize(us), realizing with them the held roots their graph computes (live.held_with)."""
   if not L.WRITTEN.refs and us[0].depth <= L.DEEP and len(us) == 1: return _realize(us)      # (the common case)
   held = L.held_with(us)
-  res = _realize(us + [t._uop for t in held]) if held else _realize(us)
-  for t, a in zip(held, res[len(us):]): _commit(t, t._uop, a)
+  hu = [t._uop for t in held]
+  res = _realize(us + hu) if held else _realize(us)
+  for t, u, a in zip(held, hu, res[len(us):]): _commit(t, u, a)      # (unless written since: _commit checks)
   return res[:len(us)]
 
 
