@@ -39,7 +39,7 @@ TIER0_FLAGS = ("-O1",) + FLAGS[1:]
 LARGE_WORK = 1 << 25
 HOT_SECONDS = 0.1         # accumulated tier-0 run time after which the tier-1 compile starts
 # ...or after HOT_RUNS runs costing WARM_SECONDS in all: scikit-learn's StandardScaler on a 2000 x 20 Tensor runs 7
-# programs of 50-500 us at tier 0, 4-5x their tier-1 time (AMD EPYC Zen 4, tcc), and passed HOT_SECONDS only after
+# programs of 50-500 us at tier 0, 4-5x their tier-1 time (AMD EPYC Zen 5, tcc), and passed HOT_SECONDS only after
 # about 300 fits; programs of a few microseconds (where the compile would never pay) stay at tier 0
 HOT_RUNS = 8
 WARM_SECONDS = 1e-3
