@@ -117,14 +117,19 @@ def _mask(t: Tensor) -> _Mask:
   (`z[m] = z[m] ** 2 + c[m]; n[m] = i`), and np.nonzero of a large mask costs more than the rest of an indexing. A
   view, or a Tensor over a user's memory (which the user may change), is not kept."""
   a = np.asarray(t)
-  if t._link is not None or is_borrowed(t._data):
-    return _Mask(a.shape, tuple(i.astype(np.int64) for i in np.nonzero(a)))
-  if (hit := _MASKS.get(id(t))) is not None and hit[0]() is t and hit[1] == t._version: return hit[2]
-  idx = tuple(i.astype(np.int64) for i in np.nonzero(a))
-  for i in idx: i.flags.writeable = False
-  if len(_MASKS) >= 64: _MASKS.clear()
-  m = _MASKS[id(t)] = (weakref.ref(t), t._version, _Mask(a.shape, idx))
-  return m[2]
+  keep = t._link is None and not is_borrowed(t._data)
+  if keep and (hit := _MASKS.get(id(t))) is not None and hit[0]() is t and hit[1] == t._version: return hit[2]
+  m = _Mask(a.shape, _nonzero(a))
+  if keep:
+    for i in m.indices: i.flags.writeable = False
+    if len(_MASKS) >= 64: _MASKS.clear()
+    _MASKS[id(t)] = (weakref.ref(t), t._version, m)
+  return m
+
+
+def _nonzero(a: np.ndarray) -> tuple[np.ndarray, ...]:
+  """The index arrays of a boolean mask's True elements, as int64."""
+  return tuple(i.astype(np.int64) for i in np.nonzero(a))
 
 
 def _check_int(i: int, ax: int, n: int) -> int:
@@ -168,8 +173,7 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
         if m != n:
           raise IndexError(f"boolean index did not match indexed array along axis {ax + j}; "
                            f"size of axis is {n} but size of corresponding boolean axis is {m}")
-      idx = x.indices if type(x) is _Mask else [i.astype(np.int64) for i in np.nonzero(x)]
-      out += [_Entry("arr", i, pos) for i in idx]; ax += x.ndim
+      out += [_Entry("arr", i, pos) for i in (x.indices if type(x) is _Mask else _nonzero(x))]; ax += x.ndim
     else: out.append(_Entry("arr", _check_array(x, ax, shape[ax]), pos)); ax += 1
   return out
 

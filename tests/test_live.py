@@ -94,7 +94,7 @@ def test_a_mask_used_several_times_is_found_once_and_follows_its_writes():
   m[0] = True                                                 # a write: a new value of m
   np.testing.assert_array_equal(np.asarray(t[m]), x[(x > 5) | (np.arange(12) == 0)])
   user = x > 8
-  b = mt.asarray(user, copy=False) if "copy" in mt.asarray.__code__.co_varnames else mt.asarray(user)
+  b = mt.asarray(user, copy=False)                            # (borrows the user's memory)
   np.testing.assert_array_equal(np.asarray(t[b]), x[x > 8])
   user[1] = True
   np.testing.assert_array_equal(np.asarray(t[b]), x[np.asarray(b)])
