@@ -25,6 +25,7 @@ from minitensor.statistics import *  # noqa: F401,F403
 from minitensor.einsum import einsum  # noqa: F401
 from minitensor.methods import ptp  # noqa: F401
 from minitensor.autodiff import grad, value_and_grad, vjp, stop_gradient  # noqa: F401
+from minitensor.jit import jit, TracerError  # noqa: F401
 from minitensor.elementwise import *  # noqa: F401,F403
 from minitensor.nan_reductions import *  # noqa: F401,F403
 from minitensor.index_helpers import *  # noqa: F401,F403

@@ -19,37 +19,17 @@ input is traced symbolically and f must not read its values. Integer and bool in
 and bool intermediate values carry no gradient (as JAX: comparisons, floor, sign, argmax give zeros).
 """
 from __future__ import annotations
-import itertools
 from typing import Any, Callable, Sequence
 import numpy as np
 from minitensor import gradrules as R
-from minitensor.backend.leaves import buffer_of
-from minitensor.backend.uop import Ops, ParamArg, UOp
+from minitensor import tracing as T
+from minitensor.backend.leaves import Unbound, buffer_of, placeholder
+from minitensor.backend.uop import Ops, UOp
+from minitensor.pytrees import flatten, unflatten
 from minitensor.tensor import Tensor, asarray
 
 __all__ = ["grad", "value_and_grad", "vjp", "stop_gradient"]
 
-_placeholders = itertools.count(1 << 40)      # slots of lazy inputs' leaves, never realized (far from buffer ids)
-_active = [0]                                 # calls of f being traced now (a grad inside f: grad of grad)
-
-
-# ---------------------------------------------------------------------- pytrees
-def _flatten(tree, leaves: list) -> Any:
-  """The structure of tree (tuples, lists, namedtuples, dicts; None is an empty subtree, as in JAX); its leaves
-  appended to `leaves`."""
-  if tree is None: return (None,)
-  if isinstance(tree, (tuple, list)): return (type(tree), [_flatten(t, leaves) for t in tree])
-  if isinstance(tree, dict): return (dict, list(tree), [_flatten(tree[k], leaves) for k in tree])
-  leaves.append(tree)
-  return None
-
-
-def _unflatten(spec, it) -> Any:
-  if spec is None: return next(it)
-  if spec[0] is None: return None
-  if spec[0] is dict: return {k: _unflatten(s, it) for k, s in zip(spec[1], spec[2])}
-  vals = [_unflatten(s, it) for s in spec[1]]
-  return spec[0](*vals) if hasattr(spec[0], "_fields") else spec[0](vals)
 
 
 # ---------------------------------------------------------------------- the walk
@@ -105,11 +85,11 @@ class _Trace:
                       "differentiable (cast it with astype, or leave it out of argnums)")
     a = t._realized()
     self.lazy |= a is None
-    buf = buffer_of(a) if a is not None else UOp(Ops.BUFFER, (), ParamArg(next(_placeholders), t.uop.dtype, (t.size,)))
+    buf = buffer_of(a) if a is not None else placeholder(t.uop.dtype, t.size)
     node = buf.reshape(t.shape)
     # a leaf holding the input's data computes what the input would; only a placeholder, or an input that may be
     # an enclosing trace's leaf (grad of grad), must be replaced by the input's graph afterwards
-    if a is None or _active[0]: self.subst[node] = t.uop
+    if a is None or T.GRADS[0]: self.subst[node] = t.uop
     return Tensor(node)
 
   def back(self, *us: UOp) -> list[UOp]:
@@ -117,14 +97,6 @@ class _Trace:
     return list(UOp(Ops.SINK, us).substitute(self.subst).src) if self.subst and us else list(us)
   def tensor(self, x) -> Any: return Tensor(self.back(x.uop)[0]) if isinstance(x, Tensor) else x
   def concrete(self, u: UOp) -> np.ndarray: return Tensor(self.back(u)[0]).numpy()
-
-
-def _in_realize(tb) -> bool:
-  """Whether a traceback passes through the backend's realize (where a placeholder leaf has no data to give)."""
-  while tb is not None:
-    if tb.tb_frame.f_globals.get("__name__") == "minitensor.backend.realize": return True
-    tb = tb.tb_next
-  return False
 
 
 def _argnums(argnums, n: int, api: str) -> tuple[int, ...]:
@@ -140,26 +112,26 @@ def _trace(f: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...], has_au
   tr, args, inputs = _Trace(api), list(args), {}
   for k in nums:
     xs: list = []
-    spec = _flatten(args[k], xs)
+    spec = flatten(args[k], xs)
     leaves = [tr.leaf(x, f"{k}" if spec is None else f"{k} (leaf {j})") for j, x in enumerate(xs)]
-    args[k] = _unflatten(spec, iter(leaves))
+    args[k] = unflatten(spec, iter(leaves))
     inputs[k] = (spec, leaves)
-  _active[0] += 1
+  T.GRADS[0] += 1
   try: out = f(*args, **kwargs)
-  except Exception as e:
-    if tr.lazy and _in_realize(e.__traceback__):
+  except Unbound as e:
+    if tr.lazy and T.current() is None:      # (inside a jit trace, jit names what was read)
       raise TypeError(f"{api}: f asked for the values of a graph over a lazy (unrealized) input it is differentiated "
                       "with respect to; realize that input first (x.realize()), or keep f from reading values") from e
     raise
-  finally: _active[0] -= 1
+  finally: T.GRADS[0] -= 1
   aux = None
   if has_aux:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
       raise TypeError(f"{api}: with has_aux=True, f must return a pair (output, aux), got {type(out).__name__}")
     out, aux = out
     xs = []
-    spec = _flatten(aux, xs)
-    aux = _unflatten(spec, iter([tr.tensor(x) for x in xs]))
+    spec = flatten(aux, xs)
+    aux = unflatten(spec, iter([tr.tensor(x) for x in xs]))
   return tr, inputs, out, aux
 
 
@@ -170,7 +142,7 @@ def _cotangents(tr: _Trace, inputs: dict, nums: tuple[int, ...], roots: list[UOp
   wrt = [t.uop for k in nums for t in inputs[k][1]]
   gs = [g if g is not None else w.const_like(0) for g, w in zip(backward(roots, seeds, wrt, tr.concrete), wrt)]
   it = iter(tr.back(*gs, *extra))
-  out = [_unflatten(inputs[k][0], iter([Tensor(next(it)) for _ in inputs[k][1]])) for k in nums]
+  out = [unflatten(inputs[k][0], iter([Tensor(next(it)) for _ in inputs[k][1]])) for k in nums]
   return out, list(it)
 
 
@@ -241,13 +213,13 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
   nums = tuple(range(len(primals)))
   tr, inputs, out, aux = _trace(f, primals, {}, nums, has_aux, "vjp")
   outs: list = []
-  spec = _flatten(out, outs)
+  spec = flatten(out, outs)
   if not all(isinstance(o, Tensor) for o in outs): raise TypeError("vjp: f must return Tensors (or pytrees of them)")
-  value = _unflatten(spec, iter([Tensor(u) for u in tr.back(*(o.uop for o in outs))]))
+  value = unflatten(spec, iter([Tensor(u) for u in tr.back(*(o.uop for o in outs))]))
 
   def vjp_fn(cotangent) -> tuple:
     cts: list = []
-    if _flatten(cotangent, cts) != spec or len(cts) != len(outs):
+    if flatten(cotangent, cts) != spec or len(cts) != len(outs):
       raise ValueError("vjp: the cotangent must have the structure of f's output")
     roots, seeds = [], []
     for o, c in zip(outs, cts):

@@ -34,6 +34,7 @@ class Held:
   def __init__(self): self.refs: dict[int, weakref.ref] = {}
   def __bool__(self) -> bool: return bool(self.refs)
   def __iter__(self): return iter([t for r in list(self.refs.values()) if (t := r()) is not None])
+  def __contains__(self, t) -> bool: return (r := self.refs.get(id(t))) is not None and r() is t
   def discard(self, t) -> None: self.refs.pop(id(t), None)
 
   def add(self, t) -> None:

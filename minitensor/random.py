@@ -19,6 +19,7 @@ lists) are shuffled by NumPy itself, in place.
 """
 from __future__ import annotations
 import numpy as np
+from minitensor import tracing as T
 from minitensor.random_draws import draw, permutation_of, shuffle_tensor
 from minitensor.random_generator import Generator
 from minitensor.tensor import Tensor
@@ -57,9 +58,15 @@ class RandomState:
   """
 
   def __init__(self, seed=None):
-    self._rs = np.random.RandomState(seed)
+    self._numpy = np.random.RandomState(seed)
 
-  def __repr__(self) -> str: return f"RandomState({type(self._rs._bit_generator).__name__})"
+  @property
+  def _rs(self) -> np.random.RandomState:
+    """The NumPy RandomState that draws (inside a jit trace: TracerError, tracing.check_draw)."""
+    if T.ACTIVE[0]: T.check_draw(f"a {type(self).__name__} method")
+    return self._numpy
+
+  def __repr__(self) -> str: return f"RandomState({type(self._numpy._bit_generator).__name__})"
 
   def seed(self, seed=None) -> None:
     """Reseed the generator (None: from the operating system's entropy), as RandomState.seed."""

@@ -13,6 +13,7 @@ import operator
 from typing import Callable
 import numpy as np
 from numpy.exceptions import AxisError
+from minitensor import tracing as T
 from minitensor import views as V
 from minitensor.tensor import Tensor, asarray
 
@@ -28,11 +29,13 @@ def plain(x):
 
 def draw(f: Callable, *args, **kwargs) -> Tensor:
   """f(*args, **kwargs) (a NumPy sampling method) with Tensor arguments realized, its result as a Tensor."""
+  if T.ACTIVE[0]: T.check_draw(getattr(f, "__name__", "a draw"))
   return asarray(f(*(plain(a) for a in args), **{k: plain(v) for k, v in kwargs.items()}))
 
 
 def _perm(shuffle: Callable, n: int) -> np.ndarray:
   """The permutation `shuffle` (a NumPy shuffle) makes of n items: the same draws as shuffling any n rows."""
+  if T.ACTIVE[0]: T.check_draw("a permutation")
   idx = np.arange(n, dtype=np.intp)
   shuffle(idx)
   return idx

@@ -8,6 +8,7 @@ a Tensor lazily by NumPy's permutation; permuted computes on the realized values
 """
 from __future__ import annotations
 import numpy as np
+from minitensor import tracing as T
 from minitensor.random_draws import draw, permutation_of, plain, shuffle_tensor
 from minitensor.tensor import Tensor, asarray
 
@@ -37,9 +38,16 @@ class Generator:
   """
 
   def __init__(self, bit_generator):
-    self._gen = bit_generator if isinstance(bit_generator, np.random.Generator) else np.random.Generator(bit_generator)
+    g = bit_generator
+    self._numpy = g if isinstance(g, np.random.Generator) else np.random.Generator(g)
 
-  def __repr__(self) -> str: return f"Generator({type(self._gen.bit_generator).__name__})"
+  @property
+  def _gen(self) -> np.random.Generator:
+    """The NumPy Generator that draws (inside a jit trace: TracerError, tracing.check_draw)."""
+    if T.ACTIVE[0]: T.check_draw("a Generator method")
+    return self._numpy
+
+  def __repr__(self) -> str: return f"Generator({type(self._numpy.bit_generator).__name__})"
 
   @property
   def bit_generator(self):

@@ -31,6 +31,7 @@ from types import FunctionType
 from typing import Any
 import numpy as np
 from minitensor import live as L
+from minitensor import tracing as T
 from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import dtypes
@@ -57,6 +58,7 @@ class Tensor:
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
+    if T.ACTIVE[0]: T.born(self)
     return self
 
   @classmethod
@@ -64,6 +66,7 @@ class Tensor:
     """A realized root holding the C-contiguous ndarray a (its graph leaf is made when first needed)."""
     t = object.__new__(cls)
     t._uop, t._data, t._link, t._version, t._writes = None, a, None, 0, 0
+    if T.ACTIVE[0]: T.born(t)
     return t
 
   @property
@@ -124,7 +127,9 @@ class Tensor:
     u = self._uop
     if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: u = u.src[0]
     # a user's memory (asarray(copy=False)) is only the borrowing root's own value: results never alias it
-    return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER and not is_borrowed(u.data) else None
+    # (a placeholder leaf, jit's or grad's stand-in for an input, has no data)
+    return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER and u.data is not None and not is_borrowed(u.data) \
+      else None
 
   def numpy(self) -> np.ndarray:
     """The value as a fresh, writable ndarray (a copy).

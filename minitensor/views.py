@@ -37,6 +37,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from minitensor import live as L
+from minitensor import tracing as T
 from minitensor.backend.uop import Ops, UOp
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def _tensor(cls: type, u: UOp) -> Tensor:
   v = object.__new__(cls)
   v._uop, v._data, v._link, v._version, v._writes = u, None, None, 0, 0
   if u.depth > L.HOLD: L.ROOTS.add(v)
+  if T.ACTIVE[0]: T.born(v)
   return v
 
 
@@ -169,6 +171,7 @@ def set_writeable(t: Tensor, flag: bool) -> None:
 
 def assign(root: Tensor, value: UOp) -> None:
   """A root's new value; realized now when WRITE_CHAIN writes are pending on it."""
+  if T.ACTIVE[0]: T.check_write(root)
   root._uop, root._data = value, None
   root._version += 1
   root._writes += 1

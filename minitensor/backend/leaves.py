@@ -11,6 +11,17 @@ from minitensor.backend.dtype import dtypes
 from minitensor.backend.uop import Ops, ParamArg, UOp
 
 _ids = itertools.count(1 << 20)        # far from the small slots of hand-written kernels
+_placeholders = itertools.count(1 << 40)      # slots of placeholder leaves (far from buffer ids)
+
+
+class Unbound(TypeError):
+  """A graph to compute reads a placeholder leaf: an input that mt.jit or mt.grad trace stands in for, which has
+  no data (the traced function asked for a value of its input)."""
+
+
+def placeholder(dtype, size: int) -> UOp:
+  """A fresh BUFFER leaf of `size` elements of dtype (a DType) holding no data: a traced function's input."""
+  return UOp(Ops.BUFFER, (), ParamArg(next(_placeholders), dtype, (size,)))
 
 
 def buffer_of(a: np.ndarray) -> UOp:

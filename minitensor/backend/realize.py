@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from minitensor.backend import buffers, fpstatus, plans, replay, tiers
 from minitensor.backend.dtype import dtypes
-from minitensor.backend.leaves import array_of, borrow, buffer_of, is_borrowed  # noqa: F401 (this module's API)
+from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
+  Unbound,
+  array_of,
+  borrow,
+  buffer_of,
+  is_borrowed,
+)
 from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
@@ -209,7 +215,7 @@ def settle(timeout: float | None = None) -> None:
 
 
 class Mode(NamedTuple):
-  """The environment's modes for building a program (read by _modes once per change of the environment)."""
+  """The environment's modes for building a program (read by modes once per change of the environment)."""
   checked: bool           # MINITENSOR_CHECK=1: every load and store tests its index
   tier: str               # MINITENSOR_TIER: "0", "1" or "auto"
 
@@ -301,7 +307,7 @@ def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...],
 def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
   """The schedule realize(outputs) runs (symbolic where it would be) and its input arrays: what `explain` shows."""
   skey, leaves, sizes = structure(outputs)
-  key = ProgramKey(skey, _modes())
+  key = ProgramKey(skey, modes())
   if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
   return schedule_of(_renumber(outputs, leaves), len(leaves), sizes, key.flat, large=key.large), arrays_of(leaves)
 
@@ -416,6 +422,8 @@ def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
         continue
       op = u.op
       known = u.data is not None or (op is Ops.CONST and lifted(u))
+      if op is Ops.BUFFER and not known: raise Unbound(f"a graph of shape {outputs[0].shape} reads a placeholder "
+                                                       f"input ({u.arg.dtype.name}, {u.arg.shape[0]} elements)")
       if not symbolic:
         if known:
           key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
@@ -472,7 +480,7 @@ def _scalar_leaf(u: UOp) -> bool:
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
   sig = None
-  if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := _modes(strict=False)) is not None:
+  if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := modes(strict=False)) is not None:
     if not (m.checked or DEBUG):
       sig = (m.tier, o.op, argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
       if (b := replay.bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
@@ -483,14 +491,10 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     res = [np.array(v, order="C", copy=True) if u else np.asarray(v, order="C") for v, u in zip(views, user)]
     borrowed = any(user)
   else:
-    mode = _modes()
-    skey, leaves, sizes = structure(outputs)
-    key = ProgramKey(skey, mode, (sizes, tuple(b.shape for b in leaves)) if mode.checked else ())
-    if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
-    prog = _schedules.get(key, lambda: program(key, outputs, leaves, sizes))
+    mode = modes()
+    prog, leaves, sizes = lookup(outputs, mode)
     inputs = arrays_of(leaves)
-    if prog.special and (sp := prog.special.get(sizes)): prog, sizes = sp, ()
-    elif prog.want is not None: specialize(prog, outputs, leaves, sizes, mode)
+    prog, sizes = chosen(prog, sizes, mode, lambda: (outputs, leaves))
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
@@ -501,6 +505,24 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     for o, r in zip(outputs, res):
       if o.op is not Ops.BUFFER and _base(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
   return res
+
+
+def lookup(outputs: list[UOp], mode: Mode) -> tuple[Compiled, list[UOp], tuple[int, ...]]:
+  """The program computing the graphs `outputs` in `mode` (from memory, from its plan on disk, or compiled now),
+  the graph's leaves in the order of the program's inputs, and the sizes to run it with."""
+  skey, leaves, sizes = structure(outputs)
+  key = ProgramKey(skey, mode, (sizes, tuple(b.shape for b in leaves)) if mode.checked else ())
+  if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
+  return _schedules.get(key, lambda: program(key, outputs, leaves, sizes)), leaves, sizes
+
+
+def chosen(prog: Compiled, sizes: tuple[int, ...], mode: Mode, graph) -> tuple[Compiled, tuple[int, ...]]:
+  """The program to run now, and its sizes: symbolic `prog`'s specialization to these sizes when it has one
+  compiled, else prog (starting that specialization when prog wants it: graph() gives the graph being run and its
+  leaves)."""
+  if prog.special and (sp := prog.special.get(sizes)): return sp, ()
+  if prog.want is not None: specialize(prog, *graph(), sizes, mode)
+  return prog, sizes
 
 
 def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...], mode: Mode) -> None:
@@ -532,7 +554,7 @@ _ENV = os.environ._data if os.name == "posix" else None      # bytes -> bytes: r
 _MODES: dict[tuple, Mode] = {}
 
 
-def _modes(strict: bool = True) -> Mode | None:
+def modes(strict: bool = True) -> Mode | None:
   """The Mode of the environment now (tests and users change it between calls), without decoding
   os.environ on every realization. An invalid MINITENSOR_TIER raises ValueError, or gives None unless strict (it
   is an error where a program is needed, not for a view)."""

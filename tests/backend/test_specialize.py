@@ -24,7 +24,7 @@ def _program_of(f, *xs) -> realize_mod.Compiled:
   """The program that realizes f(*xs) (one output: one program)."""
   out = f(*map(mt.asarray, xs))
   skey, leaves, sizes = realize_mod.structure([out.uop])
-  mode = realize_mod._modes()
+  mode = realize_mod.modes()
   concrete = (sizes, tuple(b.shape for b in leaves)) if mode.checked else ()
   return realize_mod._cache[realize_mod.ProgramKey(skey, mode, concrete)], sizes
 
