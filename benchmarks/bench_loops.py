@@ -11,6 +11,12 @@ the compiler calls and new programs of the steady run. Programs:
     fractal    escape time of z -> z**2 + c on a 400 x 333 complex grid with boolean masks, 40 steps
     stencil    Gray-Scott reaction-diffusion on 258 x 258 with in-place interior updates, 200 steps
     nbody      100 bodies, pairwise forces with a masked power r[r > 0] ** -1.5 and three matmuls, 100 steps
+    nbody_jit  the same step written for mt.jit (where instead of the masked write), jitted (NumPy: the plain step)
+    pairwise   issue 30's pairwise-force function (column slices, x.T - x, r[r > 0] = r[r > 0] ** -1.5, three
+               (100, 100) @ (100, 1) matmuls, hstack), 300 calls on new positions
+    pair_jit   that function with where for the mask, under mt.jit
+    train      a training step: a 2-layer tanh MLP (64 -> 128 -> 10), batch 256, squared loss, SGD, 100 steps;
+               minitensor: mt.jit(mt.value_and_grad(loss)), NumPy: the gradients written by hand
 
 Prints per program: NumPy's run, minitensor's first run (cold cache) and steady run, the steady run's compiles and
 new programs, and NumPy time / minitensor steady time. Values are checked against NumPy's in the child process.
@@ -83,7 +89,73 @@ def nbody(xp, np):
   return pos
 
 
-PROGRAMS = {"masked": masked, "history": history, "fractal": fractal, "stencil": stencil, "nbody": nbody}
+def _jit(xp, f):
+  """f under mt.jit for minitensor; f itself for NumPy."""
+  return xp.jit(f) if hasattr(xp, "jit") else f
+
+
+def _forces(xp, pos, mass, masked: bool):
+  x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+  dx, dy, dz = x.T - x, y.T - y, z.T - z
+  r = dx ** 2 + dy ** 2 + dz ** 2 + 0.01
+  if masked: r[r > 0] = r[r > 0] ** -1.5
+  else: r = xp.where(r > 0, r, 1.0) ** -1.5
+  return xp.hstack(((dx * r) @ mass, (dy * r) @ mass, (dz * r) @ mass))
+
+
+def nbody_jit(xp, np):
+  rng = np.random.default_rng(2)
+  pos, vel, mass = (xp.asarray(rng.standard_normal((100, 3))), xp.asarray(rng.standard_normal((100, 3)) * 0.1),
+                    xp.asarray(np.abs(rng.standard_normal((100, 1))) + 0.5))
+  def step(pos, vel):
+    vel = vel + _forces(xp, pos, mass, False) * 0.01
+    return pos + vel * 0.01, vel
+  step = _jit(xp, step)
+  for _ in range(100): pos, vel = step(pos, vel)
+  return pos
+
+
+def _pairwise(xp, np, f):
+  rng = np.random.default_rng(3)
+  mass = np.abs(rng.standard_normal((100, 1))) + 0.5
+  out = 0.0
+  for _ in range(300): out = out + np.asarray(f(rng.standard_normal((100, 3)), mass))
+  return out
+
+
+def pairwise(xp, np):
+  return _pairwise(xp, np, lambda pos, mass: _forces(xp, xp.asarray(pos), xp.asarray(mass), True))
+
+
+def pair_jit(xp, np):
+  return _pairwise(xp, np, _jit(xp, lambda pos, mass: _forces(xp, pos, mass, False)))
+
+
+def train(xp, np):
+  rng = np.random.default_rng(4)
+  X, T = rng.standard_normal((256, 64)), rng.standard_normal((256, 10))
+  p = {"W1": rng.standard_normal((64, 128)) * 0.1, "b1": np.zeros(128), "W2": rng.standard_normal((128, 10)) * 0.1,
+       "b2": np.zeros(10)}
+  if xp is np:
+    def step(p, X, T):
+      h = np.tanh(X @ p["W1"] + p["b1"])
+      e = h @ p["W2"] + p["b2"] - T
+      g = 2 * e / e.size
+      gh = (g @ p["W2"].T) * (1 - h * h)
+      return (e * e).mean(), {"W1": X.T @ gh, "b1": gh.sum(0), "W2": h.T @ g, "b2": g.sum(0)}
+  else:
+    def loss(p, X, T):
+      h = xp.tanh(X @ p["W1"] + p["b1"])
+      return ((h @ p["W2"] + p["b2"] - T) ** 2).mean()
+    step = xp.jit(xp.value_and_grad(loss))
+  for _ in range(100):
+    _, g = step(p, X, T)
+    p = {k: p[k] - 0.1 * g[k] for k in p}
+  return p["W1"]
+
+
+PROGRAMS = {"masked": masked, "history": history, "fractal": fractal, "stencil": stencil, "nbody": nbody,
+            "nbody_jit": nbody_jit, "pairwise": pairwise, "pair_jit": pair_jit, "train": train}
 
 
 def child(lib: str, name: str) -> None:

@@ -12,10 +12,11 @@ The cost model is the loop-iteration count. For a REDUCE u lowered inline,
 
 and u is materialized (cut into a kernel of its own) when inline(u) > staged(u): some element is computed
 more than once. The same count, for an elementwise value containing transcendental functions, is the number
-of times it is evaluated (the loops around each place rangeify put it); above RECOMPUTE_LIMIT times its
+of times it is evaluated (the loops around each place rangeify put it); above HEAVY_LIMIT times its
 element count it is materialized too (softmax(Q K^T) @ V: the exponentials would be recomputed per column
-of V). A REDUCE reached from two outputs of one realize is materialized too (shared work is done
-once), an output used by another output is loaded from its buffer, STAGE marks a cut explicitly, and a SCAN
+of V); so is such a value that two kernels would each compute (the force components of an N-body step, each
+its own kernel, all reading r ** -1.5). A REDUCE reached from two outputs of one realize is materialized too (shared
+work is done once), an output used by another output is loaded from its buffer, STAGE marks a cut explicitly, and a SCAN
 is always a kernel of its own (scan.py). A value read at more than RECOMPUTE_LIMIT index maps is materialized
 before lowering (fanout_cuts: stencils of stencils), and an expression deeper than MAX_DEPTH operations is cut
 every MAX_DEPTH levels (no C compiler sees a chain of 100,000 operations as one expression; equal pieces share
@@ -40,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
+from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.opt import divisor
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
@@ -192,12 +194,28 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
       if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat, exact)
       if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
-    if new is None: break
+    if new is None and (new := _shared_heavy(nodes, lowered, slot)) is None: break
     stage(new)
     for u in [u for u, k in lowered.items() if new in k[2]]: del lowered[u]
   kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
   return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot))
+
+
+def _shared_heavy(nodes: list[UOp], lowered: dict[UOp, tuple], slot: dict[UOp, int]) -> UOp | None:
+  """The outermost elementwise value with transcendentals that more than one kernel computes (each would evaluate
+  it again: the three force components of an N-body step each computed r ** -1.5), or None. Materialized, it is
+  computed once, in a loop of its own that vectorizes."""
+  count: dict[UOp, int] = {}
+  for _, _, inside in lowered.values():
+    for x in inside: count[x] = count.get(x, 0) + 1
+  if not any(c > 1 for c in count.values()): return None
+  heavy: set[UOp] = set()
+  best = None
+  for u in nodes:
+    if u.op in TRANSCENDENTAL or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
+    if u in heavy and count.get(u, 0) > 1 and u not in slot and prod(u.shape) > 1: best = u
+  return best
 
 
 def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None,

@@ -175,13 +175,16 @@ _RENDER: dict[str, Callable[[Program, str, bool], str]] = {
 
 
 # ---------------------------------------------------------------- what the entries decide by
-RECOMPUTE_LIMIT = 4      # an elementwise value with transcendentals may be computed this many times per element
+RECOMPUTE_LIMIT = 4      # a value may be read at this many index maps before it is materialized (kernelize)
+# an elementwise value with transcendentals may be computed this many times per element: 2 (was 4) materializes the
+# pairwise forces' r ** -1.5, which three sibling reductions read (issue 30's N-body step: 330 -> 63 us, AMD EPYC Zen 5)
+HEAVY_LIMIT = 2
 
 
 def _recomputed(root: UOp, low: Lowering) -> UOp | None:
   """The node to materialize next in this kernel, or None: a REDUCE whose inline accumulators cost more than
   computing it once, else the outermost elementwise value with transcendentals that is computed more than
-  RECOMPUTE_LIMIT times per element."""
+  HEAVY_LIMIT times per element."""
   for r, c in low.reduce_work.items():
     if c > prod(r.shape) * prod(r.src[0].shape[len(r.shape):]): return r
   heavy: set[UOp] = set()
@@ -189,7 +192,7 @@ def _recomputed(root: UOp, low: Lowering) -> UOp | None:
   for u in root.toposort():
     if u.op is Ops.REDUCE: continue
     if u.op in TRANSCENDENTAL or (u.op in ALU and any(s in heavy for s in u.src)): heavy.add(u)
-    if u in heavy and u is not root and low.evaluations.get(u, 0) > RECOMPUTE_LIMIT * prod(u.shape): best = u
+    if u in heavy and u is not root and low.evaluations.get(u, 0) > HEAVY_LIMIT * prod(u.shape): best = u
   return best
 
 

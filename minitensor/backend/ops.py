@@ -7,7 +7,7 @@ its line in ALU_OPS and its case in symbolic.exec_alu (the Python interpreter of
     uop.py (type check)    arity, operands (the dtype rule), result, cplx (defined for complex operands)
     symbolic.py            cost (transcendental float functions are not folded), ufunc (exec_alu on floats)
     render_c.py            c / ci / cplx (the C spelling), simd (the libmvec declarations of the PRELUDE)
-    kernelize.py           cost (a transcendental value is not recomputed more than RECOMPUTE_LIMIT times)
+    kernelize.py           cost (a transcendental value is not recomputed more than HEAVY_LIMIT times)
     ufuncs.py              ufunc (np.<ufunc> -> the op, where minitensor mirrors NumPy's ufunc with the op itself)
     uir.py                 arity (via UNARY / BINARY)
 

@@ -570,3 +570,53 @@ def test_large_column_reductions_run_in_blocks_of_rows(shape, axis, fn, dtype, p
   wide = x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
   want = getattr(wide, fn)(axis).astype(t.dtype)
   np.testing.assert_allclose(np.asarray(t), want, rtol=1e-6, atol=1e-9)
+
+
+# ---------------------------------------------------------------------- transcendentals computed once
+def evaluations(s: Schedule, op: Ops) -> int:
+  """How many times the schedule's loops evaluate `op`."""
+  total = 0
+  for k in s.kernels:
+    trips = [1]
+    for st_ in linearize(k.sink):
+      if st_.kind == "open": trips.append(trips[-1] * st_.u.arg.size)
+      elif st_.kind == "close": trips.pop()
+      elif st_.u.op is op: total += trips[-1]
+  return total
+
+
+def _forces(pos: mt.Tensor, mass: mt.Tensor) -> tuple:
+  x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+  dx, dy, dz = x.T - x, y.T - y, z.T - z
+  r = mt.where(dx * dx + dy * dy + dz * dz > 0, dx * dx + dy * dy + dz * dz + 0.01, 1.0) ** -1.5
+  return (dx * r) @ mass, (dy * r) @ mass, (dz * r) @ mass
+
+
+@pytest.mark.parametrize("n", [7, 50])
+def test_a_power_read_by_sibling_reductions_is_computed_once(n):
+  """One kernel with three sibling reductions over r ** -1.5 would evaluate the power three times per element
+  (HEAVY_LIMIT is 2): it is materialized, computed once per element."""
+  pos, mass = rand(n, 3, dtype=np.float64), np.abs(rand(n, 1, dtype=np.float64)) + 0.5
+  f = mt.hstack(_forces(mt.asarray(pos), mt.asarray(mass)))
+  assert evaluations(sched(f), Ops.POW) == n * n
+  x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+  dx, dy, dz = x.T - x, y.T - y, z.T - z
+  r = (dx * dx + dy * dy + dz * dz + 0.01) ** -1.5
+  close(f, np.hstack(((dx * r) @ mass, (dy * r) @ mass, (dz * r) @ mass)), rtol=1e-12, atol=1e-13)
+
+
+def test_a_power_shared_by_kernels_is_computed_once():
+  """Outputs that each reduce r ** -1.5 are kernels of their own (a REDUCE reached from two outputs is staged):
+  the power they share is materialized (_shared_heavy), not computed by each; exp(x) - 1 read by two outputs of
+  other shapes too."""
+  pos, mass = rand(40, 3, dtype=np.float64), np.abs(rand(40, 1, dtype=np.float64)) + 0.5
+  a, b, c = _forces(mt.asarray(pos), mt.asarray(mass))
+  assert evaluations(sched(a, b, c), Ops.POW) == 40 * 40
+  want = [(np.asarray(t)) for t in _forces(mt.asarray(pos), mt.asarray(mass))]
+  for t, w in zip(mt.realize(a, b, c), want): np.testing.assert_allclose(t, w, rtol=1e-12)
+  x = rand(30, 20, dtype=np.float64)
+  e = mt.exp(mt.asarray(x)) - 1
+  s0, s1 = e.sum(axis=0), e.max(axis=1)
+  assert evaluations(sched(s0, s1), Ops.EXP2) + evaluations(sched(s0, s1), Ops.EXP) <= 30 * 20
+  close(s0, (np.exp(x) - 1).sum(axis=0), rtol=1e-12)
+  close(s1, (np.exp(x) - 1).max(axis=1), rtol=1e-12)
