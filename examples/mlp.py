@@ -1,8 +1,8 @@
 """Train a small MLP classifier with plain SGD, written only with minitensor.
 
 The data are synthetic: points from a normal distribution, labelled by a fixed random "teacher" network, so a
-student MLP of the same width can fit them. Gradients come from mt.value_and_grad; each SGD step is realized with
-mt.realize(loss, *params), so the forward and backward graphs run as one schedule (compiled once, then cached).
+student MLP of the same width can fit them. Gradients come from mt.value_and_grad; the whole SGD step (forward,
+backward, update) is one mt.jit function: traced once per batch shape, then each call runs its compiled graph.
 
     python examples/mlp.py            # 2000 points, 20 epochs
     python examples/mlp.py --tiny     # 64 points, 5 epochs (what the tests run)
@@ -31,21 +31,24 @@ def loss_fn(params: list[mt.Tensor], x: mt.Tensor, y: mt.Tensor) -> mt.Tensor:
   return mt.nn.cross_entropy(mt.nn.relu(x @ w1 + b1) @ w2 + b2, y)
 
 
+def sgd_step(params: list, x, y, lr: float) -> tuple:
+  """One step of SGD: the loss before it and the new parameters (lr is a Python number: static under jit)."""
+  loss, grads = mt.value_and_grad(loss_fn)(params, x, y)
+  return loss, [p - lr * g for p, g in zip(params, grads)]
+
+
 def train(n: int, epochs: int, batch: int, lr: float, seed: int = 0, d: int = 8, hidden: int = 32,
           classes: int = 3) -> list[float]:
   """SGD over minibatches; returns (and prints) the mean loss of each epoch."""
   x, y = make_data(n, d, classes, seed)
   params = init_params(d, hidden, classes, seed)
-  step = mt.value_and_grad(loss_fn)
-  # each batch realized once: a step's graph is then the same structure for every batch (one compiled schedule)
-  batches = [(x[i:i + batch].copy().realize(), y[i:i + batch].copy().realize()) for i in range(0, n, batch)]
+  step = mt.jit(sgd_step)
+  batches = [(x[i:i + batch], y[i:i + batch]) for i in range(0, n, batch)]
   losses = []
   for epoch in range(epochs):
     total = 0.0
     for xb, yb in batches:
-      loss, grads = step(params, xb, yb)
-      params = [p - lr * g for p, g in zip(params, grads)]
-      mt.realize(loss, *params)
+      loss, params = step(params, xb, yb, lr)
       total += float(loss) * len(xb)
     losses.append(total / n)
     print(f"epoch {epoch + 1}: loss {losses[-1]:.4f}", flush=True)

@@ -270,3 +270,14 @@ def test_threads_trace_and_replay_independently():
   for t in ts: t.start()
   for t in ts: t.join()
   assert not errors
+
+
+def test_the_readme_example_runs_and_traces_once():
+  import pathlib
+  import re
+  text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+  section = text[text.index("## `mt.jit`"):]
+  code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+  scope: dict = {}
+  exec(compile(code, "README.md", "exec"), scope)       # noqa: S102 (the README's own example)
+  assert scope["sgd_step"].traces == 1 and np.isfinite(float(scope["value"]))
