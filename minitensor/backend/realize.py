@@ -13,7 +13,8 @@ lowering and running: the C source, its tier, and per kernel its function, buffe
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
 runs its `replay.Bound` plan from the second time on, without a walk (the dispatch cost W9 of DESIGN.md). A bound
 plan lives as long as its sources, and declines when a node it would compute has been realized since (that value
-is read, as a new walk would). A plan's intermediate buffers come from buffers.py's pool, its outputs are new.
+is read, as a new walk would). A plan's intermediate buffers come from buffers.py's pool, and its outputs are lent
+from it (they return when the caller drops them).
 
 Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
 compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
@@ -91,13 +92,13 @@ class Compiled:
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
     p = self.plan
-    if self.allocs is None:       # (an output is a new array each run; an intermediate comes from buffers' pool)
+    if self.allocs is None:       # (an output is lent from buffers' pool, an intermediate taken and given back)
       outs = set(p.outputs)
       self.allocs = [(n, vs, np.dtype(d), len(inputs) + k in outs) for k, (n, vs, d) in enumerate(p.buffers)]
     bufs = list(inputs)
     for n, vs, d, out in self.allocs:
       count = n * math.prod([sizes[v] for v in vs]) if vs else n
-      bufs.append(np.empty(count, d) if out else buffers.take(count, d))
+      bufs.append(buffers.result(count, d) if out else buffers.take(count, d))
     t = time.perf_counter()
     fp = fpstatus.slot()
     fb, chars = _pointer()

@@ -76,11 +76,11 @@ class Bound:
     t = time.perf_counter()
     fp = fpstatus.slot()
     if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
-      r = np.empty(self.counts[0], self.dtypes[0])
+      r = buffers.result(self.counts[0], self.dtypes[0])
       prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1], fp)
     else:
       out = self.output
-      bufs = [np.empty(n, d) if k == out else buffers.take(n, d)
+      bufs = [buffers.result(n, d) if k == out else buffers.take(n, d)
               for k, (n, d) in enumerate(zip(self.counts, self.dtypes))]
       ptrs = self.ptrs + list(map(self.pointer, bufs))
       for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail, fp)

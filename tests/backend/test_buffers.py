@@ -3,6 +3,8 @@ intermediates come from it compute the values NumPy does, run after run, on othe
 import threading
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend import buffers
 from minitensor.backend.runtime import stats
@@ -108,3 +110,55 @@ def test_threads_running_one_plan_get_their_own_intermediates():
   for t in threads: t.start()
   for t in threads: t.join()
   assert not errors
+
+
+# ---------------------------------------------------------------------- results lent from the pool
+def test_a_result_returns_to_the_pool_when_its_last_view_dies():
+  r = buffers.result(1 << 16, F32)
+  assert isinstance(r.base, buffers.Lease) and r.shape == (1 << 16,)
+  raw = r.base.raw
+  view = r[10:].reshape(-1, 2)
+  del r
+  assert buffers.held() == 0                      # (a view still reads it)
+  assert buffers.take(1 << 16, F32) is not raw
+  del view
+  assert buffers.held() == raw.nbytes
+  assert buffers.take(1 << 16, F32) is raw
+  small = buffers.result(10, F32)
+  assert small.base is None                       # (small results are NumPy's own arrays)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["new", "view", "drop"]), st.integers(0, 7), st.sampled_from([1, 2])),
+                min_size=1, max_size=40))
+def test_the_pool_never_lends_memory_a_live_array_uses(steps):
+  """Any order of results made, viewed and dropped: every live array keeps the values written into it when it was
+  made, and no two live results share memory."""
+  live: list[tuple[np.ndarray, float]] = []
+  stamp = 0.0
+  for what, k, size in steps:
+    if what == "new":
+      stamp += 1
+      r = buffers.result(size << 15, F32)
+      r[:] = stamp
+      live.append((r, stamp))
+    elif what == "view" and live:
+      a, s = live[k % len(live)]
+      live.append((a[::3], s))
+    elif what == "drop" and live:
+      live.pop(k % len(live))
+    for a, s in live: assert (a == s).all()
+  for i, (a, s) in enumerate(live):
+    for b, u in live[i + 1:]:
+      if s != u: assert not np.shares_memory(a, b)
+
+
+def test_realized_results_come_back_and_keep_their_values():
+  a = np.random.default_rng(0).standard_normal(1 << 16).astype(np.float32)
+  t = mt.asarray(a)
+  kept = []
+  for k in range(6):
+    r = np.asarray(t * float(k) + 1)
+    if k % 2: kept.append((k, r))              # the odd results live on while the even ones are dropped
+  assert buffers.held() > 0                     # (the dropped results are back in the pool)
+  for k, r in kept: np.testing.assert_array_equal(r, a * np.float32(k) + 1)
