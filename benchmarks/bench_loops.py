@@ -16,7 +16,7 @@ the compiler calls and new programs of the steady run. Programs:
                (100, 100) @ (100, 1) matmuls, hstack), 300 calls on new positions
     pair_jit   that function with where for the mask, under mt.jit
     train      a training step: a 2-layer tanh MLP (64 -> 128 -> 10), batch 256, squared loss, SGD, 100 steps;
-               minitensor: mt.jit(mt.value_and_grad(loss)), NumPy: the gradients written by hand
+               minitensor: the step (mt.value_and_grad and the update) under mt.jit, NumPy: gradients by hand
 
 Prints per program: NumPy's run, minitensor's first run (cold cache) and steady run, the steady run's compiles and
 new programs, and NumPy time / minitensor steady time. Values are checked against NumPy's in the child process.
@@ -137,7 +137,7 @@ def train(xp, np):
   p = {"W1": rng.standard_normal((64, 128)) * 0.1, "b1": np.zeros(128), "W2": rng.standard_normal((128, 10)) * 0.1,
        "b2": np.zeros(10)}
   if xp is np:
-    def step(p, X, T):
+    def grads(p, X, T):
       h = np.tanh(X @ p["W1"] + p["b1"])
       e = h @ p["W2"] + p["b2"] - T
       g = 2 * e / e.size
@@ -147,10 +147,12 @@ def train(xp, np):
     def loss(p, X, T):
       h = xp.tanh(X @ p["W1"] + p["b1"])
       return ((h @ p["W2"] + p["b2"] - T) ** 2).mean()
-    step = xp.jit(xp.value_and_grad(loss))
-  for _ in range(100):
-    _, g = step(p, X, T)
-    p = {k: p[k] - 0.1 * g[k] for k in p}
+    grads = xp.value_and_grad(loss)
+  def step(p, X, T):
+    v, g = grads(p, X, T)
+    return v, {k: p[k] - 0.1 * g[k] for k in p}
+  step = _jit(xp, step)
+  for _ in range(100): _, p = step(p, X, T)
   return p["W1"]
 
 

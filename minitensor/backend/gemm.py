@@ -103,13 +103,18 @@ def tile_sizes(m: Machine, itemsize: int) -> tuple[int, int, int, int, int]:
   return mr, nr, kc, mc, nc
 
 
-def contraction(body: UOp) -> UOp | None:
-  """The REDUCE(ADD) of a float32/float64 MUL that body is (through reshapes, which keep the row-major order)."""
+def contraction(body: UOp, graph: bool = False) -> UOp | None:
+  """The REDUCE(ADD) of a float32/float64 MUL that body is (through reshapes, which keep the row-major order), with
+  no reduction in its operands (a kernel's: graph=True for a node of the whole graph, whose operands' reductions
+  become kernels of their own). A REDUCE of a permuted MUL (a matmul's adjoint: g @ w.T, x.T @ g) is returned as
+  the REDUCE of the MUL of the permuted operands: the same values, a node of its own."""
   r = body
   while r.op is Ops.RESHAPE: r = r.src[0]
   if r.op is not Ops.REDUCE or r.arg[0] is not Ops.ADD or r.dtype not in (dtypes.float32, dtypes.float64): return None
+  if (m := r.src[0]).op is Ops.PERMUTE and m.src[0].op is Ops.MUL:
+    r = r.replace(src=(m.src[0].replace(src=tuple(x.permute(m.arg) for x in m.src[0].src)),))
   if r.src[0].op is not Ops.MUL or not r.shape: return None
-  if any(u.op in (Ops.REDUCE, Ops.SCAN) for s in r.src[0].src for u in s.toposort()): return None
+  if not graph and any(u.op in (Ops.REDUCE, Ops.SCAN) for s in r.src[0].src for u in s.toposort()): return None
   return r
 
 
@@ -143,9 +148,15 @@ def inner(body: UOp) -> UOp | None:
     if u in seen: continue
     seen.add(u)
     if u.op is Ops.REDUCE:
-      if contraction(u) is u and _classify(u, list(u.src[0].src)) is not None: return u
+      if worth(u): return u
     elif u.op in ALU or u.op in MOVEMENT: stack.extend(u.src)
   return None
+
+
+def worth(u: UOp, graph: bool = False) -> bool:
+  """Whether REDUCE u (of a kernel, or of the whole graph: `contraction`) is a contraction worth blocking (so
+  kernelize leaves its reduction whole: the GEMM's own)."""
+  return (c := contraction(u, graph)) is not None and _classify(c, list(c.src[0].src)) is not None
 
 
 def plan(body: UOp, out: UOp, slots: tuple[int, ...]) -> Gemm | None:

@@ -39,6 +39,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
+from minitensor.backend import gemm
 from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.ops import TRANSCENDENTAL
@@ -130,9 +131,10 @@ def split_reduces(outputs: list[UOp]) -> list[UOp]:
   """Every REDUCE to a single value over R >= SPLIT_MIN elements as two: C partial reductions of R/C
   consecutive elements (staged: a kernel whose C outputs the threads share, each reduced in vector lanes),
   then one over the C partials. A REDUCE over one axis that runs across the rows of its source (a column sum
-  of at least COLUMN_MIN elements) likewise: COLUMN_PARTS partial reductions over blocks of consecutive rows,
-  staged with the blocks outermost, then one over the partials. The terms still combine in an order fixed by
-  the graph (the same bits on any number of threads), in two levels (a smaller rounding error for sums)."""
+  of at least COLUMN_MIN elements) likewise, unless it is a contraction worth a GEMM (x.T @ g): COLUMN_PARTS
+  partial reductions over blocks of consecutive rows, staged with the blocks outermost, then one over the partials.
+  The terms still combine in an order fixed by the graph (the same bits on any number of threads), in two levels
+  (a smaller rounding error for sums)."""
   return list(rewrite(UOp(Ops.SINK, tuple(outputs)), _split).src)
 
 
@@ -140,7 +142,8 @@ def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
   if u.op is not Ops.REDUCE: return None
   v, r = u.replace(src=src), prod(u.src[0].shape[len(u.shape):])
   if prod(u.shape) == 1: c = divisor(r, SPLIT_PARTS) if r >= SPLIT_MIN else 1
-  elif u.arg[1] == 1 and prod(u.src[0].shape) >= COLUMN_MIN and _across_rows(u.src[0]): c = divisor(r, COLUMN_PARTS)
+  elif u.arg[1] == 1 and prod(u.src[0].shape) >= COLUMN_MIN and _across_rows(u.src[0]) and \
+      not gemm.worth(v, graph=True): c = divisor(r, COLUMN_PARTS)
   else: c = 1
   if c == 1: return v
   # c partials of r / c consecutive elements, the partials' axis outermost (a block of rows per partial)

@@ -226,3 +226,25 @@ def test_grid_shares_the_work_evenly(sizes, cores):
     if sizes == (1, 64, 25088, 576): assert tasks == gemm.TASKS_PER_CORE * cores      # (W6's convolution)
   elif nb * -(-n // 4096) >= cores: assert mg == 1 and ng == -(-n // 4096)
   else: assert tasks <= max(cores, nb)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_adjoints_are_blocked_gemms(dtype):
+  """A matmul's gradients reduce a permuted product (g @ w.T, x.T @ g): contraction sees through the permute, and a
+  product reduced across the rows (x.T @ g, a column reduction of 2^21 terms) is not split into row blocks but left
+  whole to the GEMM."""
+  x, w = rng.standard_normal((256, 64)).astype(dtype), rng.standard_normal((64, 128)).astype(dtype) * 0.1
+  def loss(w, x): return mt.tanh(x @ w).sum()
+  g = mt.grad(loss)(mt.asarray(w), mt.asarray(x))
+  kinds = [k.program.kind for k in scheduled([g.uop])[0].kernels]
+  assert kinds.count("gemm") == 2, kinds                   # x @ w, then x.T @ (1 - tanh^2)
+  h = np.tanh(x.astype(np.float64) @ w.astype(np.float64))
+  tol = 1e-4 if dtype == np.float32 else 1e-12
+  np.testing.assert_allclose(np.asarray(g), x.T.astype(np.float64) @ (1 - h * h), rtol=tol, atol=tol)
+  gt, wt = rng.standard_normal((256, 10)).astype(dtype), rng.standard_normal((128, 10)).astype(dtype)
+  t = mt.asarray(gt) @ mt.asarray(wt).T                   # (K = 10: the adjoint of h @ w2)
+  assert blocked(t)
+  check_product(np.asarray(t), gt, wt.T)
+  s = mt.asarray(x).T @ mt.asarray(gt[:, :8].copy())      # 64 x 8 x 256: below MIN_WORK, the loop program
+  assert not blocked(s)
+  check_product(np.asarray(s), np.ascontiguousarray(x.T), gt[:, :8])
