@@ -12,13 +12,13 @@ go back to it once the kernels ran (`give`). The pool holds at most POOL_BYTES; 
 are dropped first. An array is in the pool or in one run's hands, never both (a lock guards the pool, so
 threads running the same plan get different arrays). Smaller arrays come from NumPy's allocator as before.
 
-Results (`result`) of at least MIN_BYTES are pool arrays lent out: the caller gets an ndarray view whose base is a
-`Lease` of the pool array, and when the last view of it dies (NumPy keeps the base alive while any view lives) the
-lease returns the array. So memory is reused only once nothing can read it. A loop computing a 16 MiB result while
-NumPy's own temporaries come and go maps no new pages (W3 interleaved with NumPy work: 1.2-1.6 -> 0.7 ms, AMD
-EPYC Zen 5, benchmarks/bench_pool.py). The lease's finalizer runs wherever the last reference dies (any thread,
-inside the garbage collector): it only appends to `_returned`, which `take` and `give` move into the pool under
-the lock.
+Results (`result`) of at least RESULT_MIN_BYTES are pool arrays lent out: the caller gets an ndarray view whose
+base is a `Lease` of the pool array, and when the last view of it dies (NumPy keeps the base alive while any view
+lives) the lease returns the array. So memory is reused only once nothing can read it. A loop computing a 16 MiB
+result while NumPy's own temporaries come and go maps no new pages (W3 interleaved with NumPy work: 1.2-1.6 ->
+0.7 ms, AMD EPYC Zen 5, benchmarks/bench_pool.py). The lease's finalizer runs wherever the last reference dies (any
+thread, inside the garbage collector): it only appends to `_returned`, which `take` and `give` move into the pool
+under the lock.
 """
 from __future__ import annotations
 import os
@@ -28,6 +28,9 @@ import numpy as np
 
 MIN_BYTES = 1 << 17       # glibc's default threshold for mapping an allocation by itself
 POOL_BYTES = 1 << 28      # the most spare memory the pool keeps
+# results from RESULT_MIN_BYTES are lent: leasing costs a few microseconds a result, which a 128 KiB attention output
+# (W8) felt (+2.5%); from 1 MiB on, the page faults saved outweigh it
+RESULT_MIN_BYTES = 1 << 20
 
 _spare: OrderedDict[tuple[int, np.dtype], list[np.ndarray]] = OrderedDict()
 _held = 0
@@ -91,8 +94,8 @@ class Lease:
 
 def result(count: int, dtype: np.dtype) -> np.ndarray:
   """A new 1-d array of `count` elements of dtype for a result (unspecified contents): a lent pool array when it
-  has at least MIN_BYTES, else NumPy's."""
-  if count * dtype.itemsize < MIN_BYTES: return np.empty(count, dtype)
+  has at least RESULT_MIN_BYTES, else NumPy's."""
+  if count * dtype.itemsize < RESULT_MIN_BYTES: return np.empty(count, dtype)
   return np.asarray(Lease(take(count, dtype)))
 
 

@@ -1,5 +1,6 @@
 """The pool of intermediate buffers (backend/buffers.py): what it keeps and drops, and that plans whose
 intermediates come from it compute the values NumPy does, run after run, on other data and from several threads."""
+import contextlib
 import threading
 import numpy as np
 import pytest
@@ -114,16 +115,16 @@ def test_threads_running_one_plan_get_their_own_intermediates():
 
 # ---------------------------------------------------------------------- results lent from the pool
 def test_a_result_returns_to_the_pool_when_its_last_view_dies():
-  r = buffers.result(1 << 16, F32)
-  assert isinstance(r.base, buffers.Lease) and r.shape == (1 << 16,)
+  r = buffers.result(1 << 18, F32)
+  assert isinstance(r.base, buffers.Lease) and r.shape == (1 << 18,)
   raw = r.base.raw
   view = r[10:].reshape(-1, 2)
   del r
   assert buffers.held() == 0                      # (a view still reads it)
-  assert buffers.take(1 << 16, F32) is not raw
+  assert buffers.take(1 << 18, F32) is not raw
   del view
   assert buffers.held() == raw.nbytes
-  assert buffers.take(1 << 16, F32) is raw
+  assert buffers.take(1 << 18, F32) is raw
   small = buffers.result(10, F32)
   assert small.base is None                       # (small results are NumPy's own arrays)
 
@@ -133,28 +134,38 @@ def test_a_result_returns_to_the_pool_when_its_last_view_dies():
                 min_size=1, max_size=40))
 def test_the_pool_never_lends_memory_a_live_array_uses(steps):
   """Any order of results made, viewed and dropped: every live array keeps the values written into it when it was
-  made, and no two live results share memory."""
-  live: list[tuple[np.ndarray, float]] = []
-  stamp = 0.0
-  for what, k, size in steps:
-    if what == "new":
-      stamp += 1
-      r = buffers.result(size << 15, F32)
-      r[:] = stamp
-      live.append((r, stamp))
-    elif what == "view" and live:
-      a, s = live[k % len(live)]
-      live.append((a[::3], s))
-    elif what == "drop" and live:
-      live.pop(k % len(live))
-    for a, s in live: assert (a == s).all()
-  for i, (a, s) in enumerate(live):
-    for b, u in live[i + 1:]:
-      if s != u: assert not np.shares_memory(a, b)
+  made, and no two live results share memory (with the pool's thresholds lowered to 4 KiB, so it is fast)."""
+  with small_pool():
+    live: list[tuple[np.ndarray, float]] = []
+    stamp = 0.0
+    for what, k, size in steps:
+      if what == "new":
+        stamp += 1
+        r = buffers.result(size << 11, F32)
+        assert isinstance(r.base, buffers.Lease)
+        r[:] = stamp
+        live.append((r, stamp))
+      elif what == "view" and live:
+        a, s = live[k % len(live)]
+        live.append((a[::3], s))
+      elif what == "drop" and live:
+        live.pop(k % len(live))
+      for a, s in live: assert (a == s).all()
+    for i, (a, s) in enumerate(live):
+      for b, u in live[i + 1:]:
+        if s != u: assert not np.shares_memory(a, b)
+
+
+@contextlib.contextmanager
+def small_pool():
+  old = buffers.MIN_BYTES, buffers.RESULT_MIN_BYTES
+  buffers.MIN_BYTES = buffers.RESULT_MIN_BYTES = 1 << 12
+  try: yield
+  finally: buffers.MIN_BYTES, buffers.RESULT_MIN_BYTES = old
 
 
 def test_realized_results_come_back_and_keep_their_values():
-  a = np.random.default_rng(0).standard_normal(1 << 16).astype(np.float32)
+  a = np.random.default_rng(0).standard_normal(1 << 18).astype(np.float32)
   t = mt.asarray(a)
   kept = []
   for k in range(6):
