@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from minitensor import ufuncs as U
 from minitensor import views as V
-from minitensor.backend.dtype import DType
+from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.leaves import is_borrowed
 from minitensor.backend.uop import UOp, prod
 from minitensor.tensor import Tensor, asarray, tensor_methods
@@ -448,15 +448,25 @@ def setitem(t: Tensor, idx, value) -> Tensor:
       a value of more than one dimension through one boolean mask over every axis; OverflowError for a Python
       integer out of range for t's dtype.
   """
+  b, v = _assigned(t, idx, value)
+  return Tensor(_basic_set(t.uop, v, b)) if b is not None else _set_advanced(t, idx, v)
+
+
+def _assigned(t: Tensor, idx, value) -> tuple[_Basic | None, UOp]:
+  """The basic index (None for another) and the value as a UOp of t's dtype, fit to the region for a basic index,
+  after NumPy's checks of the value."""
   b = _basic(t.shape, idx)
-  v = _value(value, t.uop.dtype)
+  v = _value(value, dtypes.from_numpy(t.dtype))      # (not t.uop: a realized root's leaf is made only when needed)
   path = _numpy_path(idx, t.ndim) if v.shape else "general"
   if path == "element":
     raise ValueError(f"setting an array element with a sequence: a value of shape {v.shape} into one element")
   if path == "mask" and len(v.shape) > 1:
     raise TypeError(f"boolean array indexing assignment requires a 0 or 1-dimensional input, input has {len(v.shape)} "
                     "dimensions")
-  if b is not None: return Tensor(_basic_set(t.uop, _fit(v, b.out, False, isinstance(value, (list, tuple))), b))
+  return (b, _fit(v, b.out, False, isinstance(value, (list, tuple)))) if b is not None else (None, v)
+
+
+def _set_advanced(t: Tensor, idx, v: UOp) -> Tensor:
   entries = _parse(t.shape, idx)
   view = _view_shape(t.shape, entries)
   adv, arrays, S, front = _arrays(entries)
@@ -482,4 +492,19 @@ class _Indexing:
 
   def __setitem__(self, idx, value) -> None:
     """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
-    with V.WRITES: V.write(self, setitem(self, idx, value).uop)
+    with V.WRITES:
+      b, v = _assigned(self, idx, value)
+      if b is not None and _write_in_place(self, idx, b, v): return
+      V.write(self, Tensor(_basic_set(self.uop, v, b)).uop if b is not None else _set_advanced(self, idx, v).uop)
+
+
+def _write_in_place(t: Tensor, idx, b: _Basic, v: UOp) -> bool:
+  """t[idx] = v through a basic index, into t's own buffer, when nothing but t can read that buffer
+  (views.sole_buffer): v is computed, and NumPy writes it into the region. A history written one slice per step
+  (`P[:, :, i] = p * i`) then costs the slice, not a pass over P. False (nothing done) otherwise."""
+  if not V.may_own(t) or 0 in b.taken: return False
+  val = Tensor(v)._value()       # (a value whose graph reads t holds t's leaf: then t's buffer is not t's alone)
+  if (a := V.sole_buffer(t)) is None: return False
+  a[idx] = val
+  V.wrote_in_place(t)
+  return True

@@ -16,8 +16,11 @@ read-only views. Everything else returns a new root.
                             from the view back to its root, which is then written
 
 So every later read of the root and of all its views sees a write, as with NumPy's shared memory, while a
-value computed earlier keeps what it had: it captured the graph of its time. No buffer is ever changed in
-place: realized arrays are immutable, and `np.asarray(t)` hands out read-only views of them.
+value computed earlier keeps what it had: it captured the graph of its time. No buffer anyone else can read is
+ever changed in place: realized arrays are immutable, and `np.asarray(t)` hands out read-only views of them. The
+exception no one can observe: a basic-index write into a realized root whose buffer nothing else holds (no
+graph, view or array: `sole_buffer`, by reference counts) is written into that buffer by NumPy
+(indexing._write_in_place), the slice's cost instead of a pass over the root.
 
 A root realizes its value once WRITE_CHAIN writes are pending on it, so a loop that mutates in place adds a
 bounded amount of graph per iteration.
@@ -33,11 +36,13 @@ cannot deadlock however writes and realizations nest.
 t, and into views of a root so marked, raise ValueError, as NumPy's.
 """
 from __future__ import annotations
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from minitensor import live as L
 from minitensor import tracing as T
+from minitensor.backend.leaves import is_borrowed
 from minitensor.backend.uop import Ops, UOp
 
 if TYPE_CHECKING:
@@ -167,6 +172,39 @@ def set_writeable(t: Tensor, flag: bool) -> None:
   elif t._link is not None and (t._link.readonly or _readonly(t._link.root)):
     raise ValueError(f"cannot set WRITEABLE flag to True of this array (a read-only view, shape {t.shape})")
   else: _READONLY.pop(id(t), None)
+
+
+def may_own(t: Tensor) -> bool:
+  """Whether t is a writeable root holding a realized buffer of its own (not a user's memory), outside jit traces
+  (whose writes must go through the trace's checks): a candidate for a write in place (sole_buffer decides)."""
+  a = t._data
+  return t._link is None and a is not None and a.flags.writeable and not is_borrowed(a) and \
+    id(t) not in _READONLY and not T.ACTIVE[0]
+
+
+def sole_buffer(t: Tensor):
+  """t's realized buffer when nothing but t can read it, else None: no graph node holds it but t's own leaf (which
+  no other node reads), and no other array, view or Python name holds it or the arrays it is a view of (counted
+  by references, from the buffer up to what owns the memory). A write into it in place is then a write no one
+  can tell from replacing t's value, as this module otherwise does."""
+  a, u, leaf = t._data, t._uop, None
+  if u is not None:               # (references to u: t._uop, this frame, getrefcount's argument)
+    leaf = u.src[0] if u.op is Ops.RESHAPE else u
+    if leaf.op is not Ops.BUFFER or leaf.data is not a or sys.getrefcount(u) > 3: return None
+    if leaf is not u and sys.getrefcount(leaf) > 3: return None        # (u.src, this frame, the argument)
+  if sys.getrefcount(a) > 3 + (leaf is not None): return None          # (t._data, this frame, the argument, leaf.data)
+  x = a.base
+  while x is not None:            # (its child's base, this frame, the argument)
+    if sys.getrefcount(x) > 3: return None
+    x = x.base if hasattr(x, "base") else None
+  return a
+
+
+def wrote_in_place(t: Tensor) -> None:
+  """After a write into t's sole buffer: t's views re-derive, and t's next graph gets a fresh leaf (the old leaf's
+  data has changed, and no cache may take it for the old value)."""
+  t._uop = None
+  t._version += 1
 
 
 def assign(root: Tensor, value: UOp) -> None:

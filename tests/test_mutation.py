@@ -277,3 +277,62 @@ def test_writes_from_threads_to_one_base_are_never_lost(how):
     same(b, np.full((4, 8), 50.0))
     for a in seen:        # a reader sees each row whole at some moment: no torn row
       assert (a == a[:, :1]).all() and ((a >= 0) & (a <= 50)).all()
+
+
+# ---------------------------------------------------------------------- writes into a buffer no one else reads
+def test_a_history_written_slice_by_slice_is_written_in_place():
+  p = np.random.default_rng(5).standard_normal((10, 3))
+  P, Pn = mt.zeros((10, 3, 50)).realize(), np.zeros((10, 3, 50))
+  first = id(P._data)
+  for i in range(50):
+    P[:, :, i] = mt.asarray(p) * i
+    Pn[:, :, i] = p * i
+  assert id(P._data) == first and P._uop is None          # one buffer, written slice by slice
+  same(P, Pn)
+
+
+def test_writes_in_place_only_where_no_one_can_tell():
+  """Every reader of a root's old buffer keeps the old values: an np.asarray view, a lazy value built before the
+  write, a realized value hash-consing would share (the buffer is also that graph node's), and a view Tensor sees
+  the write (NumPy's shared memory)."""
+  a, b = mt.asarray(np.arange(4.0)), mt.asarray(np.ones(4))
+  c = a + b
+  np.asarray(c)                                # c's buffer is also the value of the node a + b
+  c[0] = 9.0
+  same(a + b, np.arange(4.0) + 1)              # (a new a + b is that node: its value is not c's write)
+  same(c, np.array([9.0, 2, 3, 4]))
+  t = mt.zeros(4)
+  t[0] = 1.0
+  snap = np.asarray(t)
+  lazy = t * 1
+  view = t[1:]
+  t[1] = 5.0
+  t[2] = 6.0
+  assert snap.tolist() == [1, 0, 0, 0]
+  same(lazy, np.array([1.0, 0, 0, 0]))
+  same(view, np.array([5.0, 6, 0]))
+  same(t, np.array([1.0, 5, 6, 0]))
+  u = mt.zeros(3)
+  u[1:] = u[:2] + 1                            # the value reads the root: computed first, then written
+  same(u, np.array([0.0, 1, 1]))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["write", "snap", "lazy", "view", "drop"]), st.integers(0, 5),
+                          st.integers(-9, 9)), min_size=1, max_size=25))
+def test_in_place_writes_against_numpy_copies(ops):
+  """Writes into a realized root between snapshots, lazy values, views and dropped readers: every reader has
+  NumPy's value (a snapshot or a lazy value: a copy at its time; a view: the root's memory now)."""
+  t, ref = mt.zeros(6), np.zeros(6)
+  readers: list = []
+  for what, k, v in ops:
+    if what == "write":
+      t[k:k + 2] = float(v)
+      ref[k:k + 2] = v
+    elif what == "snap": readers.append(("snap", np.asarray(t), ref.copy()))
+    elif what == "lazy": readers.append(("lazy", t * 2 + 0, ref * 2))
+    elif what == "view": readers.append(("view", t[k:], k))
+    elif readers: readers.pop(k % len(readers))
+  for kind, r, w in readers:
+    if kind == "view": same(r, ref[w:])
+    else: same(r, w)
+  same(t, ref)
