@@ -51,10 +51,11 @@ def _is_array(x) -> bool: return isinstance(x, (np.ndarray, Tensor, np.generic))
 
 
 def _contiguous(x) -> np.ndarray:
-  """An argument array's value as a C-contiguous ndarray (a Tensor's realized value; an ndarray's own memory)."""
+  """An argument array's value as a C-contiguous ndarray of its shape (a Tensor's realized value; an ndarray's own
+  memory; a NumPy scalar as a 0-d array)."""
   if type(x) is np.ndarray and x.flags.c_contiguous: return x
   if isinstance(x, Tensor): return x._value()
-  return np.ascontiguousarray(x)
+  return np.ascontiguousarray(x).reshape(np.shape(x))       # (ascontiguousarray makes 0-d values 1-d)
 
 
 class _Trace:
@@ -143,10 +144,11 @@ class Jitted:
     T.push(trace)
     try: out = self._f(*call_args, **kw)
     except Unbound as e:
-      raise TracerError(f"jit({name}): f reads the value of a Tensor computed from its traced arguments (float(x), "
-                        "bool(x), a boolean mask, x.tolist(), np.asarray(x), ...); a replay would not read it "
-                        "again: compute with mt.where and reductions instead, or make the argument static "
-                        "(static_argnums)") from e
+      raise TracerError(f"jit({name}): f reads the value of a Tensor computed from its traced arguments "
+                        f"({_reader(e.__traceback__)}); a replay would not read it again. Compute with mt.where and "
+                        "reductions instead of float(x), bool(x), boolean masks or x.tolist(); functions that compute "
+                        "on realized values (sort, fft, linalg's decompositions, unique) run outside f; or make the "
+                        "argument static (static_argnums)") from e
     finally: T.pop()
     outs: list = []
     out_spec = flatten(out, outs)
@@ -161,6 +163,18 @@ class Jitted:
     graph = [outs[k].uop for k in slots] + [tensors[k].uop for k in writes]
     from minitensor.backend.traced import Traced  # (the compiler is imported at the first realize)
     return _Trace(Traced(graph, phs) if graph else None, out_spec, static, slots, writes)
+
+
+def _reader(tb) -> str:
+  """Where a trace read a value: the first minitensor function the traced code called on the way to the read."""
+  frames = []
+  while tb is not None:
+    frames.append(tb.tb_frame)
+    tb = tb.tb_next
+  inside = [f for f in frames[1:] if f.f_globals.get("__name__", "").startswith("minitensor")]
+  if not inside: return "in f"
+  f = inside[0]
+  return f"in {f.f_globals['__name__']}.{f.f_code.co_name}"
 
 
 def _mode():

@@ -80,7 +80,8 @@ def test_retrace_rules():
   before = stats.compiles
   np.testing.assert_array_equal(np.asarray(g(a, 3.0)), a * 3.0)   # (a kernel argument: nothing compiles)
   assert g.traces == 5 and stats.compiles == before
-  g(a, np.float64(4.0)); g(a, np.float64(5.0))        # a NumPy scalar is traced
+  g(a, np.float64(4.0)); g(a, np.float64(5.0))        # a NumPy scalar is traced (as a 0-d array)
+  assert mt.jit(lambda x: x + 1)(np.float32(2)).shape == ()
   assert g.traces == 6
   np.testing.assert_array_equal(np.asarray(g(a, np.float64(5.0))), a * 5.0)
   g(mt.asarray(a))                         # a Tensor and an ndarray of one shape and dtype share the trace
@@ -196,6 +197,8 @@ def test_reading_a_traced_value_raises():
     with pytest.raises(mt.TracerError, match="reads the value"):
       mt.jit(f)(x)
   assert issubclass(mt.TracerError, TypeError)
+  with pytest.raises(mt.TracerError, match=r"in minitensor\.sorting\.sort"):      # (names the function that read)
+    mt.jit(lambda x: mt.sort(x))(x)
   assert float(mt.jit(lambda x: x.sum())(x)) == 6.0       # (shapes and dtypes are static: those reads are fine)
   assert mt.jit(lambda x: x * x.shape[0] if x.dtype == np.float64 else x)(x).tolist() == [0, 4, 8, 12]
 
