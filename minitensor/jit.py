@@ -101,6 +101,9 @@ class Jitted:
 
   def __call__(self, *args, **kwargs):
     if T.tracing(): return self._f(*args, **kwargs)       # inside another trace: its graph records f's
+    if not kwargs and not self._nums and (flat := self._flat_key(args)) is not None:
+      if (tr := self._cache.get(flat)) is not None:       # (the arguments are arrays only: no pytree to walk)
+        return tr.call([_contiguous(a) for a in args], args)
     leaves: list = []
     nums, names = self._sorted
     static = tuple([(k, args[k]) for k in nums if k < len(args)] + [(n, kwargs[n]) for n in names if n in kwargs]) \
@@ -123,9 +126,20 @@ class Jitted:
     if tr is None:
       tr = self._trace(args, kwargs, leaves, arrays, where, spec)
       self._cache[key] = tr
-      if len(self._cache) > MAX_TRACES: self._cache.popitem(last=False)
+      if not kwargs and not self._nums and (flat := self._flat_key(args)) is not None: self._cache[flat] = tr
+      while len(self._cache) > MAX_TRACES: self._cache.popitem(last=False)
     else: self._cache.move_to_end(key)
     return tr.call(arrays, [leaves[k] for k in where])
+
+  @staticmethod
+  def _flat_key(args: tuple) -> tuple | None:
+    """The key of positional arguments that are all ndarrays or Tensors (the common call), else None."""
+    key: list = ["flat", _mode()]
+    for a in args:
+      if (tp := type(a)) is not np.ndarray and tp is not Tensor: return None
+      key.append(a.shape)
+      key.append(a.dtype)
+    return tuple(key)
 
   def _trace(self, args, kwargs, leaves: list, arrays: list[np.ndarray], where: list[int], spec) -> _Trace:
     name = self.__name__
