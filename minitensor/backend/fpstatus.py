@@ -21,6 +21,12 @@ NumPy's name of the first operation of the kernels that can raise the flag (a ke
 them into the C as a comment, so a plan read from disk names them too). Tier 1's vectorized code raises flags where
 NumPy does not (gcc's vector compares signal INVALID on NaN; glibc's vector sin and cos raise OVERFLOW on huge
 arguments, its exp INVALID on inf): realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code.
+
+np.errstate applies where NumPy computes: at the call. A lazy operation built under np.errstate that ignores a flag
+(scikit-learn's incremental variance divides 0 by 0 inside `np.errstate(invalid="ignore")`) but realized after it
+is noted quiet for those flags (`note_quiet`, by the frontend when it builds a Tensor under a non-default
+errstate). A realize that raised a flag drops it when every operation of its graph that can raise that flag was
+built ignoring it (`realizing` names the graph; nothing is noted or looked at while no errstate was ever entered).
 """
 from __future__ import annotations
 import os
@@ -28,6 +34,7 @@ import re
 import sys
 import threading
 import warnings
+import weakref
 import numpy as np
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.ops import ALU_OPS
@@ -168,10 +175,47 @@ def _caller_level() -> int:
   return level
 
 
+QUIET: dict[int, tuple] = {}        # id(node) -> (weakref of it, the flags np.errstate ignored when it was built)
+_realizing = threading.local()
+
+
+def note_quiet(u: UOp, bits: int) -> None:
+  """u, the root of an operation just built under an np.errstate that ignores the flags `bits`, and the casts and
+  movements directly below it (one NumPy call's own nodes), are quiet for them."""
+  for _ in range(4):
+    if u.data is None and (u.op in ALU_OPS or u.op in (Ops.CAST, Ops.REDUCE)):
+      QUIET[id(u)] = (weakref.ref(u, lambda _, k=id(u): QUIET.pop(k, None)), bits)
+    if not u.src or u.op not in (Ops.CAST, Ops.RESHAPE, Ops.EXPAND): break
+    u = u.src[0]
+
+
+def realizing(outputs) -> None:
+  """The graph whose kernels run next in this thread (None after): report asks it which flags are quiet."""
+  _realizing.outputs = outputs
+
+
+def _quiet(flags: int) -> int:
+  """The flags among `flags` that every operation able to raise them in the graph being realized was built
+  ignoring (note_quiet)."""
+  outs = getattr(_realizing, "outputs", None)
+  if not outs: return 0
+  quiet = flags
+  for u in UOp(Ops.SINK, tuple(outs)).toposort():
+    if u.data is not None and u.op is not Ops.SINK: continue
+    name = _NAMES.get(u.arg[0] if u.op is Ops.REDUCE else u.op)
+    if name is None: continue
+    can = sum(bit for bit in (DIVIDE, OVERFLOW, UNDERFLOW, INVALID) if name in _CAN[bit]) & quiet
+    if can and (r := QUIET.get(id(u))) is not None and r[0]() is u: can &= ~r[1]
+    quiet &= ~can
+    if not quiet: break
+  return quiet
+
+
 def report(fp, src: str) -> None:
   """The flags in this thread's word fp (slot()), raised by the kernels of C source src, reported as NumPy reports
   them under np.errstate (module docstring); the word is reset first."""
   flags, fp[0] = fp[0], 0
+  if QUIET: flags &= ~_quiet(flags)
   modes = np.geterr()
   status = sum(b for bit, _, _, b in _KINDS if flags & bit)
   for bit, key, words, _ in _KINDS:

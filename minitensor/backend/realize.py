@@ -496,7 +496,9 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     prog, leaves, sizes = lookup(outputs, mode)
     inputs = arrays_of(leaves)
     prog, sizes = chosen(prog, sizes, mode, lambda: (outputs, leaves))
+    if fpstatus.QUIET: fpstatus.realizing(outputs)       # (operations built under np.errstate: fpstatus.note_quiet)
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
+    if fpstatus.QUIET: fpstatus.realizing(None)
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
       replay.remember(sig, o, prog, leaves, inputs, sizes, not borrowed and _base(o).op is not Ops.CONST)

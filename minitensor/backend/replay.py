@@ -86,7 +86,10 @@ class Bound:
       for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail, fp)
       r = bufs[out]
       buffers.give(bufs[:out] + bufs[out + 1:])
-    if fp[0]: prog.flags(fp, self.ptrs, self.sizes)
+    if fp[0]:
+      if fpstatus.QUIET: fpstatus.realizing((o,))
+      prog.flags(fp, self.ptrs, self.sizes)
+      if fpstatus.QUIET: fpstatus.realizing(None)
     prog.ran(t, self.sizes)
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r

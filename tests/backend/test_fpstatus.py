@@ -163,3 +163,30 @@ def test_fused_attention_reports_nothing_and_runs_once(cache):
   E = np.exp(S - S.max(axis=1, keepdims=True))
   np.testing.assert_allclose(got, (E / E.sum(axis=1, keepdims=True)) @ np.asarray(v), rtol=1e-4, atol=1e-5)
   assert calls == []
+
+
+def test_errstate_applies_where_the_operation_is_built(cache):
+  """As NumPy's, an operation's errstate is the one at its call: built under np.errstate(divide="ignore") and
+  realized after it, it is quiet; an operation built outside next to it that can raise the same flag makes the
+  flag count (a kernel's flags are the OR of its operations'), one that cannot does not; replayed graphs alike."""
+  x = mt.asarray(np.array([0.0, 1.0, 2.0]))
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    with np.errstate(divide="ignore", invalid="ignore"):
+      quiet = x / 0.0
+      both = 0.0 / x
+    np.testing.assert_array_equal(np.asarray(quiet), np.array([np.nan, np.inf, np.inf]))
+    for _ in range(3): np.asarray(mt.exp(both))             # (exp cannot raise "invalid": replayed too)
+  y = mt.asarray(np.array([1.0, 2.0]))                      # (no 0 / 0: only "divide" below)
+  loud = y / 0.0 + 0.0
+  with pytest.warns(RuntimeWarning, match="divide by zero encountered in divide"):
+    np.asarray(loud)
+  with np.errstate(divide="ignore"):
+    half = y / 0.0
+  mixed = half + 1.0 / y[:1] * 0.0                           # (the second division was built outside: it warns)
+  with pytest.warns(RuntimeWarning, match="divide by zero"):
+    np.asarray(mixed + 1.0 / (y - 1.0))
+  with np.errstate(over="ignore"):
+    over = y * 2.0 + 3.0                                    # (ignores overflow only: divide still warns)
+  with pytest.warns(RuntimeWarning, match="divide by zero"):
+    np.asarray(over / 0.0)
