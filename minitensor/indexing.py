@@ -40,11 +40,12 @@ import operator
 import weakref
 from typing import Any, NamedTuple
 import numpy as np
+from minitensor import tracing as T
 from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.leaves import is_borrowed
-from minitensor.backend.uop import UOp, prod
+from minitensor.backend.leaves import buffer_of, is_borrowed
+from minitensor.backend.uop import MOVEMENT, Ops, UOp, prod
 from minitensor.tensor import Tensor, asarray, tensor_methods
 
 _BAD = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
@@ -493,18 +494,27 @@ class _Indexing:
   def __setitem__(self, idx, value) -> None:
     """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
     with V.WRITES:
+      if not T.ACTIVE[0]: V.own_buffer(self)
+      candidate = not T.ACTIVE[0] and V.may_own(self) and _basic(self.shape, idx) is not None
+      if candidate and type(value) is Tensor and value._link is None and value._data is None:
+        value._value()      # the right-hand side first, as NumPy: its graph (which may read self) is let go
       b, v = _assigned(self, idx, value)
-      if b is not None and _write_in_place(self, idx, b, v): return
+      if candidate and b is not None and 0 not in b.taken:
+        # t[idx] = v into t's own buffer when nothing but t can read it (views.sole_buffer): v computed, its graph
+        # dropped, and NumPy writes it into the region. A history written one slice per step (`P[:, :, i] = p * i`)
+        # costs the slice, not a pass over P
+        constant = _broadcast_constant(v)
+        val = Tensor(v)._value()
+        if not constant: v = None
+        if (a := V.sole_buffer(self)) is not None:
+          a[idx] = val
+          V.wrote_in_place(self)
+          return
+        if v is None: v = buffer_of(np.ascontiguousarray(val)).reshape(val.shape)
       V.write(self, Tensor(_basic_set(self.uop, v, b)).uop if b is not None else _set_advanced(self, idx, v).uop)
 
 
-def _write_in_place(t: Tensor, idx, b: _Basic, v: UOp) -> bool:
-  """t[idx] = v through a basic index, into t's own buffer, when nothing but t can read that buffer
-  (views.sole_buffer): v is computed, and NumPy writes it into the region. A history written one slice per step
-  (`P[:, :, i] = p * i`) then costs the slice, not a pass over P. False (nothing done) otherwise."""
-  if not V.may_own(t) or 0 in b.taken: return False
-  val = Tensor(v)._value()       # (a value whose graph reads t holds t's leaf: then t's buffer is not t's alone)
-  if (a := V.sole_buffer(t)) is None: return False
-  a[idx] = val
-  V.wrote_in_place(t)
-  return True
+def _broadcast_constant(u: UOp) -> bool:
+  """Whether u only moves a constant (a Python number assigned to a region)."""
+  while u.op in MOVEMENT: u = u.src[0]
+  return u.op is Ops.CONST

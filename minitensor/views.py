@@ -36,10 +36,12 @@ cannot deadlock however writes and realizations nest.
 t, and into views of a root so marked, raise ValueError, as NumPy's.
 """
 from __future__ import annotations
+import math
 import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Callable, NamedTuple
+import numpy as np
 from minitensor import live as L
 from minitensor import tracing as T
 from minitensor.backend.leaves import is_borrowed
@@ -174,6 +176,28 @@ def set_writeable(t: Tensor, flag: bool) -> None:
   else: _READONLY.pop(id(t), None)
 
 
+def own_buffer(t: Tensor) -> None:
+  """Before a write in place: a root whose value is a leaf's data (`mt.asarray(a)`) or a broadcast constant
+  (`mt.zeros(shape)`, no writes pending) holds it as its buffer (`_data`), so a write can go into it (NumPy's zeros:
+  its pages are mapped when first written)."""
+  u = t._uop
+  if t._link is not None or t._data is not None or u is None: return
+  leaf = u.src[0] if u.op is Ops.RESHAPE else u
+  if leaf.op is Ops.BUFFER and leaf.data is not None and leaf.data.shape == u.shape:
+    t._data = leaf.data
+    return
+  if u.op is not Ops.EXPAND: return
+  c = u
+  while c.op in (Ops.EXPAND, Ops.RESHAPE): c = c.src[0]
+  if c.op is not Ops.CONST: return
+  d = u.dtype.np
+  v = c.arg
+  zero = v == 0 and all(math.copysign(1.0, p) > 0 for p in ((v.real, v.imag) if isinstance(v, complex) else (v,)))
+  t._data = np.zeros(u.shape, d) if zero else np.full(u.shape, v, d)      # (-0.0 is not np.zeros' +0.0)
+  t._uop = None
+  L.WRITTEN.discard(t)
+
+
 def may_own(t: Tensor) -> bool:
   """Whether t is a writeable root holding a realized buffer of its own (not a user's memory), outside jit traces
   (whose writes must go through the trace's checks): a candidate for a write in place (sole_buffer decides)."""
@@ -190,7 +214,7 @@ def sole_buffer(t: Tensor):
   a, u, leaf = t._data, t._uop, None
   if u is not None:               # (references to u: t._uop, this frame, getrefcount's argument)
     leaf = u.src[0] if u.op is Ops.RESHAPE else u
-    if leaf.op is not Ops.BUFFER or leaf.data is not a or sys.getrefcount(u) > 3: return None
+    if leaf.op is not Ops.BUFFER or leaf.data is not a or sys.getrefcount(u) > 3 + (leaf is u): return None
     if leaf is not u and sys.getrefcount(leaf) > 3: return None        # (u.src, this frame, the argument)
   if sys.getrefcount(a) > 3 + (leaf is not None): return None          # (t._data, this frame, the argument, leaf.data)
   x = a.base

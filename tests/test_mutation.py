@@ -336,3 +336,18 @@ def test_in_place_writes_against_numpy_copies(ops):
     if kind == "view": same(r, ref[w:])
     else: same(r, w)
   same(t, ref)
+
+
+def test_a_write_reading_its_own_root_and_a_constant_root_go_in_place():
+  u = mt.asarray(np.arange(5.0))
+  first = id(u._realized())
+  u[1:] = u[:-1] + 1.0                          # the right-hand side is computed first, as NumPy does
+  assert id(u._data) == first
+  same(u, np.array([0.0, 1, 2, 3, 4]))
+  z = mt.zeros((3, 4))                           # a broadcast constant: its buffer is made at the first write
+  z[1] = 2.0
+  assert z._data is not None and z._uop is None
+  same(z, np.array([[0.0] * 4, [2.0] * 4, [0.0] * 4]))
+  f = mt.full((2, 2), -0.0)
+  f[0, 0] = 1.0
+  assert np.signbit(np.asarray(f)[1, 1])         # (-0.0 kept: not np.zeros)

@@ -102,19 +102,26 @@ def _picker(slots: tuple[int, ...]):
 
 
 bound: dict[tuple, Bound] = {}      # (tier mode, op, arg, dtype, source ids) -> plan; an entry dies with a source
-_seen: dict[tuple, tuple] = {}      # the same key -> weakrefs of the sources of the last graph realized with it
-SEEN_SIZE = 4096
+_seen: dict[tuple, tuple] = {}      # the same key -> (when: realizations counted, weakrefs of the sources of the last
+SEEN_SIZE = 4096                    # graph realized with it)
+# a plan is made when the same root comes back within RECENT realizations: a loop repeating it. A root met again
+# only much later (a loop over i, `P[:, :, i] = p * i`, run a second time: each i's root twice in all) would pay
+# for a plan (about 25 us) it never replays
+RECENT = 64
+_count = [0]
 
 
 def remember(sig: tuple, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray],
              sizes: tuple[int, ...], keep: bool) -> None:
   """Keep the realize plan of o (computed by prog into a buffer of its own, not an input's array) for the next root
-  over the same sources: at the second realization of such a root (graphs over fresh sources, which never repeat,
-  only leave a few weakrefs in _seen). keep: whether realize keeps the value on the node."""
-  refs = _seen.get(sig)
-  if refs is not None and all(r() is s for r, s in zip(refs, o.src)):
+  over the same sources: at the second realization of such a root within RECENT realizations (graphs over fresh
+  sources, which never repeat, only leave a few weakrefs in _seen). keep: whether realize keeps the value on the
+  node."""
+  now = _count[0] = _count[0] + 1
+  seen = _seen.get(sig)
+  if seen is not None and now - seen[0] <= RECENT and all(r() is s for r, s in zip(seen[1], o.src)):
     bound[sig] = Bound(o, prog, leaves, inputs, sizes, keep, sig)
     _seen.pop(sig, None)
     return
   if len(_seen) >= SEEN_SIZE: _seen.clear()
-  _seen[sig] = tuple([weakref.ref(s) for s in o.src])
+  _seen[sig] = (now, tuple([weakref.ref(s) for s in o.src]))

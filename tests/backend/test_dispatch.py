@@ -187,3 +187,16 @@ def test_an_invalid_tier_mode_fails_where_a_program_is_needed_only(monkeypatch):
   view = R.realize([t.uop.permute((1, 0))])[0]       # a graph NumPy answers with a view: no program
   np.testing.assert_array_equal(view, np.arange(6.0).reshape(2, 3).T)
   with pytest.raises(ValueError, match="MINITENSOR_TIER"): np.asarray(t * t)
+
+
+def test_a_root_met_again_only_much_later_makes_no_plan():
+  """A plan is made when a root over the same sources comes back within replay.RECENT realizations; one that comes
+  back only after many others (a loop over i run twice: each i's root twice in all) is not worth a plan."""
+  x = mt.asarray(np.arange(8.0))
+  ks = [mt.asarray(np.full(8, float(k))) for k in range(replay.RECENT + 8)]
+  for _ in range(2):
+    for k in ks: np.asarray(x + k)
+  assert not any(b.srcs[1]() is k.uop for b in replay.bound.values() for k in ks if len(b.srcs) > 1)
+  before = stats.replays
+  for _ in range(3): np.asarray(x + ks[0])        # (back to back: a plan, then its replays)
+  assert stats.replays - before >= 1
