@@ -402,6 +402,8 @@ def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[
 
 def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
   if limit is None: limit = SYMBOLIC_MAX          # (read at each call: tests change it)
+  BUFFER, CONST, RESHAPE, EXPAND, SHRINK, PAD = Ops.BUFFER, Ops.CONST, Ops.RESHAPE, Ops.EXPAND, Ops.SHRINK, Ops.PAD
+  prod_ = math.prod
   pos: dict[UOp, int] = {}
   at = pos.__getitem__
   opened: set[UOp] = set()      # nodes whose sources are on the stack, above them
@@ -416,46 +418,47 @@ def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
       u = stack.pop()
       if u in pos: continue
       if u.data is None and u.src and u not in opened:
-        if symbolic and math.prod(u.shape) > limit: return None     # (found before its sources are walked)
+        # (found before its sources are walked; a shape already seen is within the limit)
+        if symbolic and u.shape not in seen and prod_(u.shape) > limit: return None
         opened.add(u)
         stack.append(u)
         stack.extend(reversed(u.src))
         continue
       op = u.op
-      known = u.data is not None or (op is Ops.CONST and lifted(u))
-      if op is Ops.BUFFER and not known: raise Unbound(f"a graph of shape {outputs[0].shape} reads a placeholder "
-                                                       f"input ({u.arg.dtype.name}, {u.arg.shape[0]} elements)")
+      known = u.data is not None or (op is CONST and lifted(u))
+      if op is BUFFER and not known: raise Unbound(f"a graph of shape {outputs[0].shape} reads a placeholder "
+                                                   f"input ({u.arg.dtype.name}, {u.arg.shape[0]} elements)")
       if not symbolic:
         if known:
-          key.append((Ops.BUFFER, u.dtype, u.shape, len(leaves)))
+          key.append((BUFFER, u.dtype, u.shape, len(leaves)))
           leaves.append(u)
         else: key.append((op, u.dtype, argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple(map(at, u.src))))
         pos[u] = len(key) - 1
         continue
       try:
         if (shape := seen.get(u.shape)) is None:          # (the nodes of a graph share a few shapes)
-          if math.prod(u.shape) > limit: return None
+          if prod_(u.shape) > limit: return None
           shape = seen[u.shape] = tuple([_token(v, sizes, limit) for v in u.shape])
         arg = u.arg
         if known: pass
-        elif op is Ops.RESHAPE or op is Ops.EXPAND:
+        elif op is RESHAPE or op is EXPAND:
           arg = None                                      # the node's own shape says it
-          flat = flat and (op is Ops.RESHAPE or _scalar_leaf(u.src[0]))
-        elif op is Ops.CONST: arg = argkey(arg)
+          flat = flat and (op is RESHAPE or _scalar_leaf(u.src[0]))
+        elif op is CONST: arg = argkey(arg)
         elif op not in ALU:
           flat = False
-          if op is Ops.SHRINK: arg = tuple([(_token(b, sizes, limit), _token(e, sizes, limit)) for b, e in arg])
-          elif op is Ops.PAD:
+          if op is SHRINK: arg = tuple([(_token(b, sizes, limit), _token(e, sizes, limit)) for b, e in arg])
+          elif op is PAD:
             arg = (tuple([(_token(b, sizes, limit), _token(a, sizes, limit)) for b, a in arg[0]]), argkey(arg[1]))
       except OverflowError: return None
       if known:
-        key.append((Ops.BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
+        key.append((BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
         leaves.append(u)
       else:
         key.append((op, u.dtype, arg, tuple(map(at, u.src)), shape))
       pos[u] = len(key) - 1
   outs = tuple([pos[o] for o in outputs])
-  if flat and len(n := {math.prod(o.shape) for o in outputs}) == 1 and (n := n.pop()) >= 2:
+  if flat and len(n := {prod_(o.shape) for o in outputs}) == 1 and (n := n.pop()) >= 2:
     # elementwise over whole operands (kernelize.flat_elementwise): one loop over n, whatever the rank and shape
     return ("flat", tuple([e[:4] for e in key]), outs), leaves, (n,)
   key.append(outs)
