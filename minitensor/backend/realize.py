@@ -11,7 +11,7 @@ lowers (`schedule_of`), renders and compiles, and stores the plan. `Plan` and `C
 lowering and running: the C source, its tier, and per kernel its function, buffers and size arguments.
 
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
-runs its `replay.Bound` plan from the second time on, without a walk (the dispatch cost W9 of DESIGN.md). A bound
+runs its `replay.Bound` plan from the fourth time on, without a walk (the dispatch cost W9 of DESIGN.md). A bound
 plan lives as long as its sources, and declines when a node it would compute has been realized since (that value
 is read, as a new walk would). A plan's intermediate buffers come from buffers.py's pool, and its outputs are lent
 from it (they return when the caller drops them).

@@ -1,11 +1,12 @@
 """replay: the realize plan of a repeated graph (W9 of DESIGN.md: the dispatch cost).
 
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
-runs its `Bound` plan from the second time on: realize looks it up by the root's op, argument, dtype and the
+runs its `Bound` plan from the fourth time on: realize looks it up by the root's op, argument, dtype and the
 identities of its sources (`bound`) before it walks anything. The program, the inputs' pointers, the sizes and
 every kernel's arguments were found once, so a call costs a dictionary lookup, the allocations and the kernel
-calls. realize offers every program it ran for a single root (`remember`); the plan is made at the second
-realization over the same sources, so graphs over fresh sources only leave a few weakrefs behind.
+calls. realize offers every program it ran for a single root (`remember`); the plan is made at the third
+realization over the same sources in quick succession (a value asked for only twice makes none), so graphs over
+fresh sources only leave a few weakrefs behind.
 """
 from __future__ import annotations
 import functools
@@ -103,7 +104,7 @@ def _picker(slots: tuple[int, ...]):
 
 bound: dict[tuple, Bound] = {}      # (tier mode, op, arg, dtype, source ids) -> plan; an entry dies with a source
 _seen: dict[tuple, tuple] = {}      # the same key -> (when: realizations counted, weakrefs of the sources of the last
-SEEN_SIZE = 4096                    # graph realized with it)
+SEEN_SIZE = 4096                    # graph realized with it, whether it was seen twice)
 # a plan is made when the same root comes back within RECENT realizations: a loop repeating it. A root met again
 # only much later (a loop over i, `P[:, :, i] = p * i`, run a second time: each i's root twice in all) would pay
 # for a plan (about 25 us) it never replays
@@ -114,14 +115,16 @@ _count = [0]
 def remember(sig: tuple, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray],
              sizes: tuple[int, ...], keep: bool) -> None:
   """Keep the realize plan of o (computed by prog into a buffer of its own, not an input's array) for the next root
-  over the same sources: at the second realization of such a root within RECENT realizations (graphs over fresh
-  sources, which never repeat, only leave a few weakrefs in _seen). keep: whether realize keeps the value on the
-  node."""
+  over the same sources: at the third realization of such a root, each within RECENT realizations of the last (a
+  value asked for twice, a mask in `r[r > 0] = r[r > 0] ** p`, makes none; graphs over fresh sources, which never
+  repeat, only leave a few weakrefs in _seen). keep: whether realize keeps the value on the node."""
   now = _count[0] = _count[0] + 1
   seen = _seen.get(sig)
   if seen is not None and now - seen[0] <= RECENT and all(r() is s for r, s in zip(seen[1], o.src)):
-    bound[sig] = Bound(o, prog, leaves, inputs, sizes, keep, sig)
-    _seen.pop(sig, None)
+    if seen[2]:
+      bound[sig] = Bound(o, prog, leaves, inputs, sizes, keep, sig)
+      _seen.pop(sig, None)
+    else: _seen[sig] = (now, seen[1], True)
     return
   if len(_seen) >= SEEN_SIZE: _seen.clear()
-  _seen[sig] = (now, tuple([weakref.ref(s) for s in o.src]))
+  _seen[sig] = (now, tuple([weakref.ref(s) for s in o.src]), False)

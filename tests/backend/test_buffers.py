@@ -91,7 +91,7 @@ def test_a_replayed_plan_reuses_its_intermediate(monkeypatch):
     results.append(np.asarray(m + tb))
     held.append(buffers.held())
   for r in results: np.testing.assert_allclose(r, x @ w + b, rtol=1e-4, atol=1e-4)    # (no result reused)
-  assert stats.replays - before >= 4 and held[0] >= 64 * 1024 * 4 and len(set(held)) == 1
+  assert stats.replays - before >= 3 and held[0] >= 64 * 1024 * 4 and len(set(held)) == 1
 
 
 def test_threads_running_one_plan_get_their_own_intermediates():
