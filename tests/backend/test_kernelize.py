@@ -58,15 +58,19 @@ def sched(*ts: mt.Tensor, optimize: bool = True) -> Schedule:
 def iters(s: Schedule) -> int: return sum(k.program.iterations for k in s.kernels)
 
 
-def flops(s: Schedule) -> int:
+def evaluated(s: Schedule, counts) -> int:
+  """How many times the schedule's loops evaluate the nodes `counts(u)` says to count."""
   total = 0
   for k in s.kernels:
     trips = [1]
     for st_ in linearize(k.sink):
       if st_.kind == "open": trips.append(trips[-1] * st_.u.arg.size)
       elif st_.kind == "close": trips.pop()
-      elif st_.u.op in ALU and st_.u.dtype is not dtypes.index: total += trips[-1]
+      elif counts(st_.u): total += trips[-1]
   return total
+
+
+def flops(s: Schedule) -> int: return evaluated(s, lambda u: u.op in ALU and u.dtype is not dtypes.index)
 
 
 def rand(*shape, dtype=np.float32, seed=0) -> np.ndarray:
@@ -575,14 +579,7 @@ def test_large_column_reductions_run_in_blocks_of_rows(shape, axis, fn, dtype, p
 # ---------------------------------------------------------------------- transcendentals computed once
 def evaluations(s: Schedule, op: Ops) -> int:
   """How many times the schedule's loops evaluate `op`."""
-  total = 0
-  for k in s.kernels:
-    trips = [1]
-    for st_ in linearize(k.sink):
-      if st_.kind == "open": trips.append(trips[-1] * st_.u.arg.size)
-      elif st_.kind == "close": trips.pop()
-      elif st_.u.op is op: total += trips[-1]
-  return total
+  return evaluated(s, lambda u: u.op is op)
 
 
 def _forces(pos: mt.Tensor, mass: mt.Tensor) -> tuple:
