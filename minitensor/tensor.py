@@ -30,6 +30,7 @@ import warnings
 from types import FunctionType
 from typing import Any
 import numpy as np
+from minitensor import errstate as E
 from minitensor import live as L
 from minitensor import tracing as T
 from minitensor import ufuncs as U
@@ -55,7 +56,7 @@ class Tensor:
     if type(data) is UOp:
       self._uop = data
       if data.depth > L.HOLD: L.ROOTS.add(self)
-      if _ERRSTATE.get() is not _DEFAULT_ERRSTATE: _note_errstate(data)
+      if E.STATE.get() is not E.DEFAULT: E.note(data)
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
@@ -604,25 +605,6 @@ def _realize_held(us: list[UOp]) -> list[np.ndarray]:
   res = _realize(us + hu) if held else _realize(us)
   for t, u, a in zip(held, hu, res[len(us):]): _commit(t, u, a)      # (unless written since: _commit checks)
   return res[:len(us)]
-
-
-# NumPy's errstate is a context variable: read per Tensor made, only its identity compared with the default
-try:
-  from numpy._core._multiarray_umath import _extobj_contextvar as _ERRSTATE
-except ImportError:        # (another NumPy layout: every Tensor asks np.geterr)
-  class _ERRSTATE:       # noqa: N801
-    get = staticmethod(lambda: None if all(v == "warn" for k, v in np.geterr().items() if k != "under") else 0)
-_DEFAULT_ERRSTATE = _ERRSTATE.get()
-
-
-def _note_errstate(u: UOp) -> None:
-  """u was built under an np.errstate other than the default: the flags it ignores are not reported when u is
-  computed later (fpstatus.note_quiet)."""
-  from minitensor.backend import fpstatus
-  modes = np.geterr()
-  bits = sum(b for b, k in ((fpstatus.DIVIDE, "divide"), (fpstatus.OVERFLOW, "over"), (fpstatus.UNDERFLOW, "under"),
-                            (fpstatus.INVALID, "invalid")) if modes[k] == "ignore")
-  if bits: fpstatus.note_quiet(u, bits)
 
 
 def _backend():

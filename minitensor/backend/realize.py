@@ -16,8 +16,8 @@ plan lives as long as its sources, and declines when a node it would compute has
 is read, as a new walk would). A plan's intermediate buffers come from buffers.py's pool, and its outputs are lent
 from it (they return when the caller drops them).
 
-Graphs that only move data of one buffer (views, element reads) are answered by NumPy views and never
-compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
+Graphs that only move data of one buffer (views, element reads) are answered by NumPy views (numpy_views.py)
+and never compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
 import logging
@@ -39,11 +39,12 @@ from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
   buffer_of,
   is_borrowed,
 )
+from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
 from minitensor.backend.runtime import pointer as _pointer
-from minitensor.backend.uop import ALU, FLOAT_ARG, MOVEMENT, Ops, ParamArg, UOp, argkey, prod, var
+from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod, var
 
 if TYPE_CHECKING:
   from minitensor.backend.kernelize import Schedule
@@ -183,7 +184,6 @@ class Compiled:
                   f"{nbytes / max(dt, 1e-9) / 1e9:7.2f} GB/s  {origin}")
 
 
-VIEW_COPY_LIMIT = 1 << 16      # larger non-contiguous views are copied by a compiled kernel (faster than NumPy)
 _cache: OrderedDict = OrderedDict()
 # programs kept in memory, least recently used dropped: each holds its loaded library (runtime keeps 256 more), so
 # this bounds the libraries a loop over many distinct graphs keeps mapped; a dropped program comes back from its
@@ -488,10 +488,10 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     if not (m.checked or DEBUG):
       sig = (m.tier, o.op, argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
       if (b := replay.bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
-  views = [_numpy_view(o) for o in outputs]
+  views = [numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
-    user = [is_borrowed(_leaf(o)) for o in outputs]
+    user = [is_borrowed(leaf_of(o)) for o in outputs]
     res = [np.array(v, order="C", copy=True) if u else np.asarray(v, order="C") for v, u in zip(views, user)]
     borrowed = any(user)
   else:
@@ -504,12 +504,12 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     if fpstatus.QUIET: fpstatus.realizing(None)
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
-      replay.remember(sig, o, prog, leaves, inputs, sizes, not borrowed and _base(o).op is not Ops.CONST)
+      replay.remember(sig, o, prog, leaves, inputs, sizes, not borrowed and base_of(o).op is not Ops.CONST)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
   # they read a user's memory, which may change after this realization
   if not borrowed:
     for o, r in zip(outputs, res):
-      if o.op is not Ops.BUFFER and _base(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
+      if o.op is not Ops.BUFFER and base_of(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
   return res
 
 
@@ -574,42 +574,12 @@ def modes(strict: bool = True) -> Mode | None:
   return m
 
 
-def _base(u: UOp) -> UOp:
-  """The node whose value a graph of movement ops moves (a realized one, or the first that is not a movement)."""
-  while u.op in MOVEMENT and u.data is None: u = u.src[0]
-  return u
-
-
-def _leaf(u: UOp) -> np.ndarray | None: return _base(u).data
-
-
 ELEMENT_READ_WHOLE = 1 << 22
 
 
 def realize_base(u: UOp) -> None:
   """Before an element read of u: when u only moves a computed value b of at most ELEMENT_READ_WHOLE elements,
   realize b whole, so reading its other elements later costs no compile (a loop over t[i, j] reads one buffer)."""
-  b = _base(u)
+  b = base_of(u)
   if b is not u and b.data is None and b.op not in (Ops.BUFFER, Ops.CONST) and prod(b.shape) <= ELEMENT_READ_WHOLE:
     realize([b])
-
-
-def _numpy_view(u: UOp) -> np.ndarray | None:
-  """u as a NumPy view when u only moves the data of one realized value (or of a constant); else None."""
-  moves = []
-  while u.data is None and u.op in MOVEMENT:
-    moves.append(u)
-    u = u.src[0]
-  if u.data is not None: x = u.data
-  elif u.op is Ops.CONST: x = np.array(u.arg, dtype=u.dtype.np)
-  else: return None
-  for m in reversed(moves):
-    if m.op is Ops.PAD:
-      if x.size > VIEW_COPY_LIMIT: return None
-      x = np.pad(x, m.arg[0], constant_values=m.arg[1])
-    elif m.op is Ops.RESHAPE: x = x.reshape(m.arg)
-    elif m.op is Ops.EXPAND: x = np.broadcast_to(x, m.arg)
-    elif m.op is Ops.PERMUTE: x = x.transpose(m.arg)
-    elif m.op is Ops.FLIP: x = np.flip(x, m.arg)
-    else: x = x[tuple(slice(b, e) for b, e in m.arg)]
-  return x
