@@ -495,23 +495,37 @@ class _Indexing:
     """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
     with V.WRITES:
       if not T.ACTIVE[0]: V.own_buffer(self)
-      candidate = not T.ACTIVE[0] and V.may_own(self) and _basic(self.shape, idx) is not None
-      if candidate and type(value) is Tensor and value._link is None and value._data is None:
+      where = _numpy_index(self, idx) if not T.ACTIVE[0] and V.may_own(self) else None
+      if where is not None and type(value) is Tensor and value._link is None and value._data is None:
         value._value()      # the right-hand side first, as NumPy: its graph (which may read self) is let go
       b, v = _assigned(self, idx, value)
-      if candidate and b is not None and 0 not in b.taken:
+      if where is not None and (b is None or 0 not in b.taken):
         # t[idx] = v into t's own buffer when nothing but t can read it (views.sole_buffer): v computed, its graph
         # dropped, and NumPy writes it into the region. A history written one slice per step (`P[:, :, i] = p * i`)
-        # costs the slice, not a pass over P
+        # costs the slice, not a pass over P; a masked update (`n[m] = i`) the masked elements
         constant = _broadcast_constant(v)
         val = Tensor(v)._value()
         if not constant: v = None
         if (a := V.sole_buffer(self)) is not None:
-          a[idx] = val
+          a[where] = val
           V.wrote_in_place(self)
           return
         if v is None: v = buffer_of(np.ascontiguousarray(val)).reshape(val.shape)
       V.write(self, Tensor(_basic_set(self.uop, v, b)).uop if b is not None else _set_advanced(self, idx, v).uop)
+
+
+def _numpy_index(t: Tensor, idx):
+  """idx as NumPy indexes t's buffer with it (Tensors among its items as their values), or None when an item is
+  not one of NumPy's index types (the write then goes through the graph)."""
+  if _basic(t.shape, idx) is not None: return idx
+  items = idx if type(idx) is tuple else (idx,)
+  out = []
+  for x in items:
+    if isinstance(x, Tensor): x = x._value()
+    elif not (x is None or x is Ellipsis or isinstance(x, (int, slice, np.ndarray, list, np.integer, np.bool_))):
+      return None
+    out.append(x)
+  return tuple(out) if type(idx) is tuple else out[0]
 
 
 def _broadcast_constant(u: UOp) -> bool:

@@ -351,3 +351,26 @@ def test_a_write_reading_its_own_root_and_a_constant_root_go_in_place():
   f = mt.full((2, 2), -0.0)
   f[0, 0] = 1.0
   assert np.signbit(np.asarray(f)[1, 1])         # (-0.0 kept: not np.zeros)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["mask", "ints", "snap", "lazy", "gather"]), st.integers(-9, 9)),
+                min_size=1, max_size=12))
+def test_masked_and_integer_writes_in_place_against_numpy(ops):
+  """Writes through a boolean mask (a Tensor or an ndarray) and integer arrays, between snapshots and lazy readers:
+  every reader keeps NumPy's value, and the root holds NumPy's."""
+  t, ref = mt.asarray(np.arange(8.0)), np.arange(8.0)
+  readers: list = []
+  for what, v in ops:
+    if what == "mask":
+      m = t > float(v) / 3
+      ref[ref > v / 3] = ref[ref > v / 3] * 2 + v
+      t[m] = t[m] * 2 + v
+    elif what == "ints":
+      idx = np.array([abs(v) % 8, (abs(v) + 3) % 8, abs(v) % 8])
+      ref[idx] = [1.0, 2.0, 3.0]
+      t[idx] = mt.asarray([1.0, 2.0, 3.0])
+    elif what == "snap": readers.append((np.asarray(t), ref.copy()))
+    elif what == "lazy": readers.append((t * 1 - 0, ref.copy()))
+    else: readers.append((t[np.array([v % 8, 0])], ref[np.array([v % 8, 0])].copy()))
+  for r, w in readers: same(r, w)
+  same(t, ref)
