@@ -18,9 +18,9 @@ read-only views. Everything else returns a new root.
 So every later read of the root and of all its views sees a write, as with NumPy's shared memory, while a
 value computed earlier keeps what it had: it captured the graph of its time. No buffer anyone else can read is
 ever changed in place: realized arrays are immutable, and `np.asarray(t)` hands out read-only views of them. The
-exception no one can observe: a basic-index write into a realized root whose buffer nothing else holds (no
-graph, view or array: `sole_buffer`, by reference counts) is written into that buffer by NumPy
-(indexing._write_in_place), the slice's cost instead of a pass over the root.
+exception no one can observe: a write (basic, masked or integer-array index) into a realized root whose buffer
+nothing else holds (no graph, view or array: `sole_buffer`, by reference counts) is written into that buffer by
+NumPy (Tensor.__setitem__ in indexing.py), the region's cost instead of a pass over the root.
 
 A root realizes its value once WRITE_CHAIN writes are pending on it, so a loop that mutates in place adds a
 bounded amount of graph per iteration.
