@@ -66,9 +66,9 @@ class _Trace:
   def __init__(self, traced, spec, static: list, slots: list[int], writes: list[int]):
     self.traced, self.spec, self.static, self.slots, self.writes = traced, spec, static, slots, writes
 
-  def call(self, arrays: list[np.ndarray], targets: list) -> Any:
+  def call(self, arrays: list[np.ndarray], targets: list, mode) -> Any:
     if self.writes: _check_disjoint(arrays, self.writes)
-    res = self.traced.run(arrays) if self.traced is not None else []
+    res = self.traced.run(arrays, mode) if self.traced is not None else []
     n = len(self.slots)
     for k, r in zip(self.writes, res[n:]):
       if isinstance(t := targets[k], Tensor): t[...] = Tensor._of(r)
@@ -103,7 +103,7 @@ class Jitted:
     if T.tracing(): return self._f(*args, **kwargs)       # inside another trace: its graph records f's
     if not kwargs and not self._nums and (flat := self._flat_key(args)) is not None:
       if (tr := self._cache.get(flat)) is not None:       # (the arguments are arrays only: no pytree to walk)
-        return tr.call([_contiguous(a) for a in args], args)
+        return tr.call([_contiguous(a) for a in args], args, flat[1])
     leaves: list = []
     nums, names = self._sorted
     static = tuple([(k, args[k]) for k in nums if k < len(args)] + [(n, kwargs[n]) for n in names if n in kwargs]) \
@@ -129,7 +129,7 @@ class Jitted:
       if not kwargs and not self._nums and (flat := self._flat_key(args)) is not None: self._cache[flat] = tr
       while len(self._cache) > MAX_TRACES: self._cache.popitem(last=False)
     else: self._cache.move_to_end(key)
-    return tr.call(arrays, [leaves[k] for k in where])
+    return tr.call(arrays, [leaves[k] for k in where], key[3])
 
   @staticmethod
   def _flat_key(args: tuple) -> tuple | None:

@@ -45,10 +45,10 @@ class Traced:
     self.state = (mode, prog, sizes, slots, fixed, aliased)
     return self.state
 
-  def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+  def run(self, arrays: list[np.ndarray], mode=None) -> list[np.ndarray]:
     """The graphs' values (C-contiguous arrays of their shapes) with the placeholders bound to `arrays` (each
-    C-contiguous, of its placeholder's dtype and size)."""
-    mode = realize.modes()
+    C-contiguous, of its placeholder's dtype and size), in `mode` (realize.modes(): the environment's, by default)."""
+    if mode is None: mode = realize.modes()
     if (st := self.state) is None or st[0] is not mode: st = self._find(arrays, mode)
     _, prog, sizes, slots, fixed, aliased = st
     if prog.want is not None or prog.special:
