@@ -1,7 +1,8 @@
 """debug: run one lowered kernel by hand, for tests and experiments (the library itself runs schedules through
 realize.py). Each helper crosses stages on purpose, so it lives here and no stage imports another for it.
 
-    run_c(prog, bufs)          renders (if given a SINK), compiles and calls one kernel on {slot: ndarray}
+    run_c(prog, bufs)          renders (if given a SINK), compiles and calls one kernel on {slot: ndarray} (and the
+                               values of a symbolic kernel's sizes)
     run_shaped(root, inputs)   lowers a shaped graph over BUFFER slots 0..n-1, runs it, returns the result
     new_nodes(fn)              the UOps one call of fn creates (graph building's cost, in nodes)
 """
@@ -9,15 +10,17 @@ from __future__ import annotations
 import gc
 import numpy as np
 from minitensor.backend import uop
+from minitensor.backend.linearize import variables
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import render_c
-from minitensor.backend.runtime import call, compile_c
+from minitensor.backend.runtime import compile_c, native
 from minitensor.backend.uop import Ops, UOp, buf, prod
 
 
-def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel") -> None:
+def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel", sizes: tuple[int, ...] = ()) -> None:
   """Run one kernel on {slot: ndarray}. `prog` is a lowered SINK (rendered here) or C source defining `name`.
-  Buffers must be C-contiguous, of the BUFFER's dtype and at least its size; they are used in place."""
+  Buffers must be C-contiguous, of the BUFFER's dtype and at least its size; they are used in place. sizes: the
+  values of a symbolic kernel's VARs by index (a SINK's: those it uses are passed after the buffers)."""
   if isinstance(prog, UOp):
     nodes = prog.toposort()
     bufs = {u.arg.slot: u for u in nodes if u.op is Ops.BUFFER}
@@ -31,9 +34,11 @@ def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel")
       if s in written and not a.flags.writeable:
         raise ValueError(f"run_c: slot {s} is written but the array is read-only")
     slots = sorted(bufs)
+    ints = [sizes[v] for v in variables(prog)]
     prog = render_c(prog, name)
-  else: slots = sorted(buffers)
-  call(compile_c(prog)[name], [buffers[s] for s in slots])
+  else: slots, ints = sorted(buffers), list(sizes)
+  k = compile_c(prog)[name]
+  k.fn(*[native().from_buffer(buffers[s]) for s in slots], *ints)
 
 
 def run_shaped(root: UOp, inputs: list[np.ndarray], opts: Opts | None = None) -> np.ndarray:

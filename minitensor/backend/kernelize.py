@@ -44,6 +44,7 @@ from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.opt import divisor
+from minitensor.backend.sizes import Sizes
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
 
@@ -69,6 +70,7 @@ class Schedule:
   buffers: tuple[tuple[int, object], ...]     # (size, DType) of every schedule buffer after the inputs
   outputs: tuple[int, ...]                    # the schedule buffer of each output
   shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
+  derived: tuple[tuple[int, int, int], ...] = ()   # the sizes its kernels take derived from the graph's (sizes.py)
 
 
 def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
@@ -159,17 +161,18 @@ def _across_rows(x: UOp) -> bool:
   return x.op is Ops.PERMUTE and x.arg[-1] != len(x.arg) - 1
 
 
-def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: dict | None = None,
+def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Sizes | None = None,
              flat: bool = False, exact: bool = False) -> Schedule:
-  """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (each size of the graph
-  >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no Opts, no
-  split reductions (their choices depend on the sizes). flat: the graph is elementwise over whole operands of
-  sizes' one size; every kernel is lowered as one loop over it (lowerings.flat_elementwise), whatever the rank.
+  """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (sizes.Sizes: each size
+  of the graph >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no
+  split reductions, GEMM or attention kernels (their choices depend on the sizes); when optimized, opt.py's actions
+  are chosen at the graph's sizes and applied with tails (rangeify). flat: the graph is elementwise over whole
+  operands of sizes' one size; every kernel is lowered as one loop over it (lowerings.flat_elementwise), whatever
+  the rank.
   exact: optimized for the concrete sizes, but every value computed in the operation order of the symbolic
   lowering (no split reductions, no GEMM or attention kernels, no actions that reorder a reduction: opt.EXACT), so
   its results are bit-identical to the symbolic program's (a specialization of it: realize.specialize)."""
-  if sizes is not None: optimize = False
-  if optimize and not exact: outputs = stage_operands(split_reduces(outputs))
+  if optimize and not exact and sizes is None: outputs = stage_operands(split_reduces(outputs))
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):
@@ -202,7 +205,17 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: di
     for u in [u for u, k in lowered.items() if new in k[2]]: del lowered[u]
   kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
-  return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot))
+  return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot),
+                  sizes.table() if sizes is not None else ())
+
+
+def sized_choices(outputs: list[UOp]) -> bool:
+  """Whether scheduling `outputs` at their sizes makes a kernel that a symbolic schedule cannot and that is many
+  times faster than its loops: attention, or a contraction worth a GEMM (realize.polymorphic then compiles the
+  shape for its sizes rather than running a symbolic program). A split reduction is not one: its symbolic loop
+  runs in vector lanes, on one thread."""
+  if any(a is not b for a, b in zip(outputs, stage_operands(outputs))): return True
+  return any(u.op is Ops.REDUCE and gemm.worth(u, graph=True) for u in UOp(Ops.SINK, tuple(outputs)).toposort())
 
 
 def _shared_heavy(nodes: list[UOp], lowered: dict[UOp, tuple], slot: dict[UOp, int]) -> UOp | None:
@@ -221,7 +234,7 @@ def _shared_heavy(nodes: list[UOp], lowered: dict[UOp, tuple], slot: dict[UOp, i
   return best
 
 
-def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: dict | None,
+def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: Sizes | None,
             flat: bool = False, exact: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
   """The kernel of staged node u (other staged nodes read from `bufs`), the node of the scheduled graph it asks to
   materialize because it would repeat work (or None), and the nodes of the scheduled graph it computes."""

@@ -34,6 +34,7 @@ from minitensor.backend.rangeify import Ctx, Lowering, Opts, lower, summarize
 from minitensor.backend.render_c import render_function
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.search import opts_for
+from minitensor.backend.sizes import Sizes
 from minitensor.backend.split import split_loops
 from minitensor.backend.uop import ALU, Ops, UOp, prod, rewrite
 
@@ -70,7 +71,7 @@ class KernelBody:
   body: UOp
   out: UOp
   optimize: bool = True
-  sizes: dict | None = None
+  sizes: Sizes | None = None
   flat: bool = False
   exact: bool = False
 
@@ -114,7 +115,7 @@ def _program(kind: str, sink: UOp, **kw) -> tuple[Program, tuple[int, ...]]:
 
 # ---------------------------------------------------------------- the entries
 def _attention(k: KernelBody) -> Lowered | None:
-  if not k.optimize or k.exact or (f := attention.fused(k.body, k.out)) is None: return None
+  if not k.optimize or k.exact or k.sizes is not None or (f := attention.fused(k.body, k.out)) is None: return None
   local, slots = f.localize()
   a = f.arg
   return Lowered(Program("attention", local, work=a.work, iterations=a.work, needs=_needs(local, True), plan=a), slots)
@@ -123,7 +124,8 @@ def _attention(k: KernelBody) -> Lowered | None:
 def _flat(k: KernelBody) -> Lowered | None:
   """Elementwise over whole operands: one loop over n; in a flat schedule every kernel (n its argument), else a
   large one (one compile for every shape with n elements), threaded."""
-  if k.body.op is Ops.SCAN or not (k.flat or k.optimize) or (f := flat_elementwise(k.body)) is None: return None
+  if k.body.op is Ops.SCAN or not (k.flat or (k.optimize and k.sizes is None)) or \
+      (f := flat_elementwise(k.body)) is None: return None
   if k.flat:
     ctx = Ctx(sizes=k.sizes)
     return _looped("flat", k, ctx, lower(f, k.out, ctx))
@@ -138,7 +140,7 @@ def _scan(k: KernelBody) -> Lowered | None:
 
 
 def _loops(k: KernelBody) -> Lowered:
-  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact) if k.optimize else Opts())
+  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact, k.sizes is not None) if k.optimize else Opts())
   return _looped("loops", k, ctx, lower(k.body, k.out, ctx))
 
 

@@ -102,19 +102,30 @@ class OptRefused(ValueError):
 @dataclass(frozen=True)
 class KernelInfo:
   """What apply_opt checks an action against: the kernel's output shape, the innermost reduced size of each of
-  its reduces, and the item size its vectors hold."""
+  its reduces, the item size its vectors hold, and whether it is lowered with symbolic sizes (its shape and
+  reduced sizes are then those it was first seen at: a factor need not divide them, the split loop gets a tail)."""
   shape: tuple[int, ...]
   reduce_inner: tuple[int, ...] = field(default=())
   itemsize: int = 4
+  symbolic: bool = False
 
   @staticmethod
-  def of(root: UOp) -> KernelInfo:
+  def of(root: UOp, symbolic: bool = False) -> KernelInfo:
     """The info of the kernel computing shaped `root` (its reduces: every REDUCE below it)."""
     nodes = root.toposort()
     red = tuple(u.src[0].shape[-1] for u in nodes if u.op is Ops.REDUCE and u.arg[1] > 0)
     # (one-element buffers, such as lifted constants, are read once: the streamed data set the vector width)
     sizes = [u.dtype.itemsize for u in nodes if u.op is Ops.BUFFER and u.arg.shape[0] > 1] or [root.dtype.itemsize]
-    return KernelInfo(tuple(root.shape), red, max(sizes))
+    return KernelInfo(tuple(root.shape), red, max(sizes), symbolic)
+
+  def splits(self, n: int, f: int) -> bool:
+    """Whether factor f splits an axis of size n: f divides n and is smaller, or (symbolic) n is a graph size."""
+    return f >= 2 and (n >= 2 if self.symbolic else n % f == 0 and n > f)
+
+  def fit(self, n: int, want: int) -> int:
+    """The factor for an axis of n that wants `want`: the largest of want, want/2, ... 1 dividing n (divisor),
+    or at symbolic sizes the largest power of two up to want (a tail takes the rest)."""
+    return 1 << (max(want, 1).bit_length() - 1) if self.symbolic else divisor(n, want)
 
 
 def _registers(o: Opts, info: KernelInfo) -> int:
@@ -134,7 +145,7 @@ def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
     if o.local > 1: no("the reduce axis is blocked already (LOCAL)")
     if o.jam > 1: no("the reduce axis is jammed already (JAM)")
     if op is OptOps.JAM and not o.vector: no("JAM combines reduce steps inside a VECTOR loop: VECTOR first")
-    if f < 2 or not any(n % f == 0 and n > f for n in info.reduce_inner):
+    if not any(info.splits(n, f) for n in info.reduce_inner):
       no(f"{f} does not split any innermost reduce axis {info.reduce_inner} (must divide it and be smaller)")
     return replace(o, **{{OptOps.UNROLL: "unroll", OptOps.LOCAL: "local", OptOps.JAM: "jam"}[op]: f})
   if not 0 <= ax < len(info.shape) or info.shape[ax] < 2: no(f"axis {ax} is not an output axis of {info.shape}")
@@ -143,7 +154,7 @@ def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
     if o.thread is not None: no(f"axis {o.thread} is threaded already")
     if f != 0: no("THREAD takes no factor (arg 0)")
     return replace(o, thread=ax)
-  if f < 2 or n % f: no(f"{f} does not divide axis {ax} of size {n}")
+  if f < 2 or (n % f and not info.symbolic): no(f"{f} does not divide axis {ax} of size {n}")
   if op is OptOps.UPCAST:
     if ax in o.upcast: no(f"axis {ax} is upcast already")
     if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
@@ -158,14 +169,14 @@ def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
     new = replace(o, vector={**o.vector, ax: f})
   elif op is OptOps.TILE:
     if ax in o.tile: no(f"axis {ax} is tiled already")
-    if f >= n: no(f"a tile of {f} is not smaller than axis {ax} of size {n}")
+    if f >= n and not info.symbolic: no(f"a tile of {f} is not smaller than axis {ax} of size {n}")
     if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
     if o.upcast.get(ax, 1) > 1 and f % o.upcast[ax]: no(f"the upcast {o.upcast[ax]} of axis {ax} does not divide {f}")
     new = replace(o, tile={**o.tile, ax: f})
   elif op is OptOps.BLOCK:
     if ax not in o.tile: no(f"axis {ax} is not tiled (a BLOCK groups its tiles)")
     if ax in o.block: no(f"axis {ax} is blocked already")
-    if f >= n: no(f"a block of {f} is not smaller than axis {ax} of size {n}")
+    if f >= n and not info.symbolic: no(f"a block of {f} is not smaller than axis {ax} of size {n}")
     if f <= o.tile[ax] or f % o.tile[ax]: no(f"{f} is not a larger multiple of the tile {o.tile[ax]} of axis {ax}")
     new = replace(o, block={**o.block, ax: f})
   else: no(f"unknown action {op}")
@@ -184,17 +195,17 @@ def build(actions: list[Opt], info: KernelInfo) -> Opts:
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register
 
 
-def _wide(n: int, acc_itemsize: int, threads: int) -> int:
+def _wide(n: int, acc_itemsize: int, threads: int, fit=None) -> int:
   """Column-sum lanes of an output axis of n: each thread takes one contiguous block of columns, as wide as
   accumulators in half the L1 allow, so every pass over the rows streams long runs of each row. Measured on
   (4096, 1024) float32 (float64 accumulators; AMD EPYC Zen 3, 2 threads, minimum of 20 calls, alternating): 32
   lanes 0.95-2.4 ms, 128 0.77-1.2, 512 (one block per thread) 0.56-0.71, 1024 unthreaded 0.80-0.99, NumPy
   0.77-1.0; a narrow block re-reads a short run of every row and misses the TLB each time."""
   m = machine()
-  return divisor(n, min(max(m.lanes(acc_itemsize), m.l1 // (2 * acc_itemsize)), max(1, n // threads)))
+  return (fit or divisor)(n, min(max(m.lanes(acc_itemsize), m.l1 // (2 * acc_itemsize)), max(1, n // threads)))
 
 
-def _block(n: int, itemsize: int) -> int:
+def _block(n: int, itemsize: int, symbolic: bool = False) -> int:
   """The block of a transpose-like copy's axis of n: TILE times a power of two, square blocks whose input and output
   (2 b^2 elements) fill at most half the L2, dividing n. Measured on (4096, 1024) float32 (AMD EPYC Zen 3, 512 KiB
   L2, 2 threads, medians of 40 alternating calls in a C harness): 8 x 8 tiles alone 6.4-7.6 ms, in blocks of 64 x
@@ -203,7 +214,7 @@ def _block(n: int, itemsize: int) -> int:
   alone walk all 4,096 input rows (4,096 pages) for each 8 output rows."""
   b = TILE
   while 2 * (2 * b) ** 2 * itemsize <= machine().l2 // 2: b *= 2
-  while b > TILE and n % b: b //= 2
+  while b > TILE and (n % b if not symbolic else b > n): b //= 2
   return b
 
 
@@ -267,7 +278,7 @@ def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
                                           for i in loads)
     acc = max((u.dtype.itemsize for (u, _) in ctx.reduce_ranges), default=itemsize)
     # (at least 8 steps of the loop: rows of 32 float32 summed in float64 took 5.5 ms in 32 lanes, 3.0 in 8)
-    reduce_lanes = divisor(rr.arg.size, max(lanes, min(CHAINS * _lanes(acc), rr.arg.size // 8))) if unit(rr) else 1
+    reduce_lanes = info.fit(rr.arg.size, max(lanes, min(CHAINS * _lanes(acc), rr.arg.size // 8))) if unit(rr) else 1
     if reduce_lanes > 1 and not gemm_like: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
     elif inner is not None and unit(inner):
       n = shape[axis_of[inner]]
@@ -276,24 +287,24 @@ def heuristic(root: UOp, info: KernelInfo | None = None) -> list[Opt]:
       if not rows:
         # nothing to reuse in registers (a column sum): a wide block of columns (_wide), one per thread when the
         # threads share this axis (the outermost); any width, a multiple of the lanes or not
-        vec = _wide(n, acc, machine().cores if work >= THREAD_WORK and len(axis_of) == 1 else 1)
-        jam = divisor(rr.arg.size, JAM) if rr.arg.size > JAM else 1
-      elif (vec := divisor(n, lanes)) > 1 and \
-          (f := divisor(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], _tile_rows())) > 1:
+        vec = _wide(n, acc, machine().cores if work >= THREAD_WORK and len(axis_of) == 1 else 1, info.fit)
+        jam = info.fit(rr.arg.size, JAM) if rr.arg.size > JAM else 1
+      elif (vec := info.fit(n, lanes)) > 1 and \
+          (f := info.fit(shape[axis_of[max(rows, key=lambda r: r.arg.idx)]], _tile_rows())) > 1:
         add(Opt(OptOps.UPCAST, axis_of[max(rows, key=lambda r: r.arg.idx)], f))
-        vec = divisor(n, 2 * lanes)
+        vec = info.fit(n, 2 * lanes)
       if vec > 1:
         add(Opt(OptOps.VECTOR, axis_of[inner], vec))
         if not rows and jam > 1: add(Opt(OptOps.JAM, 0, jam))
   elif inner is not None and len(axis_of) >= 2 and unit(inner) < len(loads):
     other = [r for r in axis_of if r is not inner and unit(r)]
     # (a copy whose data fit in L2 stays in cache without blocks)
-    if other and shape[axis_of[inner]] % TILE == 0 and shape[axis_of[other[0]]] % TILE == 0 and \
+    if other and info.splits(shape[axis_of[inner]], TILE) and info.splits(shape[axis_of[other[0]]], TILE) and \
         prod(shape) * itemsize > machine().l2:
       add(Opt(OptOps.TILE, axis_of[inner], TILE))
       add(Opt(OptOps.TILE, axis_of[other[0]], TILE))
       for r in (inner, other[0]):
-        if (b := _block(shape[axis_of[r]], itemsize)) > TILE: add(Opt(OptOps.BLOCK, axis_of[r], b))
+        if (b := _block(shape[axis_of[r]], itemsize, info.symbolic)) > TILE: add(Opt(OptOps.BLOCK, axis_of[r], b))
   if work >= THREAD_WORK:
     first = min(axis_of, key=lambda r: r.arg.idx, default=None)
     if first is not None and \

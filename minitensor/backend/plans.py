@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from minitensor.backend import diskcache, runtime, tiers
 
-FORMAT = "plan-3"
+FORMAT = "plan-4"
 TUNE_FORMAT = "tune-2"
 _digest: list[str] = []
 
@@ -131,18 +131,21 @@ class Plan:
   """What running a compiled schedule needs, and all it needs (the contract between lowering and running, and
   what the disk keeps: plans.py): the translation unit without the PRELUDE, the tier it is compiled at, the calls
   in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
-  sizes elements), the buffer of each output, and what its kernels need of the C compiler (lowerings.Program)."""
+  sizes elements), the buffer of each output, what its kernels need of the C compiler (lowerings.Program), and the
+  sizes derived from the graph's that its kernels take after them (sizes.Sizes.table: split loops' blocks and
+  tails)."""
   src: str
   tier: int
   calls: tuple[Call, ...]
   buffers: tuple[tuple[int, tuple[int, ...], str], ...]
   outputs: tuple[int, ...]
   needs: tuple[str, ...] = ()
+  derived: tuple[tuple[int, int, int], ...] = ()
 
   def to_json(self) -> dict:
     return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
             "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs),
-            "needs": list(self.needs)}
+            "needs": list(self.needs), "derived": [list(x) for x in self.derived]}
 
   @staticmethod
   def from_json(d: dict) -> Plan:
@@ -154,7 +157,9 @@ class Plan:
       for _, _, t in bufs: np.dtype(t)
       needs = d["needs"]
       if not isinstance(needs, list) or any(n not in tiers.NEEDS for n in needs): raise ValueError("not a plan: needs")
-      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs))
+      derived = tuple(_ints(x) for x in d["derived"])
+      if any(len(x) != 3 or x[1] < 2 or x[2] not in (0, 1) for x in derived): raise ValueError("not a plan: derived")
+      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs), derived)
     except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
 
 

@@ -29,11 +29,13 @@ output loops, the stores into the output buffer, the ENDs, and a final simplify.
 change only which RANGEs exist and how an output index is built from them, never the rules above.
 """
 from __future__ import annotations
+import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import numpy as np
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ops import TRANSCENDENTAL
+from minitensor.backend.sizes import Sizes
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
 from minitensor.backend.walk import PatternMatcher, UPat, graph_rewrite
@@ -124,6 +126,20 @@ class Stash:
   done: UOp | None = None
 
 
+@dataclass(frozen=True)
+class Tail:
+  """The indices of a split axis after its whole blocks (a symbolic size the factor need not divide): start + loop,
+  loop over the remainder; `parts`: how many of the reduce's parts the split axis took (rangeify's parts lists)."""
+  start: UOp
+  loop: UOp
+  parts: int = 1
+
+
+def extent_max(r: UOp) -> int:
+  """The most iterations loop r runs (its size, or its VAR's bound)."""
+  return r.arg.size if r.arg.var is None else r.arg.var.arg.hi
+
+
 @dataclass
 class Ctx:
   next_range: int = 0
@@ -131,8 +147,9 @@ class Ctx:
   memo: dict = field(default_factory=dict)
   reduce_ranges: dict = field(default_factory=dict)
   opts: Opts = field(default_factory=Opts)
-  sizes: dict | None = None       # symbolic lowering: each size of the graph (>= 2) -> its VAR
+  sizes: Sizes | None = None      # symbolic lowering: each size of the graph (>= 2) -> its VAR
   stash: Stash | None = None      # set by lower(): a value the reduce's loop keeps in the output buffer
+  tails: dict = field(default_factory=dict)   # reduce key -> its innermost axis's Tail (symbolic split)
 
   def size(self, n: int):
     """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:
@@ -150,6 +167,29 @@ class Ctx:
     self.next_range += 1
     v = self.size(size) if sym else size
     return range_(size, self.next_range - 1, kind, v if isinstance(v, UOp) else None)
+
+  def symbolic(self, n: int) -> bool:
+    """Whether an axis of graph size n has a symbolic extent in this lowering (a factor need not divide it)."""
+    return self.sizes is not None and n >= 2
+
+  def blocks(self, n: int, f: int, kind: AxisType = AxisType.LOOP) -> UOp:
+    """A loop over the n // f whole blocks of f of an axis of graph size n (at a symbolic size: n // f is a VAR)."""
+    if not self.symbolic(n): return self.rng(n // f, kind)
+    return self._over(self.sizes.split(self.size(n), f)[0], n // f, kind)
+
+  def tail(self, n: int, f: int, kind: AxisType = AxisType.LOOP) -> Tail:
+    """The Tail of an axis of symbolic graph size n split by f: the n % f indices after its whole blocks."""
+    q, r = self.sizes.split(self.size(n), f)
+    return Tail(q * f, self._over(r, n % f, kind))
+
+  def like(self, r: UOp, kind: AxisType) -> UOp:
+    """A new loop of r's extent (its size, or its VAR)."""
+    self.next_range += 1
+    return range_(r.arg.size, self.next_range - 1, kind, r.arg.var)
+
+  def _over(self, v: UOp, n: int, kind: AxisType) -> UOp:
+    self.next_range += 1
+    return range_(n, self.next_range - 1, kind, v)      # (n: the extent at the sizes it is lowered at, maybe 0)
 
   def alloc(self, d: DType, n: int = 1) -> UOp:
     self.next_alloc += 1
@@ -228,7 +268,9 @@ def _pad(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
 
 
 def _axis_parts(ctx: Ctx, size: int, factor: int, kind: AxisType) -> tuple[UOp, int]:
-  """An axis of the graph's `size` as (outer RANGE or CONST 0, unroll factor): index = outer * factor + c."""
+  """An axis of the graph's `size` as (outer RANGE or CONST 0, unroll factor): index = outer * factor + c. At a
+  symbolic size the outer loop runs over the whole blocks only (the caller adds the tail: Ctx.tail)."""
+  if factor > 1 and ctx.symbolic(size): return ctx.blocks(size, factor, kind), factor
   if factor > 1 and size % factor == 0:
     return (ctx.rng(size // factor, kind) if size > factor else UOp.const(0)), factor
   return (ctx.rng(size, kind, sym=True) if size > 1 else UOp.const(0)), 1
@@ -247,16 +289,20 @@ def _combos(parts: list[tuple[UOp, int]]) -> list[tuple[UOp, ...]]:
   return out
 
 
-def _fits(f: int, n: int) -> int:
-  """f when it splits an axis of n (divides it and is smaller), else 1: an Opts factor lower() applies."""
-  return f if n > f > 1 and n % f == 0 else 1
+def _fits(f: int, n: int, ctx: Ctx) -> int:
+  """f when it splits an axis of n (divides it and is smaller, or n is symbolic: then with a tail), else 1: an
+  Opts factor lower() applies."""
+  return f if f > 1 and (ctx.symbolic(n) or (n > f and n % f == 0)) else 1
 
 
-def _split(ctx: Ctx, n: int) -> list[tuple[UOp, int]]:
+def _split(ctx: Ctx, n: int, rkey: tuple) -> list[tuple[UOp, int]]:
   """The parts of an innermost reduce axis of size n: split into an outer loop and an inner loop of
-  ctx.opts.local iterations (the inner part of factor -1, see _combos) when that divides n, else one loop."""
-  if (b := _fits(ctx.opts.local, n)) > 1:
-    return [(ctx.rng(n // b, AxisType.REDUCE), 1), (ctx.rng(b, AxisType.REDUCE), -1)]
+  ctx.opts.local iterations (the inner part of factor -1, see _combos) when that divides n (or with a tail at a
+  symbolic size), else one loop."""
+  if (b := _fits(ctx.opts.local, n, ctx)) > 1:
+    parts = [(ctx.blocks(n, b, AxisType.REDUCE), 1), (ctx.rng(b, AxisType.REDUCE), -1)]
+    if ctx.symbolic(n): ctx.tails[rkey] = replace(ctx.tail(n, b, AxisType.REDUCE), parts=2)
+    return parts
   return [_axis_parts(ctx, n, 1, AxisType.REDUCE)]
 
 
@@ -273,20 +319,25 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   # unrolled copies of the same reduce (they differ only by constants in idx) share one loop
   rkey = (u, frozenset(ranges_in(*idx)))
   parts = ctx.reduce_ranges.get(rkey)
+  n_in = rshape[-1]
   if (vec := [r for r in rkey[1] if r.arg.kind is AxisType.VECTOR]) and prod(rshape) > 1:
     if parts is None:
-      jam = _fits(ctx.opts.jam, rshape[-1])
+      jam = _fits(ctx.opts.jam, n_in, ctx)
       parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
-      parts += [_axis_parts(ctx, rshape[-1], jam, AxisType.REDUCE)] if jam > 1 else _split(ctx, rshape[-1])
-      parts += [(ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0), (ctx.rng(vec[0].arg.size, AxisType.VECTOR), 0)]
+      parts += [_axis_parts(ctx, n_in, jam, AxisType.REDUCE)] if jam > 1 else _split(ctx, n_in, rkey)
+      if jam > 1 and ctx.symbolic(n_in): ctx.tails[rkey] = ctx.tail(n_in, jam, AxisType.REDUCE)
+      parts += [(ctx.like(vec[0], AxisType.VECTOR), 0), (ctx.like(vec[0], AxisType.VECTOR), 0)]
       ctx.reduce_ranges[rkey] = parts
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
-    lanes = _fits(ctx.opts.unroll, rshape[-1])
+    lanes = _fits(ctx.opts.unroll, n_in, ctx)
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
     # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
-    parts += [(ctx.rng(rshape[-1] // lanes, AxisType.REDUCE), lanes)] if lanes > 1 else _split(ctx, rshape[-1])
-    if lanes > 1: parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
+    parts += [(ctx.blocks(n_in, lanes, AxisType.REDUCE), lanes)] if lanes > 1 else _split(ctx, n_in, rkey)
+    if lanes > 1:
+      parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
+      # (the tail's elements go to the first lanes: acc[t] for t < n % lanes)
+      if ctx.symbolic(n_in): ctx.tails[rkey] = replace(ctx.tail(n_in, lanes, AxisType.VECTOR), parts=2)
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
@@ -303,9 +354,37 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(0).store(combine(rop, accl.index(0).load(), vals[0]))
   # ...and is read once more after the loops end
-  done = upd.end(*real)
-  if stash is not None: ctx.stash.done = done
+  done = yield from _tailed(u, idx, parts, upd, acc0, lambda t: UOp.const(0), ctx, rkey, stash is not None)
   return acc0.after(done).index(0).load()
+
+
+def _tailed(u: UOp, idx: tuple[UOp, ...], body: list, upd: UOp, acc0: UOp, slot, ctx: Ctx, rkey: tuple,
+            stashed: bool, lanes: tuple[UOp, UOp] | None = None):
+  """The END of a reduce's loops (body: its parts, without a VECTOR reduce's lanes) around its update `upd`, with
+  the tail of a symbolic split of its innermost axis (ctx.tails[rkey]) run after that axis's blocks, inside its
+  other reduce loops: each remaining element combined, in order, into acc0[slot(loop)] (loop: the tail's, or a
+  VECTOR reduce's lane). lanes: a VECTOR reduce's (update lane, output lane of idx), the tail then runs in lanes
+  too. stashed: the reduce stores the stash's value (lower's stash), the tail too; its done is set."""
+  loops = lambda ps: [r for r, _ in ps if r.op is Ops.RANGE]
+  lane_loops = [lanes[0]] if lanes else []
+  if (tail := ctx.tails.get(rkey)) is None:
+    done = upd.end(*loops(body), *lane_loops)
+  else:
+    outer, inner = body[:-tail.parts], body[-tail.parts:]
+    ended = upd.end(*loops(inner), *lane_loops)
+    ridx = tuple(r for r, _ in outer) + (tail.start + tail.loop,)
+    at, extra = idx, []
+    if lanes:
+      lane = ctx.like(lanes[0], AxisType.VECTOR)
+      at, extra = tuple(simplify(i.substitute({lanes[1]: lane})) for i in idx), [lane]
+    v = yield (u.src[0], at + ridx)
+    stash = (yield from _stash_store(u, idx, ridx, ctx)) if stashed else None
+    acct = acc0.after(ended, tail.loop, *extra, *([stash] if stash is not None else []))
+    k = slot(extra[0] if extra else tail.loop)
+    done = acct.index(k).store(combine(u.arg[0], acct.index(k).load(), v)).end(tail.loop, *extra)
+    if loops(outer): done = done.end(*loops(outer))
+  if stashed: ctx.stash.done = done
+  return done
 
 
 def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tuple):
@@ -324,8 +403,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   init = acc0.index(li).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(li)
   accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(lane).store(combine(rop, accl.index(lane).load(), v))
-  ended = upd.end(*real)
-  if stash is not None: ctx.stash.done = ended
+  ended = yield from _tailed(u, idx, parts, upd, acc0, lambda t: t, ctx, rkey, stash is not None)
   done = acc0.after(ended)
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
 
@@ -378,14 +456,15 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   for c in _combos(parts[:-2]): vals.append((yield (u.src[0], at + c)))
   if len(vals) == 1 and \
       (f := _folded(u, vals[0].substitute({upd_lane: lane}), real + [upd_lane], ctx, rkey)) is not None: return f
-  acc = ctx.alloc(u.dtype, lane.arg.size)
+  acc = ctx.alloc(u.dtype, extent_max(lane))
   acc0 = acc.after(*[r for r in ranges_in(*idx) if r is not lane])
   init = acc0.index(init_lane).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(init_lane)
   accl = acc0.after(init, *real, upd_lane)
   e = accl.index(upd_lane).load()
   for v in vals: e = combine(rop, e, v)
   upd = accl.index(upd_lane).store(e)
-  return acc0.after(upd.end(*real, upd_lane)).index(lane).load()
+  done = yield from _tailed(u, idx, parts[:-2], upd, acc0, lambda t: t, ctx, rkey, False, (upd_lane, lane))
+  return acc0.after(done).index(lane).load()
 
 
 def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | None:
@@ -399,6 +478,7 @@ def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | No
   else: f = _closed_form(u.arg[0], v, prod(rs))
   if f is None: return None
   del ctx.reduce_ranges[rkey]        # no loop: nothing for the kernelizer's cost model to count
+  ctx.tails.pop(rkey, None)
   return f
 
 
@@ -491,50 +571,72 @@ _ends = PatternMatcher([(UPat(Ops.END, name="e"), lambda ctx, e: ctx.merge(e))])
 
 
 def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
-  """Lower one shaped value into a SINK that stores it, element by element, into BUFFER `out`."""
+  """Lower one shaped value into a SINK that stores it, element by element, into BUFFER `out`. An output axis of
+  symbolic size split by its Opts (upcast, tile, block, vector) runs over its whole blocks, and its tail (the rest)
+  in a loop nest of its own: one nest per choice of blocks or tail on each such axis."""
   ctx = ctx or Ctx()
+  o, shape = ctx.opts, root.shape
+  fits = lambda f, k: ctx.symbolic(shape[k]) or (f < shape[k] and shape[k] % f == 0)
+  tiled = {k: t for k, t in o.tile.items() if t > 1 and fits(t, k) and t % o.upcast.get(k, 1) == 0}
+  blocked = {k: b for k, b in o.block.items() if k in tiled and b > tiled[k] and b % tiled[k] == 0 and fits(b, k)}
+  vec = {k: v for k, v in o.vector.items() if v > 1 and k not in tiled and k not in o.upcast and
+         (ctx.symbolic(shape[k]) or (v <= shape[k] and shape[k] % v == 0))}
+  # what each axis is split by: its loops run over whole blocks of it (a tail nest takes the rest)
+  step = {k: blocked.get(k) or tiled.get(k) or vec.get(k) or o.upcast.get(k, 1) for k in range(len(shape))}
+  tailed = [k for k in range(len(shape)) if step[k] > 1 and ctx.symbolic(shape[k])]
+  nests = [frozenset(c) for m in range(len(tailed) + 1) for c in itertools.combinations(tailed, m)]
+  bodies = []
+  for tails in nests:
+    plist = _output_parts(ctx, shape, tiled, blocked, vec, step, tails)
+    combos = _combos(plist)
+    if len(nests) == 1 and len(combos) == 1 and (found := _stash_of(root, o)) is not None:
+      ctx.stash = Stash(*found, out, combos[0])
+      rangeify(found[0], combos[0][:-1], ctx)        # the reduce first: the store pass then reads the stash
+    stores = []
+    for idx in combos:
+      val = rangeify(root, idx, ctx)
+      stores.append(out.index(ravel(idx, ctx.sizes_of(shape)) if shape else UOp.const(0)).store(val))
+    body = stores[0] if len(stores) == 1 else UOp(Ops.SINK, tuple(stores))
+    bodies.append(body.end(*ranges_in(*(b for b, _ in plist))))
+  return simplify(merge_ends(sink(*bodies)))
+
+
+def _output_parts(ctx: Ctx, shape: tuple[int, ...], tiled: dict, blocked: dict, vec: dict, step: dict,
+                  tails: frozenset[int]) -> list[tuple[UOp, int]]:
+  """The (index base, unroll factor) of every output axis in one loop nest of lower(): the axes in `tails` at their
+  tail, the others over their whole blocks as the Opts say."""
   o = ctx.opts
   # the THREAD axis gets the lowest range index, so it is the outermost loop
-  order = ([o.thread] if o.thread is not None else []) + [k for k in range(len(root.shape)) if k != o.thread]
-  kind = lambda k: AxisType.THREAD if k == o.thread else AxisType.LOOP
-  tiled = {k: t for k, t in o.tile.items()
-           if 1 < t < root.shape[k] and root.shape[k] % t == 0 and t % o.upcast.get(k, 1) == 0}
-  blocked = {k: b for k, b in o.block.items() if k in tiled and tiled[k] < b < root.shape[k] and
-             root.shape[k] % b == 0 and b % tiled[k] == 0}
+  order = ([o.thread] if o.thread is not None else []) + [k for k in range(len(shape)) if k != o.thread]
+  kind = lambda k: AxisType.THREAD if k == o.thread and k not in tails else AxisType.LOOP
   # tiled axes: every block loop first (outer), then the loops inside a block, so a block of outputs reuses
   # the same rows of each operand while they are in cache; blocked axes have one more level outside: the loops
   # over blocks of tiles (an L2 block of L1 tiles), then the tile loops within a block
   parts: dict[int, tuple[UOp, int]] = {}
-  if o.thread is not None and o.thread not in tiled and o.thread not in o.vector:     # the THREAD loop first
-    parts[o.thread] = _axis_parts(ctx, root.shape[o.thread], o.upcast.get(o.thread, 1), AxisType.THREAD)
-  blocks = {k: ctx.rng(root.shape[k] // blocked[k], kind(k)) for k in order if k in blocked}
-  outer = {k: ctx.rng(blocked[k] // tiled[k]) if k in blocked else ctx.rng(root.shape[k] // tiled[k], kind(k))
-           for k in order if k in tiled}
-  vec = {k: v for k, v in o.vector.items()
-         if 1 < v <= root.shape[k] and root.shape[k] % v == 0 and k not in tiled and k not in o.upcast}
+  if o.thread is not None and o.thread not in tiled and o.thread not in vec and o.thread not in tails:
+    parts[o.thread] = _axis_parts(ctx, shape[o.thread], o.upcast.get(o.thread, 1), AxisType.THREAD)
+  main = [k for k in order if k not in tails]
+  blocks = {k: ctx.blocks(shape[k], blocked[k], kind(k)) for k in main if k in blocked}
+  outer = {k: ctx.rng(blocked[k] // tiled[k]) if k in blocked else ctx.blocks(shape[k], tiled[k], kind(k))
+           for k in main if k in tiled}
   for k in order:
     f = o.upcast.get(k, 1)
     if k in parts: continue
-    if k in tiled:
+    if k in tails:                 # the indices after the whole blocks (a VECTOR axis's in lanes)
+      t = ctx.tail(shape[k], step[k], AxisType.VECTOR if k in vec else AxisType.LOOP)
+      parts[k] = (t.start + t.loop, 1)
+    elif k in tiled:
       inner, t = tiled[k] // f, outer[k]
       if k in blocked: t = blocks[k] * (blocked[k] // tiled[k]) + t          # the tile's index along the axis
       parts[k] = (t * inner + ctx.rng(inner) if inner > 1 else t, f)
-    elif k in vec: parts[k] = (ctx.rng(root.shape[k] // vec[k], kind(k)) if root.shape[k] > vec[k] else UOp.const(0), 1)
-    else: parts[k] = _axis_parts(ctx, root.shape[k], f, kind(k))
+    elif k in vec:
+      parts[k] = (ctx.blocks(shape[k], vec[k], kind(k)) if ctx.symbolic(shape[k]) or shape[k] > vec[k]
+                  else UOp.const(0), 1)
+    else: parts[k] = _axis_parts(ctx, shape[k], f, kind(k))
   # vector lanes: the innermost output loops, run as `#pragma omp simd` (the reduce loops nest inside them)
-  for k, v in vec.items(): parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
-  plist = [parts[k] for k in range(len(root.shape))]
-  combos = _combos(plist)
-  if len(combos) == 1 and (found := _stash_of(root, o)) is not None:
-    ctx.stash = Stash(*found, out, combos[0])
-    rangeify(found[0], combos[0][:-1], ctx)        # the reduce first: the store pass then reads the stash
-  stores = []
-  for idx in combos:
-    val = rangeify(root, idx, ctx)
-    stores.append(out.index(ravel(idx, ctx.sizes_of(root.shape)) if root.shape else UOp.const(0)).store(val))
-  loops = ranges_in(*(b for b, _ in plist))
-  body = stores[0] if len(stores) == 1 else UOp(Ops.SINK, tuple(stores))
-  return simplify(merge_ends(sink(body.end(*loops))))
+  for k, v in vec.items():
+    if k not in tails: parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
+  return [parts[k] for k in range(len(shape))]
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
 from minitensor.backend.runtime import pointer as _pointer
-from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod, var
+from minitensor.backend.sizes import Sizes, extend
+from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
 
 if TYPE_CHECKING:
   from minitensor.backend.kernelize import Schedule
@@ -100,20 +101,22 @@ class Compiled:
     for n, vs, d, out in self.allocs:
       count = n * math.prod([sizes[v] for v in vs]) if vs else n
       bufs.append(buffers.result(count, d) if out else buffers.take(count, d))
+    full = extend(sizes, p.derived) if p.derived else sizes
     t = time.perf_counter()
     fp = fpstatus.slot()
     fb, chars = _pointer()
-    if DEBUG or self.checked: self._run_slow(bufs, sizes, fp)
+    if DEBUG or self.checked: self._run_slow(bufs, full, fp)
     else:
       for k, slots, extra, vs in self.fns:
-        k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[sizes[v] for v in vs], fp)
+        k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[full[v] for v in vs], fp)
     self.ran(t, sizes)
     buffers.give([b for b, a in zip(bufs[len(inputs):], self.allocs) if not a[3]])
-    if fp[0]: self.flags(fp, [fb(chars, a, False) for a in inputs], sizes)
+    if fp[0]: self.flags(fp, [fb(chars, a, False) for a in inputs], full)
     return [bufs[o] for o in p.outputs]
 
   def flags(self, fp, inputs: list, sizes: tuple[int, ...]) -> None:
-    """Report the floating-point flags a run left in fp (fpstatus.report; inputs: its input pointers). Tier 1's
+    """Report the floating-point flags a run left in fp (fpstatus.report; inputs: its input pointers; sizes: the
+    graph's sizes and the derived ones, sizes.extend). Tier 1's
     vectorized code raises flags where NumPy does not (fpstatus.confirmable): those are taken from the plan's
     tier-0 code (scalar, quiet compares, libm) run on the same inputs instead, unless np.errstate ignores them."""
     if self.tier == 1 and (check := fp[0] & fpstatus.confirmable(self.plan.src) & ~fpstatus.ignored()):
@@ -241,10 +244,10 @@ class ProgramKey(NamedTuple):
 
 def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...] = ()) -> Compiled:
   """The compiled program of a graph: from its plan on disk when there is one (no lowering), else kernelized,
-  lowered, rendered and compiled, and its plan stored. A symbolic program of loops in the automatic tier mode is
-  specializable (`specialize`)."""
+  lowered, rendered and compiled, and its plan stored. A small graph's symbolic program of loops in the automatic
+  tier mode is specializable (`specialize`)."""
   prog = _program(key, outputs, leaves, sizes)
-  prog.specializable = bool(sizes) and not key.flat and not key.mode.checked and key.mode.tier == "auto"
+  prog.specializable = bool(sizes) and not (key.flat or key.large or key.mode.checked) and key.mode.tier == "auto"
   return prog
 
 
@@ -290,19 +293,19 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   tier = 1 if exact or not calls else tiers.choose(0 if large else sum(k.program.work for k in sched.kernels))
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
-  plan = Plan(src, tier, calls, bufs, sched.outputs, needs)
+  plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived)
   return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier)
 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool,
                 exact: bool = False, large: bool = False) -> Schedule:
   """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX], or LARGE_MAX for a
-  large graph's) when given."""
+  large graph's) when given. A large graph's symbolic program is optimized (opt.py's actions at symbolic sizes, with
+  tails); a small one's is not (it serves sizes from 2 up, and its hot sizes get specializations)."""
   # the lowering stages are imported by the first compile (a run from the caches needs none of them)
   from minitensor.backend.kernelize import schedule
-  top = LARGE_MAX if large else SYMBOLIC_MAX
-  symbolic = {n: var(k, 2, top) for k, n in enumerate(sizes)} if sizes else None
-  return schedule(list(outputs), n_inputs, sizes=symbolic, flat=flat, exact=exact)
+  symbolic = Sizes(sizes, LARGE_MAX if large else SYMBOLIC_MAX) if sizes else None
+  return schedule(list(outputs), n_inputs, optimize=large or not sizes, sizes=symbolic, flat=flat, exact=exact)
 
 
 def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
@@ -386,18 +389,29 @@ _first_shape: OrderedDict = OrderedDict()     # symbolic key of a large graph ->
 def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[int, ...]] | None:
   """The symbolic program's key and the sizes for a large graph (keyed concretely) whose structure has been seen
   with other sizes in this process and whose own sizes have no program yet, in memory or on disk: a loop over a
-  mask's count, a write's position or a growing slice compiles nothing new after its second shape. None for
-  the first shape of a structure (its program is compiled for its sizes, optimized and tuned), for a graph
-  elementwise over whole operands (its one loop already takes any size), in checked mode, and for a graph with a
-  float reduction or scan: the program for its sizes adds their terms in another order (split, in lanes, as a
-  GEMM) than the symbolic one, and a shape's results must not change when its specialization arrives."""
+  mask's count, a write's position or a growing slice, a softmax over batches of changing sizes compile nothing new
+  after the second shape. Its program is optimized at the sizes it was first seen at (opt.py's actions, with tails
+  where a factor does not divide) and has no specializations: a shape's results never change while it runs. None
+  for the first shape of a structure (its program is compiled for its sizes, optimized and tuned), for a graph
+  that its sizes schedule as a symbolic schedule cannot (kernelize.sized_choices: a GEMM, attention, a split
+  reduction; each such shape is compiled for its sizes), for a graph elementwise over whole operands (its one loop
+  already takes any size) and in checked mode."""
   if key.mode.checked or key in _cache: return None
+  if (known := _served.get(key)) is not None:
+    _served.move_to_end(key)
+    return known
   if (r := _walk(outputs, True, LARGE_MAX)) is None or r[0][0] == "flat": return None
   skey, _, sizes = r
-  if any(e[0] in (Ops.REDUCE, Ops.SCAN) and not (e[1].is_int or e[1].is_bool) for e in skey[:-1]): return None
   if _first_shape.setdefault(skey, key) == key or plans.load(plans.plan_key(key)) is not None: return None
   if len(_first_shape) > CACHE_SIZE: _first_shape.popitem(last=False)
-  return ProgramKey(skey, key.mode, large=True), sizes
+  from minitensor.backend.kernelize import sized_choices  # (a lowering stage: imported at the first compile)
+  if sized_choices(outputs): return None
+  _served[key] = out = (ProgramKey(skey, key.mode, large=True), sizes)
+  if len(_served) > CACHE_SIZE: _served.popitem(last=False)
+  return out
+
+
+_served: OrderedDict = OrderedDict()      # concrete key of a large graph -> the symbolic program's key and its sizes
 
 
 def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):

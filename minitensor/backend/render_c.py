@@ -292,6 +292,7 @@ class _Renderer:
           self.uses[x] = self.uses.get(x, 0) + 1
           if self.depth.get(x, 0) < depth: self.deep_use.add(x)
     self.rows = _rows(self.prog)
+    self.work = _symbolic_work(self.prog)
     self.stream = None if checked else _stream(self.prog)
     self.lane_store = (0, "")            # the streaming loop's store: (its line, the line storing into the lane)
 
@@ -437,7 +438,8 @@ class _Renderer:
         size = f"n{r.arg.idx}" if self.sized else f"s{r.arg.var.arg.idx}" if r.arg.var is not None else r.arg.size
         if self.stream is not None and r is self.stream[0]: start, n = len(self.lines), size
         if r.arg.kind is AxisType.THREAD:
-          cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized or r.arg.var is not None else "!mt_serial"
+          cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else \
+            f"!mt_serial && {self.work[r]} >= {SIZED_THREAD_MIN}" if r in self.work else "!mt_serial"
           self.lines.append(f"{ind}#pragma omp parallel for schedule(dynamic, mt_chunk({size})) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; "
@@ -593,6 +595,25 @@ def vector_type(name: str, ct: str, vb: int) -> str:
 
 
 SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more
+
+
+def _symbolic_work(prog: list) -> dict[UOp, str]:
+  """Per THREAD loop of symbolic extent, the C expression of the iterations it runs, its own and those of the loops
+  inside it (a loop's extent times the sum of its children's, at least 1): the loop starts threads only for at
+  least SIZED_THREAD_MIN of them, as a sized kernel does (a symbolic program also serves small sizes)."""
+  children: dict[UOp | None, list[UOp]] = {}
+  stack: list[UOp | None] = [None]
+  for s in prog:
+    if s.kind == "open":
+      children.setdefault(stack[-1], []).append(s.u)
+      stack.append(s.u)
+    elif s.kind == "close": stack.pop()
+  def count(r: UOp) -> str:
+    ext = f"s{r.arg.var.arg.idx}" if r.arg.var is not None else str(r.arg.size)
+    inner = [count(c) for c in children.get(r, ())]
+    return ext if not inner else f"{ext}*({' + '.join(inner)})"
+  return {r: count(r) for rs in children.values() for r in rs
+          if r.arg.kind is AxisType.THREAD and r.arg.var is not None}
 
 
 def render_function(sink: UOp, name: str = "kernel", checked: bool = False, sized: bool = False) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from minitensor.backend import buffers, fpstatus
 from minitensor.backend.runtime import pointer, stats
+from minitensor.backend.sizes import extend
 from minitensor.backend.uop import UOp
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class Bound:
   the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines), and
   while its program has no specialization to start or to run for its sizes (realize does those)."""
   __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
-               "one", "sizes")
+               "one", "sizes", "full")
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                keep: bool, sig: tuple):
@@ -50,7 +51,8 @@ class Bound:
     self.counts = [n * math.prod([sizes[v] for v in vs]) for n, vs, _ in p.plan.buffers]
     self.dtypes = [np.dtype(d) for _, _, d in p.plan.buffers]
     # per kernel: its buffers' pointers picked from all of them, and its integer arguments
-    self.calls = [(_picker(c.slots), c.sizes + tuple([sizes[v] for v in c.vars])) for c in p.plan.calls]
+    full = self.full = extend(sizes, p.plan.derived)
+    self.calls = [(_picker(c.slots), c.sizes + tuple([full[v] for v in c.vars])) for c in p.plan.calls]
     self.output = p.plan.outputs[0] - len(inputs)
     self.keep = keep                 # whether realize keeps the value on the node
     self.sizes = sizes
@@ -89,7 +91,7 @@ class Bound:
       buffers.give(bufs[:out] + bufs[out + 1:])
     if fp[0]:
       if fpstatus.QUIET: fpstatus.realizing((o,))
-      prog.flags(fp, self.ptrs, self.sizes)
+      prog.flags(fp, self.ptrs, self.full)
       if fpstatus.QUIET: fpstatus.realizing(None)
     prog.ran(t, self.sizes)
     if r.shape != o.shape: r = r.reshape(o.shape)

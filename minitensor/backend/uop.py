@@ -164,8 +164,9 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
            lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
     return arg.dtype, arg.shape
   if op is Ops.RANGE:
-    _check(not src and isinstance(arg, RangeArg) and arg.size >= 1 and (arg.var is None or arg.var.op is Ops.VAR),
-           lambda: f"RANGE: arg must be RangeArg(size >= 1, idx, kind, VAR or None), got {arg!r}")
+    _check(not src and isinstance(arg, RangeArg) and (arg.var is None or arg.var.op is Ops.VAR) and
+           arg.size >= (1 if arg.var is None else 0),
+           lambda: f"RANGE: arg must be RangeArg(size >= 1 (0 with a VAR), idx, kind, VAR or None), got {arg!r}")
     return dtypes.index, ()
   if op is Ops.VAR:
     _check(not src and isinstance(arg, VarArg) and 0 <= arg.lo <= arg.hi,
