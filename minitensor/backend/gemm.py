@@ -114,8 +114,11 @@ def contraction(body: UOp, graph: bool = False) -> UOp | None:
   if (m := r.src[0]).op is Ops.PERMUTE and m.src[0].op is Ops.MUL:
     r = r.replace(src=(m.src[0].replace(src=tuple(x.permute(m.arg) for x in m.src[0].src)),))
   if r.src[0].op is not Ops.MUL or not r.shape: return None
-  if not graph and any(u.op in (Ops.REDUCE, Ops.SCAN) for s in r.src[0].src for u in s.toposort()): return None
-  return r
+  below = [u for s in r.src[0].src for u in s.toposort() if u.op in (Ops.REDUCE, Ops.SCAN)]
+  if below and not graph: return None
+  # (in the graph a scan is a kernel of its own: the contraction reads its buffer)
+  scans = {u: buf(0, prod(u.shape), u.dtype).reshape(u.shape) for u in below if u.op is Ops.SCAN}
+  return r.substitute(scans) if scans else r
 
 
 def _classify(r: UOp, ops: list[UOp]):

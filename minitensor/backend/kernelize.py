@@ -39,7 +39,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
-from minitensor.backend import gemm
+from minitensor.backend import gemm, plans
 from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.ops import TRANSCENDENTAL
@@ -209,13 +209,20 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
                   sizes.table() if sizes is not None else ())
 
 
-def sized_choices(outputs: list[UOp]) -> bool:
-  """Whether scheduling `outputs` at their sizes makes a kernel that a symbolic schedule cannot and that is many
-  times faster than its loops: attention, or a contraction worth a GEMM (realize.polymorphic then compiles the
-  shape for its sizes rather than running a symbolic program). A split reduction is not one: its symbolic loop
-  runs in vector lanes, on one thread."""
+def sized_choices(outputs: list[UOp], first: bool = False) -> bool:
+  """Whether scheduling `outputs` at their sizes makes kernels a symbolic schedule cannot and that are many times
+  faster than its loops: attention, or a contraction worth a GEMM (realize.polymorphic then compiles the shape for
+  its sizes rather than running a symbolic program). first: the first shape of its structure, which is also
+  compiled for its sizes for what is faster by less: a reduction to one value split in stages (on all cores; its
+  symbolic loop runs in vector lanes on one thread), a pad or concatenation (split.py's stretches need concrete
+  loops), or a search of its kernels' actions (MINITENSOR_SEARCH). (A column reduction's split in blocks of rows
+  is not one: its symbolic loops run in column blocks on all cores, as fast on (4096, 1024) float32.)"""
+  nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
+  if first and (plans.search_width() or any(u.op is Ops.PAD or (u.op is Ops.REDUCE and prod(u.shape) == 1 and
+                                                                 prod(u.src[0].shape) >= SPLIT_MIN) for u in nodes)):
+    return True
   if any(a is not b for a, b in zip(outputs, stage_operands(outputs))): return True
-  return any(u.op is Ops.REDUCE and gemm.worth(u, graph=True) for u in UOp(Ops.SINK, tuple(outputs)).toposort())
+  return any(u.op is Ops.REDUCE and gemm.worth(u, graph=True) for u in nodes)
 
 
 def _shared_heavy(nodes: list[UOp], lowered: dict[UOp, tuple], slot: dict[UOp, int]) -> UOp | None:

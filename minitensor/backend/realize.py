@@ -387,25 +387,26 @@ _first_shape: OrderedDict = OrderedDict()     # symbolic key of a large graph ->
 
 
 def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[int, ...]] | None:
-  """The symbolic program's key and the sizes for a large graph (keyed concretely) whose structure has been seen
-  with other sizes in this process and whose own sizes have no program yet, in memory or on disk: a loop over a
-  mask's count, a write's position or a growing slice, a softmax over batches of changing sizes compile nothing new
-  after the second shape. Its program is optimized at the sizes it was first seen at (opt.py's actions, with tails
-  where a factor does not divide) and has no specializations: a shape's results never change while it runs. None
-  for the first shape of a structure (its program is compiled for its sizes, optimized and tuned), for a graph
-  that its sizes schedule as a symbolic schedule cannot (kernelize.sized_choices: a GEMM, attention, a split
-  reduction; each such shape is compiled for its sizes), for a graph elementwise over whole operands (its one loop
-  already takes any size) and in checked mode."""
+  """The symbolic program's key and the sizes for a large graph (keyed concretely) whose own sizes have no program
+  yet, in memory or on disk: one program serves every shape of its structure, so a loop over a mask's count, a
+  write's position or a growing slice, or a softmax over batches of changing sizes compiles nothing new after
+  its first shape. The program is optimized at the sizes it is first seen at (opt.py's actions, with tails where a
+  factor does not divide) and has no specializations: a shape's results never change while it runs. None (the
+  graph is compiled for its sizes) where its sizes choose kernels a symbolic schedule cannot make
+  (kernelize.sized_choices: a GEMM, attention; for the first shape of its structure also a split reduction, a pad,
+  a search), for a graph elementwise over whole operands (its one loop already takes any size) and in checked
+  mode."""
   if key.mode.checked or key in _cache: return None
   if (known := _served.get(key)) is not None:
     _served.move_to_end(key)
     return known
-  if (r := _walk(outputs, True, LARGE_MAX)) is None or r[0][0] == "flat": return None
+  if (r := _walk(outputs, True, LARGE_MAX)) is None or r[0][0] == "flat" or not r[2]: return None
   skey, _, sizes = r
-  if _first_shape.setdefault(skey, key) == key or plans.load(plans.plan_key(key)) is not None: return None
+  first = _first_shape.setdefault(skey, key) == key
   if len(_first_shape) > CACHE_SIZE: _first_shape.popitem(last=False)
+  if plans.load(plans.plan_key(key)) is not None: return None
   from minitensor.backend.kernelize import sized_choices  # (a lowering stage: imported at the first compile)
-  if sized_choices(outputs): return None
+  if sized_choices(outputs, first): return None
   _served[key] = out = (ProgramKey(skey, key.mode, large=True), sizes)
   if len(_served) > CACHE_SIZE: _served.popitem(last=False)
   return out
