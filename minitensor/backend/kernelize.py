@@ -24,7 +24,7 @@ one compiled function). Everything else fuses: elementwise chains, a reduce with
 softmax and layernorm
 along the last axis (their reductions become sibling loops inside the row loop, where each runs once per row).
 
-Both counts come from the lowering's public summary (rangeify.summarize: a Lowering, per REDUCE the iterations of its
+Both counts come from the lowering's public summary (cost.summarize: a Lowering, per REDUCE the iterations of its
 accumulators, per ALU node its evaluations); the kernel's lowering entry (lowerings.py, the registry every kernel is
 lowered by: attention, flat, scan, gemm, loops) reads it and names the node to cut. Each kernel is lowered once per
 body: after a cut, only the kernels containing the cut node are lowered again.

@@ -27,10 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 from minitensor.backend import attention, gemm
+from minitensor.backend.cost import Lowering, summarize
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.linearize import iterations, operations, variables
 from minitensor.backend.ops import TRANSCENDENTAL
-from minitensor.backend.rangeify import Ctx, Lowering, Opts, lower, summarize
+from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import render_function
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.search import opts_for
@@ -79,7 +80,7 @@ class KernelBody:
 @dataclass(frozen=True)
 class Lowered:
   """An entry's result: the Program (its sink over local slots), the schedule slot of each local slot, the cost
-  summary of a loop lowering (rangeify.summarize; None for a kernel with a schedule of its own), and the node of the
+  summary of a loop lowering (cost.summarize; None for a kernel with a schedule of its own), and the node of the
   body to materialize first because lowering it inline repeats work (kernelize cuts it and lowers again), or None."""
   program: Program
   slots: tuple[int, ...]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-import numpy as np
+from minitensor.backend.closed_form import closed_form, closed_form_symbolic
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.sizes import Sizes
@@ -474,57 +474,12 @@ def _folded(u: UOp, v: UOp, loops: list[UOp], ctx: Ctx, rkey: tuple) -> UOp | No
   rs = u.src[0].shape[len(u.shape):]
   if v.ranges & set(loops): return None
   if ctx.sizes is not None and any(n > 1 for n in rs):
-    f = _closed_form_symbolic(u.arg[0], v, tuple(ctx.size(n) for n in rs))
-  else: f = _closed_form(u.arg[0], v, prod(rs))
+    f = closed_form_symbolic(u.arg[0], v, tuple(ctx.size(n) for n in rs))
+  else: f = closed_form(u.arg[0], v, prod(rs))
   if f is None: return None
   del ctx.reduce_ranges[rkey]        # no loop: nothing for the kernelizer's cost model to count
   ctx.tails.pop(rkey, None)
   return f
-
-
-def _closed_form_symbolic(rop: Ops, v: UOp, sizes: tuple) -> UOp | None:
-  """_closed_form over prod(sizes) copies, some sizes VARs: what holds for every count (MAX, MIN, integers, a
-  float sum of 0 or of a non-finite constant); None for the float and complex sums and products whose value or
-  exactness depends on it."""
-  d = v.dtype
-  if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
-  n = UOp.const(1)
-  for s in sizes: n = n * s
-  n = simplify(n)
-  if d.is_int:
-    if rop is Ops.ADD: return v * n.cast(d)
-    return UOp(Ops.POW, (v, n.cast(d))) if n.vmax <= d.max else None
-  if rop is Ops.ADD and v.op is Ops.CONST and d.is_float and (v.arg == 0 or not math.isfinite(v.arg)):
-    return UOp.const(0.0, d) if v.arg == 0 else v
-  return None
-
-
-def _closed_form(rop: Ops, v: UOp, n: int) -> UOp | None:
-  """rop over n >= 1 copies of v, exactly as a loop in any order computes it, or None. MAX and MIN (OR and AND
-  for bool) give v; integers wrap, so a sum is v * n and a product v ** n in the dtype's arithmetic. A float sum
-  folds only for a constant c = M * 2**e (M odd) with n * M <= 2**precision: every partial sum k * c is then
-  exact, so no rounding happens in the loop (or in NumPy's pairwise sum); a float product only for c = +-2**e
-  whose power is exact. Other float sums and products keep their loop: n * c would round differently."""
-  d = v.dtype
-  if rop in (Ops.MAX, Ops.MIN) or d.is_bool: return v
-  if d.is_complex: return None                 # complex products and sums of infinities: left to the loop
-  if d.is_int:
-    if rop is Ops.ADD: return v * UOp.const(d.python(n), d)
-    return UOp(Ops.POW, (v, UOp.const(n, d))) if n <= d.max else None
-  if v.op is not Ops.CONST: return None
-  c, bits = v.arg, d.mantissa
-  if rop is Ops.ADD:
-    if not math.isfinite(c): return v
-    if c == 0: return UOp.const(0.0, d)       # the loop starts from +0.0: a sum of -0.0 is +0.0
-    m, _ = abs(c).as_integer_ratio()
-    m //= m & -m                              # the odd part of the mantissa
-    r = c * n                                 # exact in float64 when n * m <= 2**53
-    return UOp.const(r, d) if n * m <= 2 ** bits and d.python(r) == r and math.isfinite(r) else None
-  p, q = abs(c).as_integer_ratio() if math.isfinite(c) and c else (3, 1)
-  if p & (p - 1) or q & (q - 1): return None  # |c| is not a power of two
-  e = p.bit_length() - q.bit_length()         # |c| = 2**e, so the product is +-2**(e*n): exact while in range
-  if not int(np.log2(np.finfo(d.np).smallest_subnormal)) <= e * n < np.finfo(d.np).maxexp: return None
-  return UOp.const(math.copysign(2.0 ** (e * n), c if n % 2 else 1.0), d)
 
 
 def _tree(rop: Ops, vals: list[UOp]) -> UOp:
@@ -637,42 +592,3 @@ def _output_parts(ctx: Ctx, shape: tuple[int, ...], tiled: dict, blocked: dict, 
   for k, v in vec.items():
     if k not in tails: parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
   return [parts[k] for k in range(len(shape))]
-
-
-@dataclass(frozen=True)
-class Lowering:
-  """What a lowering costs, for kernelize's cost model (the Ctx's memo and reduce tables stay rangeify's own).
-  reduce_work: per REDUCE lowered with loops, the iterations its accumulators run over all the places it was put
-  (the output loops around each times its reduce size); evaluations: per ALU node of the shaped graph, the times the
-  program computes it (the output loops around each place its value was put)."""
-  reduce_work: dict[UOp, int]
-  evaluations: dict[UOp, int]
-
-
-def summarize(ctx: Ctx, program: UOp) -> Lowering:
-  """The Lowering of `program`, lowered with ctx. A loop lives inside the loops of the index that created it: an
-  accumulator's loops are its index's loops and the loops around those."""
-  kinds = (AxisType.LOOP, AxisType.THREAD)
-  out_ranges = sorted((r for r in program.toposort() if r.op is Ops.RANGE and r.arg.kind in kinds),
-                      key=lambda r: r.arg.idx)
-  around: dict[UOp, frozenset] = {r: frozenset(out_ranges[:k]) for k, r in enumerate(out_ranges)}
-  def closure(rs: frozenset) -> frozenset: return rs.union(*(around.get(r, frozenset()) for r in rs))
-  work: dict[UOp, int] = {}
-  for (u, rs), parts in ctx.reduce_ranges.items():
-    enclosing = closure(rs)
-    for r, _ in parts:
-      if r.op is Ops.RANGE: around[r] = enclosing
-    work[u] = work.get(u, 0) + prod(r.arg.size for r in enclosing) * prod(u.src[0].shape[len(u.shape):])
-  evals: dict[UOp, int] = {}
-  live: dict[UOp, frozenset] = {}
-  for (u, _), v in ctx.memo.items():
-    if u.op in ALU: evals[u] = evals.get(u, 0) + prod(r.arg.size for r in closure(_open(v, live)))
-  return Lowering(work, evals)
-
-
-def _open(v: UOp, live: dict[UOp, frozenset]) -> frozenset:
-  """The loops v is inside: the RANGEs it mentions that no END on the way has closed (live: the walk's memo)."""
-  for u in v.toposort(live):
-    o = frozenset((u,)) if u.op is Ops.RANGE else frozenset().union(*(live[s] for s in u.src))
-    live[u] = o - frozenset(u.src[1:]) if u.op is Ops.END else o
-  return live[v]

@@ -4,9 +4,10 @@ import pytest
 from minitensor import ufuncs as U
 from minitensor.backend import kernelize as K
 from minitensor.backend import symbolic
+from minitensor.backend.cost import summarize
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.ops import ALU, ALU_OPS, BINARY, COMPARE, TRANSCENDENTAL, UNARY, Ops
-from minitensor.backend.rangeify import Ctx, lower, summarize
+from minitensor.backend.rangeify import Ctx, lower
 from minitensor.backend.render_c import PRELUDE, render_c
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import UOp, UOpError, buf, range_, rewrite
