@@ -24,7 +24,8 @@ def variables(sink: UOp) -> tuple[int, ...]:
   """The indices of the VARs a lowered kernel uses, in index arithmetic or as loop extents (its size arguments)."""
   nodes = sink.toposort()
   found = {u.arg.idx for u in nodes if u.op is Ops.VAR}
-  found |= {u.arg.var.arg.idx for u in nodes if u.op is Ops.RANGE and u.arg.var is not None}
+  found |= {v.arg.idx for u in nodes if u.op is Ops.RANGE and u.arg.var is not None
+            for v in u.arg.var.toposort() if v.op is Ops.VAR}
   return tuple(sorted(found))
 
 

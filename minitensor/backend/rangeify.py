@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from minitensor.backend.closed_form import closed_form, closed_form_symbolic
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ops import TRANSCENDENTAL
-from minitensor.backend.sizes import Sizes
+from minitensor.backend.sizes import CEILING, Sizes
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
 from minitensor.backend.walk import PatternMatcher, UPat, graph_rewrite
@@ -136,8 +136,8 @@ class Tail:
 
 
 def extent_max(r: UOp) -> int:
-  """The most iterations loop r runs (its size, or its VAR's bound)."""
-  return r.arg.size if r.arg.var is None else r.arg.var.arg.hi
+  """The most iterations loop r runs (its size, or its extent's bound)."""
+  return r.arg.size if r.arg.var is None else r.arg.var.vmax
 
 
 @dataclass
@@ -181,6 +181,16 @@ class Ctx:
     """The Tail of an axis of symbolic graph size n split by f: the n % f indices after its whole blocks."""
     q, r = self.sizes.split(self.size(n), f)
     return Tail(q * f, self._over(r, n % f, kind))
+
+  def cover(self, n: int, f: int, kind: AxisType, lanes: AxisType) -> tuple[UOp, UOp]:
+    """(block, lane) loops covering an axis of symbolic graph size n in ceil(n / f) blocks of f, the last one
+    partial: the lane loop runs min(f, n - block * f) iterations (index block * f + lane), so every block, the
+    last too, is one iteration of the block loop (threads share them all)."""
+    v = self.size(n)
+    # (sized for the cost model as the whole blocks only: blocks times lanes must not count more than n elements)
+    block = self._over(self.sizes.derive(v, f, CEILING), n // f, kind)
+    self.next_range += 1
+    return block, range_(f, self.next_range - 1, lanes, simplify((v - block * f).minimum(f)))
 
   def like(self, r: UOp, kind: AxisType) -> UOp:
     """A new loop of r's extent (its size, or its VAR)."""
@@ -538,7 +548,8 @@ def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:
          (ctx.symbolic(shape[k]) or (v <= shape[k] and shape[k] % v == 0))}
   # what each axis is split by: its loops run over whole blocks of it (a tail nest takes the rest)
   step = {k: blocked.get(k) or tiled.get(k) or vec.get(k) or o.upcast.get(k, 1) for k in range(len(shape))}
-  tailed = [k for k in range(len(shape)) if step[k] > 1 and ctx.symbolic(shape[k])]
+  # (a VECTOR axis of symbolic size is covered by whole blocks and a partial last one: Ctx.cover)
+  tailed = [k for k in range(len(shape)) if step[k] > 1 and ctx.symbolic(shape[k]) and k not in vec]
   nests = [frozenset(c) for m in range(len(tailed) + 1) for c in itertools.combinations(tailed, m)]
   bodies = []
   for tails in nests:
@@ -584,11 +595,12 @@ def _output_parts(ctx: Ctx, shape: tuple[int, ...], tiled: dict, blocked: dict, 
       inner, t = tiled[k] // f, outer[k]
       if k in blocked: t = blocks[k] * (blocked[k] // tiled[k]) + t          # the tile's index along the axis
       parts[k] = (t * inner + ctx.rng(inner) if inner > 1 else t, f)
-    elif k in vec:
-      parts[k] = (ctx.blocks(shape[k], vec[k], kind(k)) if ctx.symbolic(shape[k]) or shape[k] > vec[k]
-                  else UOp.const(0), 1)
+    elif k in vec and ctx.symbolic(shape[k]):
+      block, lane = ctx.cover(shape[k], vec[k], kind(k), AxisType.VECTOR)
+      parts[k] = (block * vec[k] + lane, 1)
+    elif k in vec: parts[k] = (ctx.rng(shape[k] // vec[k], kind(k)) if shape[k] > vec[k] else UOp.const(0), 1)
     else: parts[k] = _axis_parts(ctx, shape[k], f, kind(k))
   # vector lanes: the innermost output loops, run as `#pragma omp simd` (the reduce loops nest inside them)
   for k, v in vec.items():
-    if k not in tails: parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
+    if not ctx.symbolic(shape[k]): parts[k] = (parts[k][0] * v + ctx.rng(v, AxisType.VECTOR), 1)
   return [parts[k] for k in range(len(shape))]

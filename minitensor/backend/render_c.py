@@ -321,10 +321,12 @@ class _Renderer:
     return f"((uint64_t)({e}) < {n}ULL)", f"mt_oob(mt_err, {slot}, (int64_t)({e}))"
 
   def index(self, u: UOp) -> str:
-    """The C of index arithmetic u over loops already open (a row's start: _rows makes sure it has only these ops)."""
+    """The C of index arithmetic u over loops already open (a row's start: _rows makes sure it has only these ops;
+    a loop's extent: sums, products and minima of sizes and of the loops around it)."""
     if u.op in (Ops.CONST, Ops.VAR): return self.expr(u)
     if u.op is Ops.RANGE: return self.r[u]
-    return f"({self.index(u.src[0])}{'+' if u.op is Ops.ADD else '*'}{self.index(u.src[1])})"
+    a, b = self.index(u.src[0]), self.index(u.src[1])
+    return f"({a} < {b} ? {a} : {b})" if u.op is Ops.MIN else f"({a}{'+' if u.op is Ops.ADD else '*'}{b})"
 
   def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
 
@@ -431,12 +433,18 @@ class _Renderer:
                     key=lambda a: a.arg.slot):
       self.declare(a, "  ")
     depth = 1
+    # a covered axis's block loop -> (the first line of its body, its partial lanes' bounds, min's operands)
+    opened: dict[UOp, int] = {}
+    partial: dict[UOp, tuple[list[str], str, str]] = {}
     for s in self.prog:
       ind = "  " * depth
       if s.kind == "open":
         r = s.u
-        size = f"n{r.arg.idx}" if self.sized else f"s{r.arg.var.arg.idx}" if r.arg.var is not None else r.arg.size
+        size = f"n{r.arg.idx}" if self.sized else self.index(r.arg.var) if r.arg.var is not None else r.arg.size
         if self.stream is not None and r is self.stream[0]: start, n = len(self.lines), size
+        if (v := r.arg.var) is not None and v.op is Ops.MIN and v.src[1].op is Ops.CONST and len(v.src[0].ranges) == 1:
+          block = next(iter(v.src[0].ranges))
+          partial.setdefault(block, ([], self.index(v.src[0]), self.index(v.src[1])))[0].append(size)
         if r.arg.kind is AxisType.THREAD:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else \
             f"!mt_serial && {self.work[r]} >= {SIZED_THREAD_MIN}" if r in self.work else "!mt_serial"
@@ -445,6 +453,7 @@ class _Renderer:
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; "
                           f"ridx{r.arg.idx}++) {{")
         self.r[r] = f"ridx{r.arg.idx}"
+        opened[r] = len(self.lines)
         depth += 1
         for slot, start, n, itemsize, write in self.rows.get(r, ()):
           self.lines.append(f"{ind}  if (ridx{r.arg.idx} + 1 < {size}) for ({self.itype} mt_p = {n}; mt_p < {2 * n}; "
@@ -452,6 +461,8 @@ class _Renderer:
       elif s.kind == "close":
         depth -= 1
         self.lines.append("  " * depth + "}")
+        if (pb := partial.pop(s.u, None)) is not None:
+          self.lines[opened[s.u]:-1] = _versions(self.lines[opened[s.u]:-1], *pb, "  " * (depth + 1))
         if self.stream is not None and s.u is self.stream[0]:
           self.lines[start:] = self.render_stream(self.lines[start:], self.lane_store[0] - start, n, "  " * depth)
       else: self.stmt(s.u, ind)
@@ -492,6 +503,16 @@ class _Renderer:
             f"{ind}}} else",
             "#endif",
             f"{ind}{{", *inner(loop, 1), f"{ind}}}"]
+
+
+def _versions(body: list[str], sizes: list[str], rest: str, f: str, ind: str) -> list[str]:
+  """The body of a block loop over an axis covered by whole blocks of f and a partial last one (rangeify's
+  Ctx.cover: its lane loops run `sizes` = min(rest, f) iterations) as two versions: for a whole block, every lane
+  loop with the constant trip count f (the C compiler vectorizes it without a remainder), else as it is."""
+  whole = list(body)
+  for size in sizes: whole = [x.replace(f"< {size};", f"< {f};") for x in whole]
+  return [f"{ind}if ({rest} >= {f}) {{", *[f"  {x}" for x in whole], f"{ind}}} else {{", *[f"  {x}" for x in body],
+          f"{ind}}}"]
 
 
 STREAM_ISA = {16: "__SSE2__", 32: "__AVX__", 64: "__AVX512F__"}     # the vector widths a streaming loop stores
@@ -609,7 +630,8 @@ def _symbolic_work(prog: list) -> dict[UOp, str]:
       stack.append(s.u)
     elif s.kind == "close": stack.pop()
   def count(r: UOp) -> str:
-    ext = f"s{r.arg.var.arg.idx}" if r.arg.var is not None else str(r.arg.size)
+    v = r.arg.var
+    ext = str(r.arg.size) if v is None else f"s{v.arg.idx}" if v.op is Ops.VAR else str(v.vmax)
     inner = [count(c) for c in children.get(r, ())]
     return ext if not inner else f"{ext}*({' + '.join(inner)})"
   return {r: count(r) for rs in children.values() for r in rs

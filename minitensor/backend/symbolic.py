@@ -180,7 +180,9 @@ def _smax(x: UOp) -> dict[tuple[int, ...], int] | None:
     poly: dict[tuple[int, ...], int] = {(): k * m}
     for f in fs:
       if f.op is Ops.VAR: fp = {(f.arg.idx,): 1}
-      elif f.op is Ops.RANGE: fp = {(): f.arg.size - 1} if f.arg.var is None else {(f.arg.var.arg.idx,): 1, (): -1}
+      elif f.op is Ops.RANGE:
+        v = f.arg.var
+        fp = {(): f.arg.size - 1} if v is None else {(v.arg.idx,): 1, (): -1} if v.op is Ops.VAR else {(): v.vmax - 1}
       elif f.op is Ops.FLOORMOD and (dp := _poly(f.src[1])) is not None: fp = _padd(dp, {(): -1})
       else: return None
       poly = _pmul(poly, fp)

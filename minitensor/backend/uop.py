@@ -81,7 +81,9 @@ class RangeArg(NamedTuple):
   size: int                        # the extent (for a symbolic loop: the size it was lowered at, for cost estimates)
   idx: int
   kind: AxisType = AxisType.LOOP
-  var: UOp | None = None           # a symbolic loop's extent: a VAR, bound when the kernel is called
+  # a symbolic loop's extent: a VAR, bound when the kernel is called, or an index expression of VARs and of the
+  # loops around it (the last, partial block of a split loop: min(f, n - block*f))
+  var: UOp | None = None
 
 
 class VarArg(NamedTuple):
@@ -164,9 +166,10 @@ def _infer(op: Ops, src: tuple[UOp, ...], arg: Any, dtype: DType | None) -> tupl
            lambda: f"{n}: arg must be ParamArg(slot, dtype, (size,))")
     return arg.dtype, arg.shape
   if op is Ops.RANGE:
-    _check(not src and isinstance(arg, RangeArg) and (arg.var is None or arg.var.op is Ops.VAR) and
+    _check(not src and isinstance(arg, RangeArg) and (arg.var is None or arg.var.dtype is dtypes.index) and
            arg.size >= (1 if arg.var is None else 0),
-           lambda: f"RANGE: arg must be RangeArg(size >= 1 (0 with a VAR), idx, kind, VAR or None), got {arg!r}")
+           lambda: f"RANGE: arg must be RangeArg(size >= 1 (0 with an extent), idx, kind, index extent or None), "
+                   f"got {arg!r}")
     return dtypes.index, ()
   if op is Ops.VAR:
     _check(not src and isinstance(arg, VarArg) and 0 <= arg.lo <= arg.hi,
@@ -501,7 +504,7 @@ class UOp:
       import hashlib
       for u in self.toposort():
         if u._key is None:
-          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.arg) \
+          a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.key) \
             if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
             if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) \
             else argkey(u.arg)

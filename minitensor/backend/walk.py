@@ -155,7 +155,7 @@ def _bounds(u: UOp) -> tuple:
   d, op = u.dtype, u.op
   full = (d.min, d.max) if d is not dtypes.void else (0, 0)
   if op is Ops.CONST: return (u.arg, u.arg)
-  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else u.arg.var.arg.hi) - 1)
+  if op is Ops.RANGE: return (0, (u.arg.size if u.arg.var is None else bounds(u.arg.var)[1]) - 1)
   if op is Ops.VAR: return (u.arg.lo, u.arg.hi)
   if op in COMPARE:
     if u.src[0].dtype.kind in "fc": return (False, True)
