@@ -448,7 +448,10 @@ class _Renderer:
         if r.arg.kind is AxisType.THREAD:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else \
             f"!mt_serial && {self.work[r]} >= {SIZED_THREAD_MIN}" if r in self.work else "!mt_serial"
-          self.lines.append(f"{ind}#pragma omp parallel for schedule(dynamic, mt_chunk({size})) if({cond})")
+          # (few iterations, each a large block: every core takes its share at once; a dynamic schedule lets the
+          # core that starts first take a block of one still waking: a column sum's 2 blocks, 175 vs 157 us)
+          sched = "static" if r.arg.size < STATIC_PER_CORE * machine().cores else f"dynamic, mt_chunk({size})"
+          self.lines.append(f"{ind}#pragma omp parallel for schedule({sched}) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; "
                           f"ridx{r.arg.idx}++) {{")
@@ -616,6 +619,7 @@ def vector_type(name: str, ct: str, vb: int) -> str:
 
 
 SIZED_THREAD_MIN = 1 << 17    # a sized kernel starts its threads only for this many elements or more
+STATIC_PER_CORE = 4           # a thread loop of fewer iterations per core (at the sizes it is lowered at) is static
 
 
 def _symbolic_work(prog: list) -> dict[UOp, str]:
