@@ -215,8 +215,9 @@ def sized_choices(outputs: list[UOp], first: bool = False) -> bool:
   its sizes rather than running a symbolic program). first: the first shape of its structure, which is also
   compiled for its sizes for what is faster by less: a reduction to one value split in stages (on all cores; its
   symbolic loop runs in vector lanes on one thread), a pad or concatenation (split.py's stretches need concrete
-  loops), or a search of its kernels' actions (MINITENSOR_SEARCH). (A column reduction's split in blocks of rows
-  is not one: its symbolic loops run in column blocks on all cores, as fast on (4096, 1024) float32.)"""
+  loops), or a search of its kernels' actions (MINITENSOR_SEARCH). (A column reduction's split in blocks of whole
+  rows is not one: its symbolic loops take blocks of columns on all cores, W4's (4096, 1024) float32 column sum in
+  157 against 151 us.)"""
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   if first and (plans.search_width() or any(u.op is Ops.PAD or (u.op is Ops.REDUCE and prod(u.shape) == 1 and
                                                                  prod(u.src[0].shape) >= SPLIT_MIN) for u in nodes)):
