@@ -34,11 +34,11 @@ import math
 from dataclasses import dataclass, field, replace
 from minitensor.backend.closed_form import closed_form, closed_form_symbolic
 from minitensor.backend.dtype import DType, dtypes
+from minitensor.backend.ends import merge_ends
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.sizes import CEILING, Sizes
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
-from minitensor.backend.walk import PatternMatcher, UPat, graph_rewrite
 
 
 def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:
@@ -502,37 +502,6 @@ def _tree(rop: Ops, vals: list[UOp]) -> UOp:
 def combine(op: Ops, a: UOp, b: UOp) -> UOp:
   if a.dtype.is_bool and op in (Ops.ADD, Ops.MUL): return UOp(Ops.OR if op is Ops.ADD else Ops.AND, (a, b))
   return UOp(op, (a, b))
-
-
-def merge_ends(root: UOp) -> UOp:
-  """Unrolled copies each END the same shared loop. Merge them into one END over a SINK."""
-  groups: dict[tuple, list[UOp]] = {}
-  for u in root.toposort():
-    if u.op is Ops.END: groups.setdefault(u.src[1:], []).append(u)
-  if all(len(g) == 1 for g in groups.values()): return root
-  ctx = _Ends(groups)
-  return graph_rewrite(root, _ends, ctx, ctx.memo)
-
-
-@dataclass
-class _Ends:
-  """merge_ends' context: the ENDs of each loop (by their ranges, which rewriting leaves alone), the merged END of
-  each loop once built, and the walk's memo, which building a merged END continues (its bodies are rewritten too)."""
-  groups: dict[tuple, list[UOp]]
-  merged: dict[tuple, UOp] = field(default_factory=dict)
-  memo: dict = field(default_factory=dict)
-
-  def merge(self, e: UOp) -> UOp | None:
-    """The one END of e's loop over every body that ends it (None: e is that END, or the loop's only one)."""
-    loop = e.src[1:]
-    if len(group := self.groups.get(loop, ())) < 2: return None
-    if (m := self.merged.get(loop)) is None:
-      bodies = [graph_rewrite(g.src[0], _ends, self, self.memo) for g in group]
-      m = self.merged[loop] = UOp(Ops.END, (UOp(Ops.SINK, tuple(bodies)), *loop))
-    return None if m is e else m
-
-
-_ends = PatternMatcher([(UPat(Ops.END, name="e"), lambda ctx, e: ctx.merge(e))])
 
 
 def lower(root: UOp, out: UOp, ctx: Ctx | None = None) -> UOp:

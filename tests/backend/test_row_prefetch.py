@@ -1,13 +1,15 @@
-"""render_c's row prefetch (`_rows`): a loop whose body reads a dense row of a buffer in inner loops fetches the
-next iteration's row at its top. It is a hint: values never change, with or without it, compiled by gcc or tcc."""
+"""The row prefetch (prefetch.rows_to_prefetch, emitted by render_c): a loop whose body reads a dense row of a
+buffer in inner loops fetches the next iteration's row at its top. It is a hint: values never change, with or
+without it, compiled by gcc or tcc."""
 import re
 import numpy as np
 import pytest
 from minitensor.backend import tiers
 from minitensor.backend.debug import run_shaped
 from minitensor.backend.dtype import dtypes
+from minitensor.backend.prefetch import ROW_PREFETCH
 from minitensor.backend.rangeify import Ctx, Opts, lower
-from minitensor.backend.render_c import PRELUDE, ROW_PREFETCH, render_function
+from minitensor.backend.render_c import PRELUDE, render_function
 from minitensor.backend.runtime import compile_c
 from minitensor.backend.uop import Ops, UOp, buf, prod
 
