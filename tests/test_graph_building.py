@@ -56,15 +56,15 @@ def test_broadcast_shapes_of_two_is_numpys(s, t):
 
 @pytest.fixture
 def counted(monkeypatch):
-  """Calls of the full type rule (uop._infer), of apply_ufunc's general path and of new nodes, from here on."""
+  """Calls of the full type rule (uop.infer), of apply_ufunc's general path and of new nodes, from here on."""
   n = {"infer": 0, "apply": 0}
-  infer, apply = uop_mod._infer, T._apply
+  infer, apply = uop_mod.infer, T._apply
   def count(key, f):
     def g(*a):
       n[key] += 1
       return f(*a)
     return g
-  monkeypatch.setattr(uop_mod, "_infer", count("infer", infer))
+  monkeypatch.setattr(uop_mod, "infer", count("infer", infer))
   monkeypatch.setattr(T, "_apply", count("apply", apply))
   return n
 

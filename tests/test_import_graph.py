@@ -145,7 +145,8 @@ def test_private_reaches_are_found(tmp_path, monkeypatch):
 # the backend modules that building graphs needs; every other one (the compiler's stages, the runtime, cffi) is
 # imported by the first realize
 GRAPH_BUILDING = {"minitensor.backend", "minitensor.backend.dtype", "minitensor.backend.ops", "minitensor.backend.uop",
-                  "minitensor.backend.walk", "minitensor.backend.leaves", "minitensor.backend.composite"}
+                  "minitensor.backend.typerules", "minitensor.backend.walk", "minitensor.backend.leaves",
+                  "minitensor.backend.composite"}
 
 
 def test_import_does_not_load_the_compiler():

@@ -339,9 +339,9 @@ def test_no_op_movements_return_the_node():
 
 
 def _full_rule(op, src, arg, dtype):
-  """The result of the full type rule (uop._infer, which UOp() asks where a short rule gives no answer), or the
+  """The result of the full type rule (uop.infer, which UOp() asks where a short rule gives no answer), or the
   UOpError it raises."""
-  try: return uop_mod._infer(op, src, arg, dtype)
+  try: return uop_mod.infer(op, src, arg, dtype)
   except UOpError as e: return e
 
 
@@ -362,7 +362,7 @@ def test_common_rules_agree_with_the_full_rules(shape, arg, n, red, dt):
   for op, a, d in cases:
     for src in ((x,), (x, x), ()):
       full = _full_rule(op, src, a, d)
-      if (r := uop_mod._COMMON[op](src, a, d)) is not None: assert r == full, (op, src, a, d)
+      if (r := uop_mod.COMMON_RULES[op](src, a, d)) is not None: assert r == full, (op, src, a, d)
       if isinstance(full, UOpError): assert r is None, (op, a, d)
 
 
