@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, broadcast_shapes)
 # the families of Tensor's methods (tensor.py's docstring): each adds its methods to Tensor when imported
-from minitensor import movement, reductions, products, indexing, interop, methods, ndarray_attrs  # noqa: F401
+from minitensor import operators, movement, reductions, products, indexing, interop, methods, ndarray_attrs  # noqa: F401
 from minitensor.movement import expand_dims
 from minitensor.products import matmul, dot, tensordot
 from minitensor.functions import *  # noqa: F401,F403  (the NumPy-named functions)
