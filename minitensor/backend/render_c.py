@@ -448,10 +448,9 @@ class _Renderer:
         if r.arg.kind is AxisType.THREAD:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else \
             f"!mt_serial && {self.work[r]} >= {SIZED_THREAD_MIN}" if r in self.work else "!mt_serial"
-          # (few iterations, each a large block: every core takes its share at once, round robin, so a small last
-          # block goes to another core than the one before it; a dynamic schedule lets the core that starts first
-          # take a block of one still waking: a column sum's 2 blocks, 175 vs 157 us)
-          sched = "static, 1" if r.arg.size < STATIC_PER_CORE * machine().cores else f"dynamic, mt_chunk({size})"
+          # (few iterations, each a large block: every core takes its share at once; a dynamic schedule lets the
+          # core that starts first take a block of one still waking: a column sum's 2 blocks, 175 vs 157 us)
+          sched = "static" if r.arg.size < STATIC_PER_CORE * machine().cores else f"dynamic, mt_chunk({size})"
           self.lines.append(f"{ind}#pragma omp parallel for schedule({sched}) if({cond})")
         if r.arg.kind is AxisType.VECTOR: self.lines.append(f"{ind}#pragma omp simd")
         self.lines.append(f"{ind}for ({self.itype} ridx{r.arg.idx} = 0; ridx{r.arg.idx} < {size}; "
