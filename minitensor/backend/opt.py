@@ -195,14 +195,14 @@ def build(actions: list[Opt], info: KernelInfo) -> Opts:
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register
 
 
-def _wide(n: int, acc_itemsize: int, threads: int, fit=None) -> int:
+def _wide(n: int, acc_itemsize: int, threads: int, fit) -> int:
   """Column-sum lanes of an output axis of n: each thread takes one contiguous block of columns, as wide as
   accumulators in half the L1 allow, so every pass over the rows streams long runs of each row. Measured on
   (4096, 1024) float32 (float64 accumulators; AMD EPYC Zen 3, 2 threads, minimum of 20 calls, alternating): 32
   lanes 0.95-2.4 ms, 128 0.77-1.2, 512 (one block per thread) 0.56-0.71, 1024 unthreaded 0.80-0.99, NumPy
   0.77-1.0; a narrow block re-reads a short run of every row and misses the TLB each time."""
   m = machine()
-  return (fit or divisor)(n, min(max(m.lanes(acc_itemsize), m.l1 // (2 * acc_itemsize)), max(1, n // threads)))
+  return fit(n, min(max(m.lanes(acc_itemsize), m.l1 // (2 * acc_itemsize)), max(1, n // threads)))
 
 
 def _block(n: int, itemsize: int, symbolic: bool = False) -> int:

@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass
 import numpy as np
 from minitensor.backend import diskcache, runtime, tiers
+from minitensor.backend.sizes import KINDS
 
 FORMAT = "plan-4"
 TUNE_FORMAT = "tune-2"
@@ -158,7 +159,7 @@ class Plan:
       needs = d["needs"]
       if not isinstance(needs, list) or any(n not in tiers.NEEDS for n in needs): raise ValueError("not a plan: needs")
       derived = tuple(_ints(x) for x in d["derived"])
-      if any(len(x) != 3 or x[1] < 2 or x[2] not in (0, 1, 2) for x in derived): raise ValueError("not a plan: derived")
+      if any(len(x) != 3 or x[1] < 2 or x[2] not in KINDS for x in derived): raise ValueError("not a plan: derived")
       return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs), derived)
     except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
 

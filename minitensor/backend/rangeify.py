@@ -36,7 +36,7 @@ from minitensor.backend.closed_form import closed_form, closed_form_symbolic
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ends import merge_ends
 from minitensor.backend.ops import TRANSCENDENTAL
-from minitensor.backend.sizes import CEILING, Sizes
+from minitensor.backend.sizes import CEILING, QUOTIENT, Sizes
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, AxisType, Ops, ParamArg, UOp, memo_walk, prod, range_, sink
 
@@ -175,7 +175,7 @@ class Ctx:
   def blocks(self, n: int, f: int, kind: AxisType = AxisType.LOOP) -> UOp:
     """A loop over the n // f whole blocks of f of an axis of graph size n (at a symbolic size: n // f is a VAR)."""
     if not self.symbolic(n): return self.rng(n // f, kind)
-    return self._over(self.sizes.split(self.size(n), f)[0], n // f, kind)
+    return self._over(self.sizes.derive(self.size(n), f, QUOTIENT), n // f, kind)
 
   def tail(self, n: int, f: int, kind: AxisType = AxisType.LOOP) -> Tail:
     """The Tail of an axis of symbolic graph size n split by f: the n % f indices after its whole blocks."""
@@ -193,7 +193,7 @@ class Ctx:
     return block, range_(f, self.next_range - 1, lanes, simplify((v - block * f).minimum(f)))
 
   def like(self, r: UOp, kind: AxisType) -> UOp:
-    """A new loop of r's extent (its size, or its VAR)."""
+    """A new loop of r's extent (its size, or its symbolic extent)."""
     self.next_range += 1
     return range_(r.arg.size, self.next_range - 1, kind, r.arg.var)
 
@@ -364,17 +364,17 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(0).store(combine(rop, accl.index(0).load(), vals[0]))
   # ...and is read once more after the loops end
-  done = yield from _tailed(u, idx, parts, upd, acc0, lambda t: UOp.const(0), ctx, rkey, stash is not None)
+  done = yield from _tailed(u, idx, parts, upd, acc0, False, ctx, rkey, stash is not None)
   return acc0.after(done).index(0).load()
 
 
-def _tailed(u: UOp, idx: tuple[UOp, ...], body: list, upd: UOp, acc0: UOp, slot, ctx: Ctx, rkey: tuple,
+def _tailed(u: UOp, idx: tuple[UOp, ...], body: list, upd: UOp, acc0: UOp, per_lane: bool, ctx: Ctx, rkey: tuple,
             stashed: bool, lanes: tuple[UOp, UOp] | None = None):
   """The END of a reduce's loops (body: its parts, without a VECTOR reduce's lanes) around its update `upd`, with
   the tail of a symbolic split of its innermost axis (ctx.tails[rkey]) run after that axis's blocks, inside its
-  other reduce loops: each remaining element combined, in order, into acc0[slot(loop)] (loop: the tail's, or a
-  VECTOR reduce's lane). lanes: a VECTOR reduce's (update lane, output lane of idx), the tail then runs in lanes
-  too. stashed: the reduce stores the stash's value (lower's stash), the tail too; its done is set."""
+  other reduce loops: each remaining element combined, in order, into acc0[0], or per_lane into acc0[loop] (loop:
+  the tail's, or a VECTOR reduce's lane). lanes: a VECTOR reduce's (update lane, output lane of idx), the tail then
+  runs in lanes too. stashed: the reduce stores the stash's value (lower's stash), the tail too; its done is set."""
   loops = lambda ps: [r for r, _ in ps if r.op is Ops.RANGE]
   lane_loops = [lanes[0]] if lanes else []
   if (tail := ctx.tails.get(rkey)) is None:
@@ -390,7 +390,7 @@ def _tailed(u: UOp, idx: tuple[UOp, ...], body: list, upd: UOp, acc0: UOp, slot,
     v = yield (u.src[0], at + ridx)
     stash = (yield from _stash_store(u, idx, ridx, ctx)) if stashed else None
     acct = acc0.after(ended, tail.loop, *extra, *([stash] if stash is not None else []))
-    k = slot(extra[0] if extra else tail.loop)
+    k = (extra[0] if extra else tail.loop) if per_lane else UOp.const(0)
     done = acct.index(k).store(combine(u.arg[0], acct.index(k).load(), v)).end(tail.loop, *extra)
     if loops(outer): done = done.end(*loops(outer))
   if stashed: ctx.stash.done = done
@@ -413,7 +413,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   init = acc0.index(li).store(UOp.const(identity(rop, u.dtype), u.dtype)).end(li)
   accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(lane).store(combine(rop, accl.index(lane).load(), v))
-  ended = yield from _tailed(u, idx, parts, upd, acc0, lambda t: t, ctx, rkey, stash is not None)
+  ended = yield from _tailed(u, idx, parts, upd, acc0, True, ctx, rkey, stash is not None)
   done = acc0.after(ended)
   return _tree(rop, [done.index(k).load() for k in range(lanes)])
 
@@ -473,7 +473,7 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   e = accl.index(upd_lane).load()
   for v in vals: e = combine(rop, e, v)
   upd = accl.index(upd_lane).store(e)
-  done = yield from _tailed(u, idx, parts[:-2], upd, acc0, lambda t: t, ctx, rkey, False, (upd_lane, lane))
+  done = yield from _tailed(u, idx, parts[:-2], upd, acc0, True, ctx, rkey, False, (upd_lane, lane))
   return acc0.after(done).index(lane).load()
 
 

@@ -433,7 +433,8 @@ class _Renderer:
                     key=lambda a: a.arg.slot):
       self.declare(a, "  ")
     depth = 1
-    # a covered axis's block loop -> (the first line of its body, its partial lanes' bounds, min's operands)
+    # the first line of each open loop's body; a covered axis's block loop -> (its partial lanes' bounds, min's
+    # operands: the lanes left and the block's width)
     opened: dict[UOp, int] = {}
     partial: dict[UOp, tuple[list[str], str, str]] = {}
     for s in self.prog:

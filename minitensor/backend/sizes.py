@@ -12,6 +12,7 @@ from __future__ import annotations
 from minitensor.backend.uop import Ops, UOp, var
 
 QUOTIENT, REMAINDER, CEILING = 0, 1, 2          # how a derived size follows from a graph size n and a factor f
+KINDS = (QUOTIENT, REMAINDER, CEILING)
 
 
 class Sizes:
