@@ -11,7 +11,8 @@
 
 $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
 `v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size), and the run plans that
-find them without lowering a graph (`<key>.plan`, plans.py) or keep a search's result (`<key>.tune`, search.py).
+find them without lowering a graph (`<key>.plan`, plans.py), keep a search's result (`<key>.tune`, search.py) or a
+compiler's version line (`<key>.cc`, runtime.py).
 Keys are made by the writers (runtime's also hashes VERSION). The threat model is in the README; the rules that
 enforce it:
 
@@ -288,7 +289,7 @@ def install(path: str, data: bytes) -> None:
 
 
 def _entries(root: str) -> Iterator[tuple[float, int, str]]:
-  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan` and `.tune` only, never
+  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan`, `.tune` and `.cc` only, never
   anything inside a build directory. Stale build directories met on the way are swept."""
   with os.scandir(root) as shards:
     for s in shards:
@@ -296,7 +297,7 @@ def _entries(root: str) -> Iterator[tuple[float, int, str]]:
       _sweep(s.path)
       with os.scandir(s.path) as it:
         for e in it:
-          if e.name.endswith((".so", ".plan", ".tune")) and not e.name.startswith(".") and \
+          if e.name.endswith((".so", ".plan", ".tune", ".cc")) and not e.name.startswith(".") and \
               e.is_file(follow_symlinks=False):
             with contextlib.suppress(OSError):
               st = e.stat(follow_symlinks=False)

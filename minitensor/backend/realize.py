@@ -20,7 +20,6 @@ Graphs that only move data of one buffer (views, element reads) are answered by 
 and never compile: `int(x[3])`, `x.tolist()` and `repr(x)` of a realized tensor cost no compiler call.
 """
 from __future__ import annotations
-import logging
 import math
 import os
 import threading
@@ -42,7 +41,7 @@ from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
 from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
-from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, native, stats
+from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, log, native, stats
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.sizes import Sizes, extend
 from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
@@ -58,10 +57,6 @@ def _from_buffer(a):
 
 
 DEBUG = int(os.environ.get("MINITENSOR_DEBUG", "0") or 0)
-log = logging.getLogger("minitensor")
-if DEBUG and not log.handlers:
-  log.addHandler(logging.StreamHandler())
-  log.setLevel(logging.DEBUG)
 
 
 @dataclass
@@ -157,7 +152,7 @@ class Compiled:
     def work() -> None:
       try: fns = _functions(self.plan, 1, self.checked)
       except Exception as e:                   # noqa: BLE001  (the tier-0 code keeps working)
-        log.warning(f"minitensor: the tier-1 compile failed, staying at tier 0: {e}")
+        log().warning(f"minitensor: the tier-1 compile failed, staying at tier 0: {e}")
         return
       self.fns, self.tier = fns, 1
       if self.disk_key is not None: plans.store(self.disk_key, replace(self.plan, tier=1).to_json())
@@ -183,7 +178,7 @@ class Compiled:
                          f"of {what}")
       if DEBUG:
         nbytes = sum(bufs[i].nbytes for i in slots)
-        log.debug(f"{k.name:4s} {str(c.shape):18s} {c.dtype:8s} {dt * 1e6:9.1f} us "
+        log().debug(f"{k.name:4s} {str(c.shape):18s} {c.dtype:8s} {dt * 1e6:9.1f} us "
                   f"{nbytes / max(dt, 1e-9) / 1e9:7.2f} GB/s  {origin}")
 
 
@@ -261,12 +256,12 @@ def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tupl
     except (ValueError, KeyError, CompileError): pass      # a damaged plan: lowered again and rewritten below
     else:
       stats.plan_hits += 1
-      if DEBUG >= 2: log.debug(plan.src)
+      if DEBUG >= 2: log().debug(plan.src)
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key.mode.checked, tier=plan.tier,
                       disk_key=disk)
   prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat, exact=key.exact,
                           large=key.large)
-  if DEBUG >= 2: log.debug(prog.plan.src)
+  if DEBUG >= 2: log().debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
   return prog
@@ -562,7 +557,7 @@ def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], sizes: tup
     try: prog.special[sizes] = program(key, outputs, leaves)
     except Exception as e:                   # noqa: BLE001  (the symbolic program keeps working)
       prog.special[sizes] = False
-      log.warning(f"minitensor: a specialization failed to compile, the symbolic program runs: {e}")
+      log().warning(f"minitensor: a specialization failed to compile, the symbolic program runs: {e}")
   w = threading.Thread(target=work, name="minitensor-specialize", daemon=True)
   _specializing.add(w)
   w.start()

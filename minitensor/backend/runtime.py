@@ -142,13 +142,43 @@ _identity: dict[str, str] = {}
 
 
 def _compiler_identity(cc: str) -> str:
-  if cc not in _identity:
-    import subprocess
-    try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace",
-                              timeout=30).stdout.splitlines()[:1]
-    except (OSError, subprocess.SubprocessError): out = []
-    _identity[cc] = f"{shutil.which(cc) or cc} {out[0] if out else ''}"
+  """cc's path and the first line of its `--version` (part of every cache key). The line is kept on disk per
+  compiler binary (its real path, inode, size and modification time), so a process does not spawn the compiler
+  for it again (about 2 ms each): an upgrade replaces the binary and asks again."""
+  if cc in _identity: return _identity[cc]
+  path = shutil.which(cc) or cc
+  try:
+    st = os.stat(real := os.path.realpath(path))
+    stamp = f"{real} {st.st_ino} {st.st_size} {st.st_mtime_ns}"
+  except OSError: stamp = None
+  entry = None
+  if stamp is not None:
+    import hashlib
+    key = hashlib.sha256(f"compiler {VERSION} {stamp}".encode()).hexdigest()[:32]
+    entry = os.path.join(entry_dir(key), key + ".cc")
+    if (data := diskcache.read_private(entry)) is not None and data.startswith(stamp.encode() + b"\n"):
+      _identity[cc] = f"{path} {data[len(stamp) + 1:].decode(errors='replace')}"
+      return _identity[cc]
+  import subprocess
+  try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace",
+                            timeout=30).stdout.splitlines()[:1]
+  except (OSError, subprocess.SubprocessError): out = []
+  line = out[0] if out else ""
+  if entry is not None and out:
+    with contextlib.suppress(OSError): install(entry, f"{stamp}\n{line}".encode())
+  _identity[cc] = f"{path} {line}"
   return _identity[cc]
+
+
+def log():
+  """The `minitensor` logger (logging is imported at the first message: a script's first realize stays cheap);
+  MINITENSOR_DEBUG=1 gives it a handler on stderr at level DEBUG."""
+  import logging
+  lg = logging.getLogger("minitensor")
+  if os.environ.get("MINITENSOR_DEBUG", "0") not in ("", "0") and not lg.handlers:
+    lg.addHandler(logging.StreamHandler())
+    lg.setLevel(logging.DEBUG)
+  return lg
 
 
 _CPU_FIELDS = {"vendor_id", "cpu family", "model", "model name", "flags", "Features", "CPU implementer",

@@ -25,10 +25,8 @@ Records and timings are for this machine: `python -m minitensor tune SCRIPT` run
 and prints what it found (`tuned`, this process's searched kernels and the records it used).
 """
 from __future__ import annotations
-import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 import numpy as np
 from minitensor.backend import plans
@@ -37,14 +35,13 @@ from minitensor.backend.machine import machine
 from minitensor.backend.opt import EXACT, KernelInfo, Opt, OptOps, OptRefused, apply_opt, build, heuristic
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import PRELUDE, render_function
-from minitensor.backend.runtime import FLAGS, CompileError, compile_c, compiler, native
+from minitensor.backend.runtime import FLAGS, CompileError, compile_c, compiler, log, native
 from minitensor.backend.uop import Ops, UOp, buf, prod
 
 BUDGET = 60.0          # seconds of search per kernel, by default
 RUNS = 5               # timed runs per candidate (their median)
 MIN_GAIN = 0.02        # a round must beat the best time by this fraction to go on (and a winner the heuristic)
 CONFIRM = 3            # turns of the final comparison
-log = logging.getLogger("minitensor")
 _TOL = {2: 1e-2, 4: 1e-4, 8: 1e-10}     # rtol by float item size (complex: by the size of a part)
 
 
@@ -221,6 +218,7 @@ def beam_search(body: UOp, info: KernelInfo, heur: list[Opt], width: int, second
   timed: dict[tuple, tuple[float, tuple[Opt, ...]]] = {}
   kernels: dict[tuple, object] = {}            # the compiled candidates, for the final comparison
   seen: set = set()              # the Opts and the sources lowered so far (equal sources are timed once)
+  from concurrent.futures import ThreadPoolExecutor  # (imported by a search only)
   pool = ThreadPoolExecutor(max(machine().cores, 1), thread_name_prefix="minitensor-search")
 
   def evaluate(cands: list[tuple[tuple[Opt, ...], Opts]]) -> None:
@@ -244,7 +242,7 @@ def beam_search(body: UOp, info: KernelInfo, heur: list[Opt], width: int, second
       got, t = bench.run(kernel)
       timed[_okey(o)] = (t if same(got, want) else float("inf"), acts)
       kernels[_okey(o)] = kernel
-      log.debug(f"search {describe(body, info)}: {t * 1e6:10.1f} us {list(acts)}")
+      log().debug(f"search {describe(body, info)}: {t * 1e6:10.1f} us {list(acts)}")
 
   try:
     heur_opts = build(heur, info)
@@ -276,6 +274,6 @@ def beam_search(body: UOp, info: KernelInfo, heur: list[Opt], width: int, second
   med = {k: float(np.median(ts)) for k, ts in again.items()}
   best_key = min(final, key=lambda k: med[k])
   if med[best_key] > med[final[0]] * (1 - MIN_GAIN): best_key = final[0]
-  log.debug(f"search {describe(body, info)}: confirmed {med[final[0]] * 1e6:.1f} us -> {med[best_key] * 1e6:.1f} us "
+  log().debug(f"search {describe(body, info)}: confirmed {med[final[0]] * 1e6:.1f} us -> {med[best_key] * 1e6:.1f} us "
             f"{list(timed[best_key][1])}")
   return timed[best_key][1], med[final[0]], med[best_key]

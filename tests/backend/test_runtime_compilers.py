@@ -121,3 +121,21 @@ def test_a_full_tmpfs_cache_falls_back(cache, tmp_path, monkeypatch):
     monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(mnt / "cache"))
     _falls_back(mnt / "cache")
   finally: subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def test_version_line_is_asked_once_per_compiler_binary(cache, tmp_path, monkeypatch):
+  """The compiler's `--version` line (part of every cache key) is kept in the cache per binary: a new process
+  reads it instead of spawning the compiler; a replaced binary (an upgrade: here a longer script, so its size
+  changes whatever the clock's grain) is asked again, and its new line makes new keys."""
+  log = tmp_path / "asked"
+  cc = _fake_cc(tmp_path, 'exec "$REAL" "$@"', version=f'echo x >> {log}; echo "fakecc 1.0"; exit 0')
+  src = "void k(float* restrict a) { a[0] = 1.0f; }\n"
+  first = runtime._key(src, runtime.FLAGS, cc)
+  assert runtime._compiler_identity(cc).endswith("fakecc 1.0") and log.read_text() == "x\n"
+  monkeypatch.setattr(runtime, "_identity", {})           # (a new process: only the disk remembers)
+  assert runtime._key(src, runtime.FLAGS, cc) == first and log.read_text() == "x\n"
+  assert len(_files(cache, ".cc")) == 1
+  _fake_cc(tmp_path, 'exec "$REAL" "$@"', version=f'echo x >> {log}; echo "fakecc 2.0.1"; exit 0')
+  monkeypatch.setattr(runtime, "_identity", {})
+  assert runtime._key(src, runtime.FLAGS, cc) != first and log.read_text() == "x\nx\n"
+  assert runtime._compiler_identity(cc).endswith("fakecc 2.0.1")
