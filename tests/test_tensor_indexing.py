@@ -64,7 +64,7 @@ def slices(draw, n: int) -> slice:
 
 @st.composite
 def consuming(draw, dims: list[int], advanced: bool, arr_shape: tuple) -> list:
-  """Entries that index exactly the axes of sizes `dims`, in order (a mask may take one or two axes)."""
+  """Entries that index exactly the axes of sizes `dims`, in order (a mask may take one to three axes)."""
   out, k = [], 0
   while k < len(dims):
     n = dims[k]
@@ -78,7 +78,7 @@ def consuming(draw, dims: list[int], advanced: bool, arr_shape: tuple) -> list:
       vals = np.random.default_rng(draw(st.integers(0, 99))).integers(-n, n, shape)
       out.append(draw(st.sampled_from([lambda v: v, lambda v: v.tolist(), mt.asarray]))(vals) if shape else int(vals))
     else:
-      w = draw(st.integers(1, min(2, len(dims) - k)))
+      w = draw(st.integers(1, min(3, len(dims) - k)))
       m = np.random.default_rng(draw(st.integers(0, 99))).random(tuple(dims[k:k + w])) < 0.5
       out.append(draw(st.sampled_from([lambda v: v, mt.asarray]))(m)); k += w; continue
     k += 1
@@ -169,6 +169,28 @@ def test_getitem_tensor_indices():
   same(t[mt.asarray([3, 0, 3])].numpy(), a[[3, 0, 3]])
   same(t[mt.asarray(2), 1:].numpy(), a[2, 1:])
   same(t[(t > 0)[:, 0]].numpy(), a[a[:, 0] > 0])
+
+
+@pytest.mark.parametrize("idx", [lambda m2, m3: m2, lambda m2, m3: m3, lambda m2, m3: (slice(None), m2[0]),
+                                 lambda m2, m3: (m2, [2]), lambda m2, m3: (m2, 1), lambda m2, m3: (1, m2[0]),
+                                 lambda m2, m3: (True, m2), lambda m2, m3: (None, m2), lambda m2, m3: (..., m3[0]),
+                                 lambda m2, m3: (m2, slice(None, None, -2)), lambda m2, m3: (m2, [[0], [2]]),
+                                 lambda m2, m3: (slice(None), m3[0]), lambda m2, m3: (m2[:, 0], [1], [[0], [2]])])
+@pytest.mark.parametrize("mask", [lambda v: v, mt.asarray])
+def test_masks_of_several_axes_read_and_write_as_numpy(idx, mask):
+  """A mask of several axes indexes those axes merged into one (its flat positions, one index array) where its
+  axes are known, else per axis: both give NumPy's elements in NumPy's order, read and written."""
+  a = np.arange(60.0).reshape(4, 5, 3)
+  r = np.random.default_rng(5)
+  m2, m3 = r.random((4, 5)) < 0.5, r.random((4, 5, 3)) < 0.5
+  want_idx = idx(m2, m3)
+  got_idx = idx(mask(m2), mask(m3))
+  same(lazy(a)[got_idx].numpy(), a[want_idx])
+  for t in (mt.asarray(a.copy()), lazy(a)):
+    w = a.copy()
+    w[want_idx] = -w[want_idx] - 1
+    t[got_idx] = -t[got_idx] - 1
+    same(t.numpy(), w)
 
 
 def test_getitem_compiles_nothing_for_realized_reads():
