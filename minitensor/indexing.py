@@ -555,11 +555,17 @@ class _Indexing:
       where = _numpy_index(self, idx) if not T.ACTIVE[0] and V.may_own(self) else None
       if where is not None and type(value) is Tensor and value._link is None and value._data is None:
         value._value()      # the right-hand side first, as NumPy: its graph (which may read self) is let go
+      if where is not None and (a := V.sole_buffer(self)) is not None:
+        # t[idx] = value into t's own buffer when nothing but t can read it (views.sole_buffer): NumPy's own
+        # assignment, its checks, casts and errors included. A history written one slice per step
+        # (`P[:, :, i] = p * i`) costs the slice, not a pass over P; a masked update (`n[m] = i`) the masked elements
+        a[where] = np.asarray(value) if isinstance(value, Tensor) else value
+        V.wrote_in_place(self)
+        return
       b, v = _assigned(self, idx, value)
       if where is not None and (b is None or 0 not in b.taken):
-        # t[idx] = v into t's own buffer when nothing but t can read it (views.sole_buffer): v computed, its graph
-        # dropped, and NumPy writes it into the region. A history written one slice per step (`P[:, :, i] = p * i`)
-        # costs the slice, not a pass over P; a masked update (`n[m] = i`) the masked elements
+        # t's buffer is read elsewhere: v computed (a realization, which may also compute held roots whose graphs
+        # read t's buffer: then it is t's alone, and written in place), else t's new value is a graph over v
         constant = _broadcast_constant(v)
         val = Tensor(v)._value()
         if not constant: v = None
