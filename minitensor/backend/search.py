@@ -87,7 +87,7 @@ def opts_for(body: UOp, exact: bool = False, symbolic: bool = False) -> Opts:
   the heuristic's actions for a kernel lowered with symbolic sizes (chosen at body's sizes, applied with tails where
   a factor does not divide), no records, no search."""
   info = KernelInfo.of(body, symbolic)
-  if exact or symbolic: return build([a for a in heuristic(body, info) if a.op in EXACT or not exact], info)
+  if exact or symbolic: return build([a for a in heuristic(body, info, exact) if a.op in EXACT or not exact], info)
   key = plans.tune_key(kernel_key(body))
   if (rec := _record(key, info)) is not None:
     acts, before, after = rec

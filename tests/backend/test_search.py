@@ -230,6 +230,12 @@ def test_the_heuristic_is_a_list_of_actions_that_builds_its_opts(monkeypatch):
   # ... but short rows keep at least 8 steps of the loop: one vector of float32 lanes
   short = buf(0, 1 << 16).reshape((1 << 11, 32)).cast(dtypes.float64).reduce(Ops.ADD, 1)
   assert heuristic(short)[0] == Opt(OptOps.UNROLL, 0, 8)
+  # rows of 100 terms, which no factor of the lanes divides, 4 at a time (4 scalar chains in one pass); so are the
+  # rows of a kernel that keeps its plain order of additions (exact: an UNROLL would reorder them)
+  mv = (buf(0, 100 * 100).reshape((100, 100)) * buf(1, 100).reshape((1, 100)).expand((100, 100))).reduce(Ops.ADD, 1)
+  assert heuristic(mv) == [Opt(OptOps.UPCAST, 0, 4)]
+  assert heuristic(reduction((64, 512), 1, Ops.ADD)[0], exact=True) == [Opt(OptOps.UPCAST, 0, 8)]
+  assert search.opts_for(reduction((64, 512), 1, Ops.ADD)[0], exact=True).upcast == {0: 8}
   # a column sum: one block of columns per core (2 x 512), its float64 accumulators in half the 32 KiB L1, 4 rows
   # combined per pass over them ...
   col = buf(0, 4096 * 1024).reshape((4096, 1024)).permute((1, 0)).cast(dtypes.float64).reduce(Ops.ADD, 1)
