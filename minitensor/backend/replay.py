@@ -34,7 +34,7 @@ class Bound:
   the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines), and
   while its program has no specialization to start or to run for its sizes (realize does those)."""
   __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
-               "one", "sizes", "full")
+               "one", "sizes", "full", "small")
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                keep: bool, sig: tuple):
@@ -58,6 +58,8 @@ class Bound:
     self.sizes = sizes
     # one kernel writing one buffer (an elementwise op): its arguments before and after that buffer's pointer
     self.one = None
+    # a result below the pool's lending size: NumPy's own array, made here without buffers.result's test
+    self.small = self.counts[0] * self.dtypes[0].itemsize < buffers.RESULT_MIN_BYTES if self.counts else False
     if len(self.counts) == 1 and len(self.calls) == 1 and (sl := p.plan.calls[0].slots).count(len(inputs)) == 1:
       k = sl.index(len(inputs))
       self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
@@ -76,10 +78,11 @@ class Bound:
     if prog.want is not None or (prog.special and prog.special.get(self.sizes)): return None
     stats.graph_hits += 1
     stats.replays += 1
-    t = time.perf_counter()
+    timed = prog.tier != 1 or prog.specializable          # (Compiled.ran reads the time of these runs only)
+    t = time.perf_counter() if timed else 0.0
     fp = fpstatus.slot()
     if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
-      r = buffers.result(self.counts[0], self.dtypes[0])
+      r = np.empty(self.counts[0], self.dtypes[0]) if self.small else buffers.result(self.counts[0], self.dtypes[0])
       prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1], fp)
     else:
       out = self.output
@@ -93,7 +96,8 @@ class Bound:
       if fpstatus.QUIET: fpstatus.realizing((o,))
       prog.flags(fp, self.ptrs, self.full)
       if fpstatus.QUIET: fpstatus.realizing(None)
-    prog.ran(t, self.sizes)
+    if timed: prog.ran(t, self.sizes)
+    else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r
     return [r]
