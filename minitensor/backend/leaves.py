@@ -1,4 +1,5 @@
-"""leaves: the frontend's realized data as BUFFER leaves, and which ndarrays are a user's borrowed memory.
+"""leaves: the frontend's realized data as BUFFER leaves, which ndarrays are a user's borrowed memory, and which
+constants are leaves too (`lifted`: kernel arguments).
 
 A small module of its own so that building graphs over data (`mt.asarray`) does not import the compiler:
 realize.py and the stages below it are imported on the first realize.
@@ -48,3 +49,11 @@ def borrow(a: np.ndarray) -> np.ndarray:
 
 def is_borrowed(a: np.ndarray) -> bool:
   return a is not None and (r := _borrowed.get(id(a))) is not None and r() is a
+
+
+def lifted(u: UOp) -> bool:
+  """Whether CONST u is a kernel argument rather than a literal in the C: every number a program may vary (a
+  scale, an offset, a clip bound, a fill value) except 0, 1 and -1, which the simplifier folds (x*1, x+0, -x),
+  and NaN and the infinities. Index constants and booleans are structure, never arguments."""
+  v = u.arg
+  return u.dtype is not dtypes.index and u.dtype is not dtypes.bool and v != 0 and v != 1 and v != -1 and v - v == 0

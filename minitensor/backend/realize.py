@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from minitensor.backend import buffers, fpstatus, plans, replay, tiers
-from minitensor.backend.dtype import dtypes
 from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
   Unbound,
   array_of,
   borrow,
   buffer_of,
   is_borrowed,
+  lifted,
 )
 from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
@@ -340,14 +340,6 @@ def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
   return _renumber(outputs, leaves), arrays_of(leaves)
 
 
-def lifted(u: UOp) -> bool:
-  """Whether CONST u is a kernel argument rather than a literal in the C: every number a program may vary (a
-  scale, an offset, a clip bound, a fill value) except 0, 1 and -1, which the simplifier folds (x*1, x+0, -x),
-  and NaN and the infinities. Index constants and booleans are structure, never arguments."""
-  v = u.arg
-  return u.dtype is not dtypes.index and u.dtype is not dtypes.bool and v != 0 and v != 1 and v != -1 and v - v == 0
-
-
 def arrays_of(leaves: list[UOp]) -> list[np.ndarray]:
   """The input arrays of a schedule: each realized leaf's data, each lifted constant as a one-element array."""
   return [b.data if b.data is not None else np.full(1, b.arg, b.dtype.np) for b in leaves]
@@ -493,11 +485,14 @@ def _scalar_leaf(u: UOp) -> bool:
 
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
   """The values of shaped graphs (leaves: BUFFERs from buffer_of, CONSTs) as contiguous ndarrays."""
-  sig = None
+  sig = csig = None
   if len(outputs) == 1 and (o := outputs[0]).data is None and o.src and (m := modes(strict=False)) is not None:
     if not (m.checked or DEBUG):
       sig = (m.tier, o.op, argkey(o.arg) if o.op in FLOAT_ARG else o.arg, o.dtype, *map(id, o.src))
       if (b := replay.bound.get(sig)) is not None and (r := b.run(o)) is not None: return r
+      # (a plan whose numbers are arguments: `p * i` over a loop's i)
+      if (csig := replay.constant_sig(sig, o)) is not None and (b := replay.bound.get(csig)) is not None and \
+          (r := b.run(o)) is not None: return r
   views = [numpy_view(o) for o in outputs]
   if all(v is not None and (v.size <= VIEW_COPY_LIMIT or v.flags.c_contiguous) for v in views):
     # (ascontiguousarray would make 0-d arrays 1-d); a view of a user's memory is copied: results never alias it
@@ -514,7 +509,9 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     if fpstatus.QUIET: fpstatus.realizing(None)
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
-      replay.remember(sig, o, prog, leaves, inputs, sizes, not borrowed and base_of(o).op is not Ops.CONST)
+      keep = not borrowed and base_of(o).op is not Ops.CONST
+      replay.remember(sig, o, prog, leaves, inputs, sizes, keep)
+      if csig is not None: replay.remember(csig, o, prog, leaves, inputs, sizes, keep)
   # the nodes keep their values (hash-consing shares them with every graph that computes the same thing), unless
   # they read a user's memory, which may change after this realization
   if not borrowed:

@@ -2,13 +2,16 @@
 
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
 runs its `Bound` plan from the fourth time on: realize looks it up by the root's op, argument, dtype and the
-identities of its sources (`bound`) before it walks anything. The program, the inputs' pointers, the sizes and
+identities of its sources (`bound`) before it walks anything. A source that broadcasts a lifted constant (a
+Python number: `p * i` over a loop's i) counts by its structure instead (`source_key`): its number is an argument
+of the plan, read at each run. The program, the inputs' pointers, the sizes and
 every kernel's arguments were found once, so a call costs a dictionary lookup, the allocations and the kernel
 calls. realize offers every program it ran for a single root (`remember`); the plan is made at the third
 realization over the same sources in quick succession (a value asked for only twice makes none), so graphs over
 fresh sources only leave a few weakrefs behind.
 """
 from __future__ import annotations
+import contextlib
 import functools
 import math
 import operator
@@ -17,9 +20,10 @@ import weakref
 from typing import TYPE_CHECKING
 import numpy as np
 from minitensor.backend import buffers, fpstatus
+from minitensor.backend.leaves import lifted
 from minitensor.backend.runtime import pointer, stats
 from minitensor.backend.sizes import extend
-from minitensor.backend.uop import UOp
+from minitensor.backend.uop import Ops, UOp
 
 if TYPE_CHECKING:
   from minitensor.backend.realize import Compiled
@@ -34,16 +38,24 @@ class Bound:
   the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines), and
   while its program has no specialization to start or to run for its sizes (realize does those)."""
   __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
-               "one", "sizes", "full", "small")
+               "one", "sizes", "full", "small", "consts", "slots")
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                keep: bool, sig: tuple):
     drop = lambda _, k=sig: bound.pop(k, None)
-    self.srcs = tuple([weakref.ref(s, drop) for s in o.src])
+    const = [type(k) is tuple for k in sig[4:]]          # (source_key: a broadcast lifted constant)
+    self.srcs = tuple([None if c else weakref.ref(s, drop) for s, c in zip(o.src, const)])
     known = set(leaves)
     # sources and nodes below them that were computed here: held (below the sources: no source is kept alive)
-    self.fresh = tuple([k for k, s in enumerate(o.src) if s not in known])
-    self.interior = tuple([u for s in o.src if s not in known for u in s.toposort(known) if u not in o.src])
+    self.fresh = tuple([k for k, s in enumerate(o.src) if s not in known and not const[k]])
+    self.interior = tuple([u for s, c in zip(o.src, const) if s not in known and not c for u in s.toposort(known)
+                           if u not in o.src])
+    # each constant source: its position and its constant's input slot. A constant also read through another
+    # source (one slot for both) cannot vary alone: no plan
+    inside = set(self.interior) | {u for s, c in zip(o.src, const) if not c for u in s.toposort()}
+    self.consts = tuple([(k, leaves.index(_constant(s)), np.dtype(_constant(s).dtype.np))
+                         for k, (s, c) in enumerate(zip(o.src, const)) if c])
+    if any(leaves[slot] in inside for _, slot, _ in self.consts): raise ValueError("a constant read twice")
     fb, chars = pointer()
     self.pointer = functools.partial(fb, chars)
     p = self.prog = prog
@@ -63,12 +75,13 @@ class Bound:
     if len(self.counts) == 1 and len(self.calls) == 1 and (sl := p.plan.calls[0].slots).count(len(inputs)) == 1:
       k = sl.index(len(inputs))
       self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
+      self.slots = (sl[:k], sl[k + 1:])
 
   def run(self, o: UOp) -> list[np.ndarray] | None:
     """realize([o]) by this plan; None when the plan does not hold for o (other sources, or one since realized)."""
     src = o.src
     for r, s in zip(self.srcs, src):
-      if r() is not s: return None
+      if r is not None and r() is not s: return None
     for k in self.fresh:
       if src[k].data is not None: return None
     for u in self.interior:
@@ -81,26 +94,62 @@ class Bound:
     timed = prog.tier != 1 or prog.specializable          # (Compiled.ran reads the time of these runs only)
     t = time.perf_counter() if timed else 0.0
     fp = fpstatus.slot()
+    ins = self.ptrs
+    if self.consts:                   # (this run's numbers, each in a one-element array of its own)
+      ins, held = list(ins), [np.array((_constant(src[k]).arg,), d) for k, _, d in self.consts]
+      for (_, slot, _), a in zip(self.consts, held): ins[slot] = self.pointer(a)
     if (one := self.one) is not None:        # (the kernel is read from prog each time: the tier-1 swap replaces it)
       r = np.empty(self.counts[0], self.dtypes[0]) if self.small else buffers.result(self.counts[0], self.dtypes[0])
-      prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1], fp)
+      if self.consts:
+        pre, post = self.slots
+        prog.fns[0][0].fn(*[ins[i] for i in pre], self.pointer(r), *[ins[i] for i in post], *self.calls[0][1], fp)
+      else: prog.fns[0][0].fn(*one[0], self.pointer(r), *one[1], fp)
     else:
       out = self.output
       bufs = [buffers.result(n, d) if k == out else buffers.take(n, d)
               for k, (n, d) in enumerate(zip(self.counts, self.dtypes))]
-      ptrs = self.ptrs + list(map(self.pointer, bufs))
+      ptrs = ins + list(map(self.pointer, bufs))
       for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail, fp)
       r = bufs[out]
       buffers.give(bufs[:out] + bufs[out + 1:])
     if fp[0]:
       if fpstatus.QUIET: fpstatus.realizing((o,))
-      prog.flags(fp, self.ptrs, self.full)
+      prog.flags(fp, ins, self.full)
       if fpstatus.QUIET: fpstatus.realizing(None)
     if timed: prog.ran(t, self.sizes)
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep: o.data = r
     return [r]
+
+
+def _constant(s: UOp) -> UOp:
+  """The CONST below a source's chain of EXPANDs and RESHAPEs (s itself when it is one)."""
+  while s.op is Ops.EXPAND or s.op is Ops.RESHAPE: s = s.src[0]
+  return s
+
+
+def constant_sig(sig: tuple, o: UOp) -> tuple | None:
+  """The key of root o's plan with its broadcast lifted constants counted by structure (source_key), or None when
+  none of its sources is one (sig: the key by identities)."""
+  src = o.src
+  if not any(x.op is Ops.EXPAND or x.op is Ops.CONST for x in src): return None
+  keys = [source_key(x, src) if x.op is Ops.EXPAND or x.op is Ops.CONST else id(x) for x in src]
+  return (*sig[:4], *keys) if any(type(k) is tuple for k in keys) else None
+
+
+def source_key(s: UOp, srcs: tuple[UOp, ...]):
+  """A root's source as the key of its plan has it: its identity, or for a broadcast lifted constant (a Python
+  number in `p * i`, realized with a new i each time) its chain of movements, its dtype and the first source
+  holding the same constant (two sources of one constant are one input of the program, two constants two)."""
+  chain, c = [], s
+  while c.op is Ops.EXPAND or c.op is Ops.RESHAPE:
+    chain.append((c.op, c.shape))
+    c = c.src[0]
+  if c.op is not Ops.CONST or c.data is not None or not lifted(c): return id(s)
+  first = next(k for k, x in enumerate(srcs) if x is s or ((x.op is Ops.EXPAND or x.op is Ops.CONST) and
+                                                            _constant(x) is c))
+  return ("const", tuple(chain), c.dtype, first)
 
 
 def _picker(slots: tuple[int, ...]):
@@ -126,11 +175,11 @@ def remember(sig: tuple, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list
   repeat, only leave a few weakrefs in _seen). keep: whether realize keeps the value on the node."""
   now = _count[0] = _count[0] + 1
   seen = _seen.get(sig)
-  if seen is not None and now - seen[0] <= RECENT and all(r() is s for r, s in zip(seen[1], o.src)):
+  if seen is not None and now - seen[0] <= RECENT and all(r is None or r() is s for r, s in zip(seen[1], o.src)):
     if seen[2]:
-      bound[sig] = Bound(o, prog, leaves, inputs, sizes, keep, sig)
+      with contextlib.suppress(ValueError): bound[sig] = Bound(o, prog, leaves, inputs, sizes, keep, sig)
       _seen.pop(sig, None)
     else: _seen[sig] = (now, seen[1], True)
     return
   if len(_seen) >= SEEN_SIZE: _seen.clear()
-  _seen[sig] = (now, tuple([weakref.ref(s) for s in o.src]), False)
+  _seen[sig] = (now, tuple([None if type(k) is tuple else weakref.ref(s) for s, k in zip(o.src, sig[4:])]), False)

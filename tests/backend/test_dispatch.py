@@ -76,6 +76,44 @@ def test_bound_plans_of_other_shapes_dtypes_and_ops():
     assert stats.replays - replays == n
 
 
+def test_a_number_that_changes_every_call_is_an_argument_of_the_plan(counted):
+  """`p * i` over a loop's i: the broadcast constant is a new node each call, counted by its structure, its number
+  passed to the bound plan; a number the simplifier folds (0, 1, -1) is another program, and the values are
+  NumPy's throughout."""
+  x = np.random.default_rng(3).standard_normal((4, 3))
+  t = mt.asarray(x)
+  for i in range(2, 5): np.testing.assert_array_equal(np.asarray(t * i), x * i)
+  walks, replays = counted["structure"], stats.replays
+  for i in [5, 6, 2.5, -7, 1e300, 9, 1, 11, 0, 12]:
+    got = np.asarray(t * i)
+    np.testing.assert_array_equal(got, x * i)
+    assert not got.flags.writeable
+  assert stats.replays - replays == 8                  # (1 and 0 are programs of their own: walked)
+  assert counted["structure"] - walks == 2
+  big = (x * 1e30).astype(np.float32)
+  f = mt.asarray(big)
+  for v in (2.0, 4.0, 8.0): np.asarray(f * v)          # (bound at the third)
+  replays = stats.replays
+  with pytest.warns(RuntimeWarning, match="overflow"):  # the flags of a run with a number given to the plan
+    got = np.asarray(f * 1e10)
+  assert stats.replays - replays == 1
+  with np.errstate(over="ignore"): np.testing.assert_array_equal(got, big * np.float32(1e10))
+
+
+def test_one_number_in_two_places_and_a_number_read_elsewhere_keep_their_values():
+  """Two sources of one constant are one program input, two constants two: `t * i + i` and `t * i + j` are
+  other plans; a constant that an unrealized source also reads (`q = t * 5`, then `q + 5`) is no argument."""
+  x = np.random.default_rng(4).standard_normal(6)
+  t = mt.asarray(x)
+  for i in range(2, 12):
+    np.testing.assert_array_equal(np.asarray(t * i + i), x * i + i)
+    np.testing.assert_array_equal(np.asarray(t * i + (i + 1)), x * i + (i + 1))
+  q = t * 5.0
+  for c in (5.0, 5.0, 5.0, 6.0, 2.0, 3.0, 4.0, 5.0, 6.0, 5.0, 7.0):     # (a plan made at 5.0 would read one 5.0)
+    np.testing.assert_array_equal(np.asarray(q + c), x * 5.0 + c)
+    np.testing.assert_array_equal(np.asarray(q * c), x * 5.0 * c)
+
+
 def test_graphs_rebuilt_below_the_root_take_the_full_path():
   x = np.random.default_rng(8).standard_normal((6, 4))
   t = mt.asarray(x)
