@@ -32,6 +32,7 @@ np.transpose: "transpose") in the `minitensor` namespace (numpy.linalg's in mt.l
 when that object is a function defined in minitensor.
 """
 from __future__ import annotations
+import contextlib
 import functools
 import importlib
 import inspect
@@ -50,14 +51,27 @@ _DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": N
 
 def implementation(func) -> Callable | None:
   """minitensor's function for NumPy's `func` (a function or ufunc of the numpy namespace): the one minitensor
-  exports under func's name, looked up at each call, so functions added to minitensor later are found too."""
-  name = getattr(func, "__name__", None)
-  if not isinstance(name, str): return None
-  sub = next((m for m in _SUBMODULES if getattr(operator.attrgetter(m)(np), name, None) is func), None)
-  if sub is None and getattr(np, name, None) is not func: return None
-  f = getattr(importlib.import_module("minitensor" + ("." + sub if sub else "")), name, None)
+  exports under func's name, looked up at each call, so functions added to minitensor later are found too (the
+  namespace and name a NumPy function maps to are found once: _home)."""
+  if (home := _HOMES.get(func, _HOMES)) is _HOMES: home = _home(func)
+  if home is None: return None
+  f = getattr(home[0], home[1], None)
   if not callable(f) or isinstance(f, type) or not getattr(f, "__module__", "").startswith("minitensor"): return None
   return f
+
+
+_HOMES: dict = {}        # NumPy's function -> (the minitensor module that would export it, its name), or None
+
+
+def _home(func) -> tuple | None:
+  name = getattr(func, "__name__", None)
+  home = None
+  if isinstance(name, str):
+    sub = next((m for m in _SUBMODULES if getattr(operator.attrgetter(m)(np), name, None) is func), None)
+    if sub is not None or getattr(np, name, None) is func:
+      home = (importlib.import_module("minitensor" + ("." + sub if sub else "")), name)
+  with contextlib.suppress(TypeError): _HOMES[func] = home       # (an unhashable callable is looked up each time)
+  return home
 
 
 def to_numpy(x):
@@ -119,11 +133,21 @@ def _signature(f: Callable) -> inspect.Signature | None:
 
 
 def _accepts(f: Callable, args: tuple, kwargs: dict) -> bool:
-  """Whether f's signature binds these arguments (True when f has no introspectable signature)."""
-  if (sig := _signature(f)) is None: return True
-  try: sig.bind(*args, **kwargs)
-  except TypeError: return False
-  return True
+  """Whether f's signature binds these arguments (True when f has no introspectable signature). Binding depends
+  only on how many positional arguments there are and which keywords: the answer is kept per such call."""
+  key = (f, len(args), tuple(kwargs))
+  if (ok := _BINDS.get(key)) is not None: return ok
+  if (sig := _signature(f)) is None: ok = True
+  else:
+    try: sig.bind(*args, **kwargs)
+    except TypeError: ok = False
+    else: ok = True
+  if len(_BINDS) >= 4096: _BINDS.clear()
+  _BINDS[key] = ok
+  return ok
+
+
+_BINDS: dict = {}        # (function, number of positional arguments, keyword names) -> whether they bind
 
 
 def array_function(func: Callable, types: tuple, args: tuple, kwargs: dict):

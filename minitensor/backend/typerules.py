@@ -196,6 +196,13 @@ def _reduce_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None
   return None
 
 
+def _shrink_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and \
+     len(arg) == len(s := x.shape) and _pairs(arg, s, True):
+    return x.dtype, tuple([e - b for b, e in arg])
+  return None
+
+
 def cast_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
   if len(src) == 1 and type(x := src[0]) is UOp and type(dtype) is DType and dtype is not dtypes.void:
     return dtype, x.shape
@@ -203,8 +210,8 @@ def cast_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
 
 
 COMMON_RULES = {Ops.RESHAPE: _reshape_rule, Ops.EXPAND: _expand_rule, Ops.PERMUTE: _permute_rule,
-                Ops.REDUCE: _reduce_rule, Ops.CAST: cast_rule}
-COMMON_NODE = frozenset((Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE))    # (their dtype is their source's)
+                Ops.REDUCE: _reduce_rule, Ops.SHRINK: _shrink_rule, Ops.CAST: cast_rule}
+COMMON_NODE = frozenset((Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE, Ops.SHRINK))  # (their dtype is the source's)
 _INT = frozenset((int,))
 
 

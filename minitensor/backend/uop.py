@@ -116,6 +116,11 @@ class UOp:
       key = (op, src, arg, None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       dt, shape = COMMON_RULES[op](src, arg, None) or infer(op, src, arg, None)
+    elif op is Ops.CONST and type(dtype) is DType and not src and dtype is not dtypes.void:   # (a scalar)
+      arg = dtype.python(arg)
+      key = (op, (), argkey(arg), dtype)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      src, dt, shape = (), dtype, ()
     elif op is Ops.CAST and dtype is not None:        # (its result is always `dtype`)
       key = (op, src, arg, dtype)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
