@@ -335,11 +335,17 @@ def _advanced_shape(x_shape: tuple[int, ...], adv: list[int], S: tuple[int, ...]
 def _gather(x: UOp, adv: list[int], arrays: list[np.ndarray], S: tuple[int, ...], front: bool) -> UOp:
   """x[arrays on axes adv] by one INDEX: index axes permuted to the front, S moved to NumPy's place."""
   rest = [k for k in range(len(x.shape)) if k not in adv]
-  idx = [asarray(a).uop.reshape((1,) * (len(S) - a.ndim) + a.shape).expand(S) for a in arrays]
+  # (the index arrays are this module's own, made for this index or a mask's kept read-only: leaves without a copy)
+  idx = [_leaf(a).reshape((1,) * (len(S) - a.ndim) + a.shape).expand(S) for a in arrays]
   g = x.permute(tuple(adv + rest)).index(*idx)
   if front: return g
   m, p = len(S), adv[0]
   return g.permute(tuple(range(m, m + p)) + tuple(range(m)) + tuple(range(m + p, m + len(rest))))
+
+
+def _leaf(a: np.ndarray) -> UOp:
+  """A graph leaf holding `a`, an array of this module's own (no copy: nothing writes it)."""
+  return buffer_of(a).reshape(a.shape)
 
 
 # ---------------------------------------------------------------------- public
@@ -538,7 +544,7 @@ def _set_advanced(t: Tensor, idx, v: UOp) -> Tensor:
   if not front: pos = np.moveaxis(pos, tuple(range(adv[0], adv[0] + len(S))), tuple(range(len(S))))
   basic = tuple(entries[k].val if entries[k].kind == "slice" else slice(None) for k in rest)
   inv.transpose(adv + rest)[tuple(arrays) + basic] = pos
-  iu = asarray(inv.reshape(t.shape)).uop
+  iu = _leaf(inv.reshape(t.shape))
   return Tensor((iu >= 0).where(v.reshape((prod(region),)).index(iu), t.uop))
 
 
