@@ -42,6 +42,16 @@ except ImportError:
   raise ImportError("minitensor.testing needs hypothesis, which is not installed: pip install 'minitensor[test]'") \
     from None
 import minitensor as mt
+
+# hypothesis also draws constants found in the source of the modules loaded while a test runs (its local constants:
+# code outside site-packages, an editable minitensor's included). The compiler's stages are otherwise imported by the
+# first compile, which a warm kernel cache never makes: imported here, the same modules are loaded in every run, and
+# derandomized examples are the same with a cold or a warm cache (they were not after the sixth of the README's)
+import minitensor.backend.fpstatus  # noqa: F401
+import minitensor.backend.kernelize  # noqa: F401
+import minitensor.backend.realize  # noqa: F401
+import minitensor.backend.traced  # noqa: F401
+import minitensor.inspect  # noqa: F401
 from minitensor.testing_chains import MAX_CHAIN_NDIM as MAX_CHAIN_NDIM
 from minitensor.testing_chains import MAX_CHAIN_SIZE as MAX_CHAIN_SIZE
 from minitensor.testing_chains import MovementChain, Step, movement_chains

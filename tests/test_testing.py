@@ -253,3 +253,35 @@ except ImportError as e: print("ImportError:", e)
   p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
   assert p.returncode == 0, p.stderr
   assert "ImportError:" in p.stdout and "pip install 'minitensor[test]'" in p.stdout
+
+
+def test_derandomized_examples_are_the_same_with_a_cold_and_a_warm_kernel_cache(tmp_path):
+  """hypothesis draws constants from the source of the modules loaded while a test runs: the compiler's stages,
+  which a run that finds its programs on disk never imports, are loaded by minitensor.testing, so a
+  derandomized test draws the same examples whether its kernels are compiled or loaded (README's example)."""
+  import os
+  import subprocess
+  import sys
+  code = """
+import numpy as np
+from hypothesis import given, settings, strategies as st
+import minitensor as mt
+import minitensor.testing as mtt
+seen = []
+@settings(max_examples=40, deadline=None, database=None, derandomize=True)
+@given(data=st.data())
+def t(data):
+  shape = data.draw(mtt.shapes(min_dims=1, min_side=1))
+  x = data.draw(mtt.arrays(np.float32, shape, elements=st.floats(-10, 10, width=32)))
+  chain = data.draw(mtt.movement_chains(shape))
+  seen.append(f"{shape} {x.tobytes().hex()} {chain}")
+  mtt.assert_matches_numpy(lambda a: mt.exp(chain.apply(a)) * 2, x)
+t()
+print(chr(10).join(seen))
+"""
+  env = {**os.environ, "MINITENSOR_CACHE_DIR": str(tmp_path / "cache")}
+  env.pop("MINITENSOR_NOCACHE", None)
+  runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+          for _ in range(2)]
+  for p in runs: assert p.returncode == 0, p.stderr[-2000:]
+  assert runs[0].stdout.count("\n") >= 30 and runs[0].stdout == runs[1].stdout
