@@ -10,9 +10,9 @@
     integer arrays  realized (np.asarray), bounds-checked, negatives normalized, broadcast together to S; the
                     indexed axes are PERMUTEd to the front and gathered by one INDEX (shape S + the rest); S
                     goes where NumPy puts it: in place of the indices when they are adjacent, else in front
-    boolean masks   realized and turned into integer arrays (np.nonzero's); a mask of several axes indexes
-                    them merged into one, by its flat positions; a 0-d mask is an axis of size 1 indexed by [0]
-                    (True) or [] (False)
+    boolean masks   realized and turned into integer arrays (np.nonzero's, from their flat positions: masks.py);
+                    a mask of several axes indexes them merged into one, by its flat positions; a 0-d mask is an
+                    axis of size 1 indexed by [0] (True) or [] (False)
 
 When an array is present, ints and 0-d masks are advanced indices too, as in NumPy. Basic indexing only
 moves data: it never copies, and reading elements of a realized tensor is answered by NumPy views without a
@@ -38,15 +38,15 @@ assignment adds a WHERE on top of t's graph: realize t now and then in a long lo
 from __future__ import annotations
 import functools
 import operator
-import weakref
 from typing import Any, NamedTuple
 import numpy as np
 from minitensor import tracing as T
 from minitensor import ufuncs as U
 from minitensor import views as V
 from minitensor.backend.dtype import DType, dtypes
-from minitensor.backend.leaves import buffer_of, is_borrowed
+from minitensor.backend.leaves import buffer_of
 from minitensor.backend.uop import MOVEMENT, Ops, UOp, prod
+from minitensor.masks import Mask, mask_of, merged, positions, whole_mask
 from minitensor.tensor import Tensor, asarray, tensor_methods
 
 _BAD = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
@@ -92,12 +92,12 @@ def _item(x) -> Any:
   if x is None or x is Ellipsis or isinstance(x, slice): return x
   if isinstance(x, (bool, np.bool_)): return bool(x)
   if isinstance(x, (int, np.integer)): return int(x)
-  if type(x) is _Mask: return x
-  if isinstance(x, Tensor) and x.ndim and x.dtype == np.bool_: return _mask(x)
+  if type(x) is Mask: return x
+  if isinstance(x, Tensor) and x.ndim and x.dtype == np.bool_: return mask_of(x)
   if isinstance(x, (list, tuple, range, np.ndarray, Tensor)):    # a range is a sequence of ints, as in NumPy
     a, seq = np.asarray(x), isinstance(x, (list, tuple, range))
     if seq and a.size == 0 and a.dtype.kind == "f": a = a.astype(np.int64)
-    if a.dtype.kind == "b": return bool(a) if a.ndim == 0 else _Mask(a.shape, _positions(a))
+    if a.dtype.kind == "b": return bool(a) if a.ndim == 0 else Mask(a.shape, positions(a))
     if a.dtype.kind not in "iu":
       raise IndexError(_BAD if seq else "arrays used as indices must be of integer (or boolean) type")
     return int(a) if a.ndim == 0 else a
@@ -105,84 +105,9 @@ def _item(x) -> Any:
   except TypeError: raise IndexError(_BAD) from None
 
 
-class _Mask:
-  """A boolean index of one or more axes: its shape and the flat positions of its True elements (int64);
-  `indices`, its np.nonzero, is divided out of them when first asked for. (NumPy's nonzero of a mask of several
-  axes is several times slower: 685 against 162 us for (400, 333) at half True; AMD EPYC Zen 5.)"""
-  __slots__ = ("shape", "flat", "_indices")
-
-  def __init__(self, shape: tuple[int, ...], flat: np.ndarray):
-    self.shape, self.flat, self._indices = shape, flat, None
-
-  ndim = property(lambda self: len(self.shape))
-
-  @property
-  def indices(self) -> tuple[np.ndarray, ...]:
-    if self._indices is None:
-      flat, out = self.flat, []
-      for n in reversed(self.shape[1:]):
-        if not flat.size: break
-        flat, r = np.divmod(flat, n)
-        out.append(r)
-      out = [flat] * len(self.shape) if not flat.size else [flat, *reversed(out)]
-      if not self.flat.flags.writeable:
-        for i in out: i.flags.writeable = False
-      self._indices = tuple(out)
-    return self._indices
-
-
-_MASKS: dict[int, tuple] = {}     # id of a mask Tensor -> (weakref to it, its version, its _Mask)
-
-
-def _mask(t: Tensor) -> _Mask:
-  """The _Mask of boolean Tensor t, found once per value of t: a loop indexes with one mask several times
-  (`z[m] = z[m] ** 2 + c[m]; n[m] = i`), and np.nonzero of a large mask costs more than the rest of an indexing. A
-  view, or a Tensor over a user's memory (which the user may change), is not kept."""
-  a = np.asarray(t)
-  keep = t._link is None and not is_borrowed(t._data)
-  if keep and (hit := _MASKS.get(id(t))) is not None and hit[0]() is t and hit[1] == t._version: return hit[2]
-  m = _Mask(a.shape, _positions(a))
-  if keep:
-    m.flat.flags.writeable = False
-    if len(_MASKS) >= 64: _MASKS.clear()
-    _MASKS[id(t)] = (weakref.ref(t), t._version, m)
-  return m
-
-
-def _positions(a: np.ndarray) -> np.ndarray:
-  """The flat positions of a boolean array's True elements, as int64."""
-  return np.flatnonzero(a).astype(np.int64, copy=False)
-
-
 def _items(idx) -> list:
   """An index as its entries, each converted by _item."""
   return [_item(x) for x in (idx if type(idx) is tuple else (idx,))]
-
-
-def _merged(shape: tuple[int, ...], items: list) -> tuple[tuple[int, ...], list] | None:
-  """(shape, items) with each mask of several axes made a mask of one axis, those axes merged into one (row-major:
-  the same elements in the same order, gathered through one index array, none divided out), or None when no mask
-  can be merged. Only masks before any None and Ellipsis, whose axes are known; a mask whose shape does not match
-  its axes is left for _parse's error."""
-  out_shape, out, ax, merged = [], [], 0, False
-  for k, x in enumerate(items):
-    if x is None or x is Ellipsis:
-      out += items[k:]
-      break
-    if type(x) is bool:                    # (a 0-d mask takes no axis)
-      out.append(x)
-      continue
-    n = x.ndim if type(x) is _Mask else 1
-    if ax + n > len(shape) or (type(x) is _Mask and x.shape != shape[ax:ax + n]): return None
-    if type(x) is _Mask and n > 1:
-      out_shape.append(prod(x.shape))
-      out.append(_Mask((prod(x.shape),), x.flat))
-      merged = True
-    else:
-      out_shape += shape[ax:ax + n]
-      out.append(x)
-    ax += n
-  return (tuple(out_shape) + shape[ax:], out) if merged else None
 
 
 def _check_int(i: int, ax: int, n: int) -> int:
@@ -203,7 +128,7 @@ def _parse(shape: tuple[int, ...], items: list) -> list[_Entry]:
   bad index."""
   if sum(x is Ellipsis for x in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
   used = sum(0 if x is None or x is Ellipsis or type(x) is bool
-             else x.ndim if type(x) is _Mask
+             else x.ndim if type(x) is Mask
              else 1 for x in items)
   if used > len(shape):
     raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
@@ -221,7 +146,7 @@ def _parse(shape: tuple[int, ...], items: list) -> list[_Entry]:
     elif isinstance(x, int):
       i = _check_int(x, ax, shape[ax])
       out.append(_Entry("int", i, pos, _Plan(i, 0, 1, 1, False))); ax += 1
-    elif type(x) is _Mask:
+    elif type(x) is Mask:
       for j, (m, n) in enumerate(zip(x.shape, shape[ax:])):
         if m != n:
           raise IndexError(f"boolean index did not match indexed array along axis {ax + j}; "
@@ -368,7 +293,7 @@ def getitem(t: Tensor, idx) -> Tensor:
     step = V.Step(functools.partial(_basic_get, b=b), functools.partial(_basic_set, b=b))
     return V.make_view(t, step, _basic_strides(V.strides_of(t), b.entries))
   items = _items(idx)
-  shape, items = _merged(t.shape, items) or (t.shape, items)
+  shape, items = merged(t.shape, items) or (t.shape, items)
   entries = _parse(shape, items)
   x = _take_all(t.uop.reshape(_view_shape(shape, entries)), entries)
   adv, arrays, S, front = _arrays(entries)
@@ -402,7 +327,7 @@ def _basic(shape: tuple[int, ...], idx) -> _Basic | None:
     else: break
   else: return _basic_of_key(shape, tuple(key))
   items = _items(idx)
-  if any(type(x) is _Mask or type(x) is bool or type(x) is np.ndarray for x in items): return None    # (advanced)
+  if any(type(x) is Mask or type(x) is bool or type(x) is np.ndarray for x in items): return None    # (advanced)
   return _make_basic(shape, _parse(shape, items), _numpy_path(idx, len(shape)) == "element")
 
 
@@ -530,7 +455,7 @@ def _assigned(t: Tensor, idx, value) -> tuple[_Basic | None, UOp]:
 
 def _set_advanced(t: Tensor, idx, v: UOp) -> Tensor:
   items = _items(idx)
-  shape, items = _merged(t.shape, items) or (t.shape, items)
+  shape, items = merged(t.shape, items) or (t.shape, items)
   entries = _parse(shape, items)
   view = _view_shape(shape, entries)
   adv, arrays, S, front = _arrays(entries)
@@ -566,7 +491,7 @@ class _Indexing:
         # assignment, its checks, casts and errors included. A history written one slice per step
         # (`P[:, :, i] = p * i`) costs the slice, not a pass over P; a masked update (`n[m] = i`) the masked elements
         val = np.asarray(value) if isinstance(value, Tensor) else value
-        if (flat := _whole_mask(self, idx)) is not None and a.flags.c_contiguous and np.ndim(val) <= 1:
+        if (flat := whole_mask(self, idx)) is not None and a.flags.c_contiguous and np.ndim(val) <= 1:
           a.reshape(-1)[flat] = val       # (NumPy's boolean assignment is several times slower than by positions)
         else: a[where] = val
         V.wrote_in_place(self)
@@ -584,15 +509,6 @@ class _Indexing:
           return
         if v is None: v = buffer_of(np.ascontiguousarray(val)).reshape(val.shape)
       V.write(self, Tensor(_basic_set(self.uop, v, b)).uop if b is not None else _set_advanced(self, idx, v).uop)
-
-
-def _whole_mask(t: Tensor, idx) -> np.ndarray | None:
-  """The flat positions of idx when it is one boolean mask of t's shape (a Tensor's found once per value, _mask),
-  else None. Assigning through them is NumPy's boolean assignment: 53 against 554 us into (333, 400) complex128
-  at half True, 92 against 161 us at 90% (AMD EPYC Zen 5)."""
-  if isinstance(idx, Tensor) and idx.shape == t.shape and idx.ndim and idx.dtype == np.bool_: return _mask(idx).flat
-  if type(idx) is np.ndarray and idx.dtype == np.bool_ and idx.shape == t.shape and idx.ndim: return _positions(idx)
-  return None
 
 
 def _numpy_index(t: Tensor, idx):

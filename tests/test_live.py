@@ -84,14 +84,14 @@ def test_a_chain_of_reassignments_read_every_step_stops_growing():
 
 
 def test_a_mask_used_several_times_is_found_once_and_follows_its_writes():
-  """indexing._mask keeps np.nonzero of a mask Tensor per value: a write to the mask, or a change to the user's
+  """masks.mask_of keeps the positions of a mask Tensor per value: a write to the mask, or a change to the user's
   memory a mask borrows, gives new indices."""
-  import minitensor.indexing as I
+  from minitensor.masks import mask_of
   x = np.arange(12.0)
   m = mt.asarray(x) > 5
   t = mt.asarray(x)
-  first = I._mask(m)
-  assert I._mask(m) is first                                  # (found once)
+  first = mask_of(m)
+  assert mask_of(m) is first                                  # (found once)
   np.testing.assert_array_equal(np.asarray(t[m]), x[x > 5])
   m[0] = True                                                 # a write: a new value of m
   np.testing.assert_array_equal(np.asarray(t[m]), x[(x > 5) | (np.arange(12) == 0)])
