@@ -2,13 +2,15 @@
 
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
 runs its `Bound` plan from the fourth time on: realize looks it up by the root's op, argument, dtype and the
-identities of its sources (`bound`) before it walks anything. A source that broadcasts a lifted constant (a
-Python number: `p * i` over a loop's i) counts by its structure instead (`source_key`): its number is an argument
-of the plan, read at each run. The program, the inputs' pointers, the sizes and
+identities of its sources (`bound`) before it walks anything. The program, the inputs' pointers, the sizes and
 every kernel's arguments were found once, so a call costs a dictionary lookup, the allocations and the kernel
 calls. realize offers every program it ran for a single root (`remember`); the plan is made at the third
 realization over the same sources in quick succession (a value asked for only twice makes none), so graphs over
 fresh sources only leave a few weakrefs behind.
+
+A source that broadcasts a lifted constant (a Python number: `p * i` over a loop's i, a new node every call) also
+counts by its structure, in a second key (`constant_sig`, looked up when the first misses): the plan then takes
+that number as an argument at each run.
 """
 from __future__ import annotations
 import contextlib
