@@ -208,7 +208,7 @@ def unpackbits(a, axis: int | None = None, count: int | None = None, bitorder: s
   bits = ((t.reshape(t.shape + (1,)) >> asarray(shifts)) & 1).reshape(t.shape[:-1] + (n,))
   if count is not None:
     k = int(count)
-    keep = k if k >= 0 else max(n + k, 0)
-    if keep < 0: raise ValueError("count must be positive or -bits")
+    if k < -n: raise ValueError("-count larger than number of elements")          # (NumPy's message)
+    keep = k if k >= 0 else n + k
     bits = bits[..., :keep] if keep <= n else pad(bits, [(0, 0)] * (t.ndim - 1) + [(0, keep - n)])
   return moveaxis(bits, -1, ax)
