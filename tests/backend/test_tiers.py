@@ -79,11 +79,26 @@ def test_tier0_without_tcc_is_the_c_compiler_at_O1(cache, monkeypatch, tmp_path,
   np.testing.assert_array_equal(np.asarray(x * 3 - 1), x.numpy() * 3 - 1)
 
 
-def test_auto_sends_large_work_to_tier1_and_small_to_tier0(cache, monkeypatch):
+def test_auto_runs_large_work_at_tier0_while_its_tier1_compile_starts_at_once(cache, monkeypatch):
+  """Every new schedule runs first at tier 0; one of large predicted work starts its tier-1 compile with its first
+  call (it does not wait to be hot), and only work past FOREGROUND_WORK waits for -O3 before it runs."""
   monkeypatch.setenv("MINITENSOR_TIER", "auto")
-  assert _compiled(_fresh((8, 8)) + 1).tier == 0
-  big = _fresh((512, 512))
-  assert _compiled(big @ big).tier == 1                       # 2^27 iterations >= LARGE_WORK
+  small = _compiled(_fresh((8, 8)) + 1)
+  assert small.tier == 0 and small.upgrade is None
+  big = _fresh((256, 256))
+  c = _compiled(big @ big)                                    # ~1.1e8 statements: LARGE_WORK <= work < FOREGROUND_WORK
+  assert tiers.LARGE_WORK <= c.work < tiers.FOREGROUND_WORK
+  assert c.tier == 0 and c.upgrade is not None and c.runs == 1
+  c.upgrade.join(120)
+  assert c.tier == 1
+  np.testing.assert_allclose(np.asarray(big @ big), big.numpy() @ big.numpy(), rtol=1e-4, atol=1e-3)
+  huge = _fresh((512, 512))
+  h = _compiled(huge @ huge)                                  # ~8.7e8 statements: past FOREGROUND_WORK
+  assert h.tier == 1 and h.upgrade is None
+  assert [tiers.choose(w) for w in (0, tiers.LARGE_WORK, tiers.FOREGROUND_WORK)] == [0, 0, 1]
+  assert [tiers.eager(w) for w in (tiers.LARGE_WORK - 1, tiers.LARGE_WORK)] == [False, True]
+  monkeypatch.setenv("MINITENSOR_TIER", "0")
+  assert not tiers.eager(tiers.FOREGROUND_WORK) and tiers.choose(tiers.FOREGROUND_WORK) == 0
 
 
 def test_hot_schedule_moves_to_tier1_in_the_background_under_8_threads(cache, monkeypatch):
