@@ -203,6 +203,14 @@ def _shrink_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None
   return None
 
 
+def pad_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
+  if len(src) == 1 and type(x := src[0]) is UOp and dtype is None and type(arg) is tuple and len(arg) == 2 and \
+     type(pads := arg[0]) is tuple and len(pads) == len(s := x.shape) and _pairs(pads, s, False) and \
+     fits(shape := tuple([b + m + a for (b, a), m in zip(pads, s)]), x.dtype.itemsize):
+    return x.dtype, shape
+  return None
+
+
 def cast_rule(src: tuple, arg, dtype) -> tuple[DType, tuple[int, ...]] | None:
   if len(src) == 1 and type(x := src[0]) is UOp and type(dtype) is DType and dtype is not dtypes.void:
     return dtype, x.shape

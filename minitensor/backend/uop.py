@@ -69,6 +69,7 @@ from minitensor.backend.typerules import (
   infer,
   infer_alu,
   memory_of,
+  pad_rule,
   prod,
 )
 from minitensor.backend.walk import bounds, memo_walk, rewrite
@@ -121,6 +122,10 @@ class UOp:
       key = (op, (), argkey(arg), dtype)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       src, dt, shape = (), dtype, ()
+    elif op is Ops.PAD and dtype is None and type(arg) is tuple and len(arg) == 2:   # (argkey of its fill alone)
+      key = (op, src, (arg[0], argkey(arg[1])), None)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      dt, shape = pad_rule(src, arg, None) or infer(op, src, arg, None)
     elif op is Ops.CAST and dtype is not None:        # (its result is always `dtype`)
       key = (op, src, arg, dtype)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
