@@ -33,9 +33,10 @@ then proposes:
              dtype) when the loads walk it with stride 1: independent chains the C compiler keeps in CHAINS vector
              registers, so an add's latency does not bound the loop (sums, max, dot products)
     rows     where no such factor divides the reduce axis (100 terms), or the kernel must keep the plain order of
-             its reductions (exact), the innermost output axis is upcast instead, up to 2 x CHAINS rows: as many
-             independent scalar chains in one pass, each row's terms added in order (the matrix-vector products
-             of an N-body step of 100 bodies: 5.9 -> 2.4 us per product, AMD EPYC Zen 5)
+             its reductions (exact), and no load walks the innermost output axis with stride 1, that axis is
+             upcast instead, up to 2 x CHAINS rows: as many independent scalar chains in one pass, each row's
+             terms added in order (the matrix-vector products of an N-body step of 100 bodies: 5.9 -> 2.4 us per
+             product, AMD EPYC Zen 5)
     vector   otherwise the innermost output axis runs in LANES-wide `omp simd` loop around the reduce loops
              when loads walk it with stride 1 (GEMM: a row of B times a broadcast element of A, convolution
              along a row): the compiler vectorizes the outer loop, one accumulator per lane. With nothing to keep
@@ -285,8 +286,10 @@ def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False) ->
     # (at least 8 steps of the loop: rows of 32 float32 summed in float64 took 5.5 ms in 32 lanes, 3.0 in 8)
     reduce_lanes = info.fit(rr.arg.size, max(lanes, min(CHAINS * _lanes(acc), rr.arg.size // 8))) if unit(rr) else 1
     if reduce_lanes > 1 and not gemm_like and not exact: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
-    elif unit(rr) and not gemm_like and inner is not None and (f := info.fit(shape[axis_of[inner]], 2 * CHAINS)) > 1:
-      # rows: a reduction no factor of the lanes divides (100 terms), or one that must keep its order (exact)
+    elif unit(rr) and not gemm_like and inner is not None and not unit(inner) and \
+        (f := info.fit(shape[axis_of[inner]], 2 * CHAINS)) > 1:
+      # rows: a reduction no factor of the lanes divides (100 terms), or one that must keep its order (exact), over
+      # rows no load walks with stride 1 (where one does, VECTOR below runs them in lanes)
       add(Opt(OptOps.UPCAST, axis_of[inner], f))
     elif inner is not None and unit(inner):
       n = shape[axis_of[inner]]

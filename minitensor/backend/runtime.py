@@ -275,7 +275,6 @@ def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 LOADED_LIMIT = 256
 _loaded: dict[str, dict[str, Kernel]] = {}
 _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
-_SIG_NAME = re.compile(r"^void (\w+)\(", re.M)
 
 
 def _tuned(flags: tuple, cc: str) -> tuple:
@@ -463,7 +462,7 @@ def compile_units(prelude: str, src: str, flags: tuple, cc: str, signatures: Sig
   units = [UNIT_BREAK.join(pieces[k] for k in sorted(g)) for g in groups]
   results: list = [None] * n
   def build(i: int) -> None:
-    names = set(_SIG_NAME.findall(units[i]))
+    names = {name for name, _ in _SIG.findall(units[i])}
     try: results[i] = compile_c(prelude + units[i], flags, cc, {f: p for f, p in signatures.items() if f in names})
     except BaseException as e: results[i] = e            # noqa: BLE001  (raised below, in the caller's thread)
   threads = [threading.Thread(target=build, args=(i,), name="minitensor-compile") for i in range(1, n)]

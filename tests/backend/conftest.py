@@ -11,6 +11,7 @@ from cache_files import CACHE_ENV
 def cache(tmp_path, monkeypatch):
   """A fresh, empty cache directory and empty in-memory caches (kernels, compiled graphs, fallback dir), so a
   kernel is compiled anew and the counters of `stats` move only by what the test does."""
+  realize_mod.settle(120)        # (a tier-1 compile or specialization another test started would count here)
   d = tmp_path / "cache"
   for v in CACHE_ENV: monkeypatch.delenv(v, raising=False)
   monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(d))
