@@ -122,6 +122,11 @@ class UOp:
       key = (op, (), argkey(arg), dtype)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       src, dt, shape = (), dtype, ()
+    elif op is Ops.BUFFER and type(arg) is ParamArg and not src and dtype is None and type(arg.dtype) is DType and \
+        type(s := arg.shape) is tuple and len(s) == 1 and type(s[0]) is int and s[0] >= 0:        # (a leaf)
+      key = (op, (), arg, None)
+      if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
+      src, dt, shape = (), arg.dtype, s
     elif op is Ops.PAD and dtype is None and type(arg) is tuple and len(arg) == 2:   # (argkey of its fill alone)
       key = (op, src, (arg[0], argkey(arg[1])), None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
