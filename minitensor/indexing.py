@@ -151,7 +151,7 @@ def _parse(shape: tuple[int, ...], items: list) -> list[_Entry]:
         if m != n:
           raise IndexError(f"boolean index did not match indexed array along axis {ax + j}; "
                            f"size of axis is {n} but size of corresponding boolean axis is {m}")
-      out += [_Entry("arr", i, pos) for i in ((x.flat,) if x.ndim == 1 else x.indices)]; ax += x.ndim
+      out += [_Entry("arr", i, pos) for i in x.indices]; ax += x.ndim
     else: out.append(_Entry("arr", _check_array(x, ax, shape[ax]), pos)); ax += 1
   return out
 

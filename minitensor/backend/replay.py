@@ -55,8 +55,8 @@ class Bound:
     # each constant source: its position and its constant's input slot. A constant also read through another
     # source (one slot for both) cannot vary alone: no plan
     inside = set(self.interior) | {u for s, c in zip(o.src, const) if not c for u in s.toposort()}
-    self.consts = tuple([(k, leaves.index(_constant(s)), np.dtype(_constant(s).dtype.np))
-                         for k, (s, c) in enumerate(zip(o.src, const)) if c])
+    cs = {k: _constant(s) for k, (s, c) in enumerate(zip(o.src, const)) if c}
+    self.consts = tuple([(k, leaves.index(u), np.dtype(u.dtype.np)) for k, u in cs.items()])
     if any(leaves[slot] in inside for _, slot, _ in self.consts): raise ValueError("a constant read twice")
     fb, chars = pointer()
     self.pointer = functools.partial(fb, chars)
@@ -144,13 +144,14 @@ def source_key(s: UOp, srcs: tuple[UOp, ...]):
   """A root's source as the key of its plan has it: its identity, or for a broadcast lifted constant (a Python
   number in `p * i`, realized with a new i each time) its chain of movements, its dtype and the first source
   holding the same constant (two sources of one constant are one input of the program, two constants two)."""
-  chain, c = [], s
-  while c.op is Ops.EXPAND or c.op is Ops.RESHAPE:
-    chain.append((c.op, c.shape))
-    c = c.src[0]
+  c = _constant(s)
   if c.op is not Ops.CONST or c.data is not None or not lifted(c): return id(s)
-  first = next(k for k, x in enumerate(srcs) if x is s or ((x.op is Ops.EXPAND or x.op is Ops.CONST) and
-                                                            _constant(x) is c))
+  chain, x = [], s
+  while x is not c:
+    chain.append((x.op, x.shape))
+    x = x.src[0]
+  first = next(k for k, y in enumerate(srcs) if y is s or ((y.op is Ops.EXPAND or y.op is Ops.CONST) and
+                                                            _constant(y) is c))
   return ("const", tuple(chain), c.dtype, first)
 
 
