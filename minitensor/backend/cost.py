@@ -27,7 +27,9 @@ def summarize(ctx: Ctx, program: UOp) -> Lowering:
   work: dict[UOp, int] = {}
   for (u, rs), parts in ctx.reduce_ranges.items():
     enclosing = closure(rs)
-    for r, _ in parts:
+    # (a split's tail loop runs after the blocks, inside the same loops: rangeify._tailed)
+    tail = [t.loop] if (t := ctx.tails.get((u, rs))) is not None else []
+    for r in [r for r, _ in parts] + tail:
       if r.op is Ops.RANGE: around[r] = enclosing
     work[u] = work.get(u, 0) + prod(r.arg.size for r in enclosing) * prod(u.src[0].shape[len(u.shape):])
   evals: dict[UOp, int] = {}

@@ -44,7 +44,8 @@ from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.opt import divisor
-from minitensor.backend.sizes import Sizes
+from minitensor.backend.rangeify import across_rows
+from minitensor.backend.sizes import Sizes, order_lanes
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
 
@@ -71,6 +72,7 @@ class Schedule:
   outputs: tuple[int, ...]                    # the schedule buffer of each output
   shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
   derived: tuple[tuple[int, int, int], ...] = ()   # the sizes its kernels take derived from the graph's (sizes.py)
+  lanes: int = 0                              # the lanes of its ordered reduces (sizes.order_lanes; 0: none)
 
 
 def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
@@ -144,7 +146,7 @@ def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
   if u.op is not Ops.REDUCE: return None
   v, r = u.replace(src=src), prod(u.src[0].shape[len(u.shape):])
   if prod(u.shape) == 1: c = divisor(r, SPLIT_PARTS) if r >= SPLIT_MIN else 1
-  elif u.arg[1] == 1 and prod(u.src[0].shape) >= COLUMN_MIN and _across_rows(u.src[0]) and \
+  elif u.arg[1] == 1 and prod(u.src[0].shape) >= COLUMN_MIN and across_rows(u.src[0]) and \
       not gemm.worth(v, graph=True): c = divisor(r, COLUMN_PARTS)
   else: c = 1
   if c == 1: return v
@@ -154,15 +156,8 @@ def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
   return parts.permute((*range(1, k + 1), 0)).reduce(v.arg[0], 1)
 
 
-def _across_rows(x: UOp) -> bool:
-  """Whether the last axis of x (a reduce's source, its reduced axis last) is not the innermost axis of what x
-  permutes: the reduce reads down the columns of its data."""
-  while x.op is Ops.CAST: x = x.src[0]
-  return x.op is Ops.PERMUTE and x.arg[-1] != len(x.arg) - 1
-
-
 def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Sizes | None = None,
-             flat: bool = False, exact: bool = False) -> Schedule:
+             flat: bool = False, exact: bool = False, lanes: int | None = None) -> Schedule:
   """Kernels for `outputs`, whose BUFFER leaves are schedule slots 0..n_inputs-1. sizes (sizes.Sizes: each size
   of the graph >= 2 -> its VAR) lowers every kernel with symbolic sizes, for every graph of the same structure: no
   split reductions, GEMM or attention kernels (their choices depend on the sizes); when optimized, opt.py's actions
@@ -171,9 +166,14 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
   the rank.
   exact: optimized for the concrete sizes, but every value computed in the operation order of the symbolic
   lowering (no split reductions, no GEMM or attention kernels, no actions that reorder a reduction: opt.EXACT), so
-  its results are bit-identical to the symbolic program's (a specialization of it: realize.specialize)."""
+  its results are bit-identical to the symbolic program's (a specialization of it: realize.specialize).
+  lanes: the lanes of the ordered reduces of an exact schedule (its symbolic program's, Schedule.lanes); a small
+  graph's symbolic schedule (not optimized) chooses them by its reductions' size (sizes.order_lanes)."""
   if optimize and not exact and sizes is None: outputs = stage_operands(split_reduces(outputs))
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
+  if not exact:
+    lanes = order_lanes(sum(prod(u.src[0].shape) for u in nodes if u.op is Ops.REDUCE)) \
+      if sizes is not None and not optimize else 0
   reach: dict[UOp, set[int]] = {}
   for k, o in enumerate(outputs):
     for u in o.toposort(): reach.setdefault(u, set()).add(k)
@@ -197,7 +197,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
     order = [u for u in nodes if u in slot and prod(u.shape)]
     new = None
     for u in order:
-      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat, exact)
+      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat, exact, lanes)
       if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
     if new is None and (new := _shared_heavy(nodes, lowered, slot)) is None: break
@@ -206,7 +206,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
   kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
   return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot),
-                  sizes.table() if sizes is not None else ())
+                  sizes.table() if sizes is not None else (), lanes or 0)
 
 
 def sized_choices(outputs: list[UOp], first: bool = False) -> bool:
@@ -243,7 +243,7 @@ def _shared_heavy(nodes: list[UOp], lowered: dict[UOp, tuple], slot: dict[UOp, i
 
 
 def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symbolic: Sizes | None,
-            flat: bool = False, exact: bool = False) -> tuple[KernelSpec, UOp | None, set[UOp]]:
+            flat: bool = False, exact: bool = False, lanes: int = 0) -> tuple[KernelSpec, UOp | None, set[UOp]]:
   """The kernel of staged node u (other staged nodes read from `bufs`), the node of the scheduled graph it asks to
   materialize because it would repeat work (or None), and the nodes of the scheduled graph it computes."""
   body = u.src[0] if u.op is Ops.STAGE else u
@@ -251,6 +251,7 @@ def _kernel(u: UOp, bufs: dict[UOp, UOp], out_slot: int, optimize: bool, symboli
   new: dict[UOp, UOp] = {x: b for x, b in bufs.items() if x is not u}
   body = rewrite(body, memo=new)
   orig = {n: x for x, n in new.items() if x is u or x not in bufs}
-  low = lower_kernel(KernelBody(body, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat, exact))
+  low = lower_kernel(KernelBody(body, buf(out_slot, prod(u.shape), u.dtype), optimize, symbolic, flat, exact,
+                                lanes))
   cut = None if low.cut is None else orig.get(low.cut)
   return KernelSpec("", u, low.program, low.slots, out_slot), cut, set(orig.values())

@@ -67,14 +67,17 @@ class Program:
 class KernelBody:
   """What an entry lowers: the kernel's shaped body, its output BUFFER, whether to optimize (no in checked search
   and tests of plain lowerings), the symbolic sizes (each size of the graph >= 2 -> its VAR) or None, and whether
-  the schedule is a flat one (every kernel one loop over its elements), and whether to keep the symbolic lowering's
-  operation order (kernelize.schedule's `exact`: no attention or GEMM kernel, opt.EXACT actions only)."""
+  the schedule is a flat one (every kernel one loop over its elements), whether to keep the symbolic lowering's
+  operation order (kernelize.schedule's `exact`: no attention or GEMM kernel, opt.EXACT actions only), and the
+  lanes of the ordered reduces of a small graph's symbolic program and of its specializations (rangeify's
+  Ctx.ordered; 0: none)."""
   body: UOp
   out: UOp
   optimize: bool = True
   sizes: Sizes | None = None
   flat: bool = False
   exact: bool = False
+  lanes: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ def _scan(k: KernelBody) -> Lowered | None:
 
 
 def _loops(k: KernelBody) -> Lowered:
-  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact, k.sizes is not None) if k.optimize else Opts())
+  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact, k.sizes is not None, k.lanes) if k.optimize else Opts(),
+            ordered=k.lanes)
   return _looped("loops", k, ctx, lower(k.body, k.out, ctx))
 
 

@@ -58,7 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum, auto
 from minitensor.backend.machine import machine
-from minitensor.backend.rangeify import Ctx, Opts, rangeify
+from minitensor.backend.rangeify import Ctx, Opts, ordered, rangeify
 from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17
@@ -247,10 +247,10 @@ def _stride(addr: UOp, r: UOp) -> int | None:
   return a1.arg - a0.arg if a0.op is Ops.CONST and a1.op is Ops.CONST else None
 
 
-def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False) -> list[Opt]:
+def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False, lanes: int = 0) -> list[Opt]:
   """The actions proposed for the kernel computing shaped `root` (see the module docstring for the rules); info:
   its KernelInfo when the caller has it; exact: only actions that keep the plain lowering's operation order
-  (EXACT: no UNROLL)."""
+  (EXACT: no UNROLL), whose ordered reduces run in `lanes` (rangeify's Ctx.ordered: then no VECTOR loop)."""
   shape = root.shape
   if not shape or prod(shape) == 0: return []
   # rangeify once at plain output ranges (no lowering, no final simplify): enough to read the load addresses
@@ -278,6 +278,8 @@ def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False) ->
   reduce_inner = [parts[-1][0] for parts in ctx.reduce_ranges.values() if parts and parts[-1][0].op is Ops.RANGE]
   work = prod(shape) + sum(prod(r.arg.size for r in rs) * prod(u.src[0].shape[len(u.shape):])
                            for (u, rs) in ctx.reduce_ranges)
+  # (an exact kernel's ordered reduces run in lanes of their own, which a VECTOR loop's outputs cannot take)
+  lane_free = not (exact and lanes > 1 and any(ordered(u) for (u, _) in ctx.reduce_ranges))
   if reduce_inner:
     rr = reduce_inner[0]
     gemm_like = inner is not None and any(_stride(i.src[1], inner) == 1 and (_stride(i.src[1], rr) or 0) > 1
@@ -291,7 +293,7 @@ def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False) ->
       # rows: a reduction no factor of the lanes divides (100 terms), or one that must keep its order (exact), over
       # rows no load walks with stride 1 (where one does, VECTOR below runs them in lanes)
       add(Opt(OptOps.UPCAST, axis_of[inner], f))
-    elif inner is not None and unit(inner):
+    elif inner is not None and unit(inner) and lane_free:
       n = shape[axis_of[inner]]
       # a register tile: rows that one load broadcasts (stride 0) while another walks them
       rows = [r for r in axis_of if r is not inner and large(r) and any(_stride(i.src[1], r) == 0 for i in loads)]

@@ -134,7 +134,7 @@ class Plan:
   in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
   sizes elements), the buffer of each output, what its kernels need of the C compiler (lowerings.Program), and the
   sizes derived from the graph's that its kernels take after them (sizes.Sizes.table: split loops' blocks and
-  tails)."""
+  tails), and the lanes of its ordered reduces (kernelize.order_lanes: its specializations take them)."""
   src: str
   tier: int
   calls: tuple[Call, ...]
@@ -142,11 +142,12 @@ class Plan:
   outputs: tuple[int, ...]
   needs: tuple[str, ...] = ()
   derived: tuple[tuple[int, int, int], ...] = ()
+  lanes: int = 0
 
   def to_json(self) -> dict:
     return {"src": self.src, "tier": self.tier, "calls": [list(c.__dict__.values()) for c in self.calls],
             "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs),
-            "needs": list(self.needs), "derived": [list(x) for x in self.derived]}
+            "needs": list(self.needs), "derived": [list(x) for x in self.derived], "lanes": self.lanes}
 
   @staticmethod
   def from_json(d: dict) -> Plan:
@@ -160,7 +161,8 @@ class Plan:
       if not isinstance(needs, list) or any(n not in tiers.NEEDS for n in needs): raise ValueError("not a plan: needs")
       derived = tuple(_ints(x) for x in d["derived"])
       if any(len(x) != 3 or x[1] < 2 or x[2] not in KINDS for x in derived): raise ValueError("not a plan: derived")
-      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs), derived)
+      if type(lanes := d["lanes"]) is not int or lanes < 0: raise ValueError("not a plan: lanes")
+      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs), derived, lanes)
     except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
 
 

@@ -149,7 +149,11 @@ class Ctx:
   opts: Opts = field(default_factory=Opts)
   sizes: Sizes | None = None      # symbolic lowering: each size of the graph (>= 2) -> its VAR
   stash: Stash | None = None      # set by lower(): a value the reduce's loop keeps in the output buffer
-  tails: dict = field(default_factory=dict)   # reduce key -> its innermost axis's Tail (symbolic split)
+  tails: dict = field(default_factory=dict)   # reduce key -> its innermost axis's Tail (split with a tail)
+  # the lanes of a small graph's symbolic program and of its specializations (kernelize.order_lanes; 0: none): each
+  # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
+  # included, so the two compute the same bits
+  ordered: int = 0
 
   def size(self, n: int):
     """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:
@@ -178,7 +182,8 @@ class Ctx:
     return self._over(self.sizes.derive(self.size(n), f, QUOTIENT), n // f, kind)
 
   def tail(self, n: int, f: int, kind: AxisType = AxisType.LOOP) -> Tail:
-    """The Tail of an axis of symbolic graph size n split by f: the n % f indices after its whole blocks."""
+    """The Tail of an axis of graph size n split by f: the n % f indices after its whole blocks."""
+    if not self.symbolic(n): return Tail(UOp.const(n // f * f), self.rng(n % f, kind))
     q, r = self.sizes.split(self.size(n), f)
     return Tail(q * f, self._over(r, n % f, kind))
 
@@ -331,6 +336,8 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   parts = ctx.reduce_ranges.get(rkey)
   n_in = rshape[-1]
   if (vec := [r for r in rkey[1] if r.arg.kind is AxisType.VECTOR]) and prod(rshape) > 1:
+    # (a VECTOR reduce keeps one accumulator per output lane: not the lanes of an ordered reduce)
+    assert not (ctx.ordered > 1 and ordered(u)), "rangeify: an ordered reduce in a VECTOR loop (opt.heuristic's exact)"
     if parts is None:
       jam = _fits(ctx.opts.jam, n_in, ctx)
       parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
@@ -340,14 +347,9 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
       ctx.reduce_ranges[rkey] = parts
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
-    lanes = _fits(ctx.opts.unroll, n_in, ctx)
+    lanes = ctx.ordered if ctx.ordered > 1 and n_in > 1 and ordered(u) else _fits(ctx.opts.unroll, n_in, ctx)
     parts = [_axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
-    # the innermost axis as (outer RANGE, VECTOR lane RANGE): index = outer * lanes + lane
-    parts += [(ctx.blocks(n_in, lanes, AxisType.REDUCE), lanes)] if lanes > 1 else _split(ctx, n_in, rkey)
-    if lanes > 1:
-      parts.append((ctx.rng(lanes, AxisType.VECTOR), 0))
-      # (the tail's elements go to the first lanes: acc[t] for t < n % lanes)
-      if ctx.symbolic(n_in): ctx.tails[rkey] = replace(ctx.tail(n_in, lanes, AxisType.VECTOR), parts=2)
+    parts += _lane_parts(ctx, u, n_in, lanes, rkey) if lanes > 1 else _split(ctx, n_in, rkey)
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
@@ -366,6 +368,46 @@ def _reduce(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   # ...and is read once more after the loops end
   done = yield from _tailed(u, idx, parts, upd, acc0, False, ctx, rkey, stash is not None)
   return acc0.after(done).index(0).load()
+
+
+def across_rows(x: UOp) -> bool:
+  """Whether the last axis of x (a reduce's source, its reduced axis last) is not the innermost axis of what x
+  permutes: the reduce reads down the columns of its data."""
+  while x.op is Ops.CAST: x = x.src[0]
+  return x.op is Ops.PERMUTE and x.arg[-1] != len(x.arg) - 1
+
+
+def ordered(u: UOp) -> bool:
+  """Whether REDUCE u is lowered in the lanes of Ctx.ordered: every reduce of a real dtype but one that
+  reads down the columns of its data (a column sum, whose specialization keeps one accumulator per output column in
+  a VECTOR loop) and a product of broadcast operands (a matrix or matrix-vector product, whose specialization keeps
+  one accumulator per output in a register tile): those add their terms in order."""
+  if u.dtype.is_complex or across_rows(u.src[0]): return False
+  if u.arg[0] is not Ops.ADD or not u.shape: return True
+  m = u.src[0]
+  while m.op is Ops.PERMUTE or m.op is Ops.RESHAPE: m = m.src[0]
+  if m.op is not Ops.MUL: return True
+  for x in m.src:
+    while x.op is Ops.PERMUTE or x.op is Ops.RESHAPE: x = x.src[0]
+    if x.op is Ops.EXPAND: return False
+  return True
+
+
+def _lane_parts(ctx: Ctx, u: UOp, n: int, lanes: int, rkey: tuple) -> list[tuple[UOp, int]]:
+  """The innermost reduce axis of REDUCE u, of n, as (outer RANGE over its whole blocks, lanes) and (lane RANGE, 0):
+  index = outer * lanes + lane. The n % lanes elements after the blocks (at a symbolic size, or an ordered
+  reduce's at any size) go to the first lanes, acc[t] for t < n % lanes (Ctx.tails). An ordered reduce of fewer
+  elements than lanes at a concrete size runs one block of n lanes: its sums are the same, since the lanes past n
+  would only hold the identity, which _tree's pairs pass through. The lanes are a VECTOR loop, but an ordered
+  reduce's over a source with reductions of its own: a plain loop, so that those are lowered as in a kernel of
+  their own (a reduce in a VECTOR loop keeps one accumulator per lane, _reduce_vector: another order)."""
+  if not ctx.symbolic(n) and n < lanes: lanes = n
+  kind = AxisType.LOOP if ctx.ordered > 1 and ordered(u) and any(x.op is Ops.REDUCE for x in u.src[0].toposort()) \
+    else AxisType.VECTOR
+  parts = [(ctx.blocks(n, lanes, AxisType.REDUCE) if n >= 2 * lanes or ctx.symbolic(n) else UOp.const(0), lanes),
+           (ctx.rng(lanes, kind), 0)]
+  if ctx.symbolic(n) or n % lanes: ctx.tails[rkey] = replace(ctx.tail(n, lanes, kind), parts=2)
+  return parts
 
 
 def _tailed(u: UOp, idx: tuple[UOp, ...], body: list, upd: UOp, acc0: UOp, per_lane: bool, ctx: Ctx, rkey: tuple,
@@ -402,7 +444,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   (rendered `#pragma omp simd`), combined by a fixed balanced tree after the loops."""
   rop = u.arg[0]
   (outer, lanes), (lane, _) = parts[-2], parts[-1]
-  real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE] + [outer, lane]
+  real = [r for r, _ in parts[:-1] if r.op is Ops.RANGE] + [lane]
   ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
   v = yield (u.src[0], idx + ridx)
   if (f := _folded(u, v, real, ctx, rkey)) is not None: return f

@@ -43,7 +43,7 @@ from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import UNIT_BREAK, CompileError, Kernel, Once, compile_units, log, native, stats
 from minitensor.backend.runtime import pointer as _pointer
-from minitensor.backend.sizes import Sizes, extend
+from minitensor.backend.sizes import Sizes, extend, order_lanes
 from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
 
 if TYPE_CHECKING:
@@ -224,13 +224,15 @@ class ProgramKey(NamedTuple):
   """The key of a compiled program in the memory cache and (as plans.plan_key) on disk: the graph's structure
   (`structure`), the modes, in checked mode the graph's sizes and input shapes (a checked kernel is lowered as
   the plain one is, the same arithmetic, but its guards name its buffers' sizes), whether it is the exact
-  specialization of a symbolic program (specialize), and whether it is the symbolic program of a large graph
-  (`polymorphic`: its sizes range up to LARGE_MAX)."""
+  specialization of a symbolic program (specialize) and then the lanes of that program's ordered reduces
+  (Plan.lanes), and whether it is the symbolic program of a large graph (`polymorphic`: its sizes range up to
+  LARGE_MAX)."""
   structure: tuple
   mode: Mode
   concrete: tuple = ()
   exact: bool = False
   large: bool = False
+  lanes: int = 0
 
   @property
   def flat(self) -> bool:
@@ -262,7 +264,7 @@ def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tupl
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key.mode.checked, tier=plan.tier,
                       disk_key=disk)
   prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat, exact=key.exact,
-                          large=key.large)
+                          large=key.large, lanes=key.lanes)
   if DEBUG >= 2: log().debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
@@ -270,17 +272,18 @@ def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tupl
 
 
 def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...] = (),
-                     flat: bool = False, exact: bool = False, large: bool = False) -> Compiled:
+                     flat: bool = False, exact: bool = False, large: bool = False, lanes: int = 0) -> Compiled:
   """Kernelize, lower, render and compile (all kernels in one translation unit). sizes: the graph's sizes of a
   symbolic structure key, lowered as VARs (each in [2, SYMBOLIC_MAX]); the program serves every graph of that key.
   flat: the key is a flat one (every kernel one loop over sizes[0] elements). exact: a symbolic program's
-  specialization (kernelize.schedule's `exact`), compiled at tier 1 (it is made in the background). large: the
+  specialization (kernelize.schedule's `exact`, its ordered reduces in `lanes`), compiled at tier 1 (it is made in
+  the background). large: the
   symbolic program of a large graph (VARs up to LARGE_MAX), which starts at tier 0 whatever its work (it is compiled
   in the foreground of a loop that changes shapes; program() starts its tier-1 compile at once when the work is
   large: tiers.eager)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
-  sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large)
+  sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large, lanes)
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
@@ -292,20 +295,21 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   tier = 1 if exact or not calls else tiers.choose(0 if large else work)
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
-  plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived)
+  plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived, sched.lanes)
   return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier,
                   work=work)
 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool,
-                exact: bool = False, large: bool = False) -> Schedule:
+                exact: bool = False, large: bool = False, lanes: int = 0) -> Schedule:
   """The schedule of renumbered outputs: symbolic over `sizes` (each a VAR in [2, SYMBOLIC_MAX], or LARGE_MAX for a
   large graph's) when given. A large graph's symbolic program is optimized (opt.py's actions at symbolic sizes, with
   tails); a small one's is not (it serves sizes from 2 up, and its hot sizes get specializations)."""
   # the lowering stages are imported by the first compile (a run from the caches needs none of them)
   from minitensor.backend.kernelize import schedule
   symbolic = Sizes(sizes, LARGE_MAX if large else SYMBOLIC_MAX) if sizes else None
-  return schedule(list(outputs), n_inputs, optimize=large or not sizes, sizes=symbolic, flat=flat, exact=exact)
+  return schedule(list(outputs), n_inputs, optimize=large or not sizes, sizes=symbolic, flat=flat, exact=exact,
+                  lanes=lanes)
 
 
 def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
@@ -409,7 +413,8 @@ _served: OrderedDict = OrderedDict()      # concrete key of a large graph -> the
 
 def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
   if limit is None: limit = SYMBOLIC_MAX          # (read at each call: tests change it)
-  BUFFER, CONST, RESHAPE, EXPAND, SHRINK, PAD = Ops.BUFFER, Ops.CONST, Ops.RESHAPE, Ops.EXPAND, Ops.SHRINK, Ops.PAD
+  BUFFER, CONST, RESHAPE, EXPAND, SHRINK, PAD, REDUCE = \
+    Ops.BUFFER, Ops.CONST, Ops.RESHAPE, Ops.EXPAND, Ops.SHRINK, Ops.PAD, Ops.REDUCE
   prod_ = math.prod
   pos: dict[UOp, int] = {}
   at = pos.__getitem__
@@ -419,6 +424,7 @@ def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
   flat = symbolic               # elementwise over whole operands so far (the key then drops every shape)
   sizes: dict[int, int] = {}    # each size >= 2 -> its token ~k (negative), k its position
   seen: dict[tuple, tuple] = {}  # shape -> its tokens
+  reduced = 0                   # elements the reductions read (their lanes' class: sizes.order_lanes)
   for o in outputs:
     stack = [o]
     while stack:                # sources left to right, each node after its sources (once)
@@ -454,7 +460,8 @@ def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
         elif op is CONST: arg = argkey(arg)
         elif op not in ALU:
           flat = False
-          if op is SHRINK: arg = tuple([(_token(b, sizes, limit), _token(e, sizes, limit)) for b, e in arg])
+          if op is REDUCE: reduced += prod_(u.src[0].shape)
+          elif op is SHRINK: arg = tuple([(_token(b, sizes, limit), _token(e, sizes, limit)) for b, e in arg])
           elif op is PAD:
             arg = (tuple([(_token(b, sizes, limit), _token(a, sizes, limit)) for b, a in arg[0]]), argkey(arg[1]))
       except OverflowError: return None
@@ -469,6 +476,7 @@ def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
     # elementwise over whole operands (kernelize.flat_elementwise): one loop over n, whatever the rank and shape
     return ("flat", tuple([e[:4] for e in key]), outs), leaves, (n,)
   key.append(outs)
+  if reduced: key.append(order_lanes(reduced))
   return tuple(key), leaves, tuple(sizes)
 
 
@@ -554,7 +562,7 @@ def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], sizes: tup
   concrete, same, _ = _walk(outputs, False)
   if len(same) != len(leaves) or any(a is not b for a, b in zip(same, leaves)): return
   prog.special[sizes] = None                                         # (pending: not wanted again)
-  key = ProgramKey(concrete, mode, exact=True)
+  key = ProgramKey(concrete, mode, exact=True, lanes=prog.plan.lanes)
   def work() -> None:
     try: prog.special[sizes] = program(key, outputs, leaves)
     except Exception as e:                   # noqa: BLE001  (the symbolic program keeps working)

@@ -81,13 +81,14 @@ def describe(body: UOp, info: KernelInfo) -> str:
   return f"{tuple(body.shape)} {body.dtype.name}{red}"
 
 
-def opts_for(body: UOp, exact: bool = False, symbolic: bool = False) -> Opts:
+def opts_for(body: UOp, exact: bool = False, symbolic: bool = False, lanes: int = 0) -> Opts:
   """The Opts of the kernel computing shaped `body` at its concrete sizes (see the module docstring); exact: the
-  heuristic's actions that keep the plain lowering's operation order (opt.EXACT), no records, no search; symbolic:
-  the heuristic's actions for a kernel lowered with symbolic sizes (chosen at body's sizes, applied with tails where
-  a factor does not divide), no records, no search."""
+  heuristic's actions that keep the plain lowering's operation order (opt.EXACT) with its ordered reduces in `lanes`
+  (rangeify's Ctx.ordered), no records, no search; symbolic: the heuristic's actions for a kernel lowered with
+  symbolic sizes (chosen at body's sizes, applied with tails where a factor does not divide), no records, no search."""
   info = KernelInfo.of(body, symbolic)
-  if exact or symbolic: return build([a for a in heuristic(body, info, exact) if a.op in EXACT or not exact], info)
+  if exact or symbolic:
+    return build([a for a in heuristic(body, info, exact, lanes) if a.op in EXACT or not exact], info)
   key = plans.tune_key(kernel_key(body))
   if (rec := _record(key, info)) is not None:
     acts, before, after = rec

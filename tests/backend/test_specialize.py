@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import minitensor as mt
 from minitensor.backend import realize as realize_mod
-from minitensor.backend import tiers
+from minitensor.backend import sizes, tiers
 
 
 @pytest.fixture
@@ -50,6 +50,12 @@ EXACT = {
   "cumsum": lambda x: mt.cumsum(x, axis=0),
   "max of columns": lambda x: x.max(axis=0) - x.min(axis=0),
   "padded": lambda x: mt.concatenate([x, x[:3] * 2], axis=0).sum(axis=0),
+  "squares of rows": lambda x: (x * x).sum(axis=1),
+  "dot of columns": lambda x: x[:, 0] @ x[:, 1],
+  "products of rows": lambda x: (x * 0.5 + 1).prod(axis=1),
+  "any of rows": lambda x: (x > 1.5).any(axis=1),
+  "integer total": lambda x: (x * 100).astype(mt.int64).sum(),
+  "matrix-vector": lambda x: x @ x[0],
 }
 
 
@@ -70,6 +76,34 @@ def test_a_specialization_gives_the_symbolic_programs_bits(hot_at_once, monkeypa
   want = f(x)
   np.testing.assert_allclose(got, want, rtol=2e-5 if dtype is np.float32 else 1e-12, atol=1e-4 if dtype is np.float32
                              else 1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 15, 16, 17, 23])
+def test_reductions_in_lanes_specialize_to_the_symbolic_programs_bits(hot_at_once, monkeypatch, n):
+  """Reduced axes shorter than, equal to and past the lanes of the ordered reduces (sizes.order_lanes: the
+  concrete program's tails and single blocks), after longer axes and alone; sums of terms of many magnitudes, whose
+  rounding shows any change of order."""
+  monkeypatch.setattr(tiers, "MAX_SPECIAL", 1000)
+  rows = sizes.ORDER_WORK // n + 2
+  x = np.random.default_rng(n).standard_normal((rows, n)) * 10.0 ** (np.arange(rows * n).reshape(rows, n) % 9)
+  for f in (lambda t: t.sum(), lambda t: t.sum(axis=1), lambda t: t.reshape(-1)[: rows * n - n // 2].sum()):
+    monkeypatch.setenv("MINITENSOR_TIER", "1")
+    generic = np.asarray(f(mt.asarray(x)))
+    monkeypatch.setenv("MINITENSOR_TIER", "auto")
+    got = _specialized(f, x)
+    assert _program_of(f, x)[0].plan.lanes == sizes.ORDER_LANES
+    np.testing.assert_array_equal(got, generic)
+    np.testing.assert_allclose(got, f(x), rtol=1e-12)
+
+
+def test_small_and_large_reductions_get_programs_of_their_own(hot_at_once):
+  """A graph whose reductions read fewer than sizes.ORDER_WORK elements adds them in order (less C to compile);
+  one of the same structure reading more gets a program of its own, in lanes, whichever was seen first."""
+  f = lambda t: (t * t * t - 0.25).min(axis=1)
+  for rows in (5, sizes.ORDER_WORK // 7 + 1, 6):
+    x = np.random.default_rng(rows).standard_normal((rows, 7))
+    np.testing.assert_array_equal(np.asarray(f(mt.asarray(x))), f(x))
+    assert _program_of(f, x)[0].plan.lanes == (0 if rows * 7 < sizes.ORDER_WORK else sizes.ORDER_LANES)
 
 
 def test_softmax_specializes_within_the_tiers_ulps(hot_at_once, monkeypatch):
