@@ -496,6 +496,9 @@ class _Indexing:
         else: a[where] = val
         V.wrote_in_place(self)
         return
+      if (filled := _masked_fill(self, idx, value)) is not None:
+        V.write(self, filled)
+        return
       b, v = _assigned(self, idx, value)
       if where is not None and (b is None or 0 not in b.taken):
         # t's buffer is read elsewhere: v computed (a realization, which may also compute held roots whose graphs
@@ -509,6 +512,21 @@ class _Indexing:
           return
         if v is None: v = buffer_of(np.ascontiguousarray(val)).reshape(val.shape)
       V.write(self, Tensor(_basic_set(self.uop, v, b)).uop if b is not None else _set_advanced(self, idx, v).uop)
+
+
+def _masked_fill(t: Tensor, idx, value) -> UOp | None:
+  """t's value after `t[mask] = scalar` as where(mask, scalar, t), when idx is one boolean mask (a Tensor, or an
+  ndarray, copied: NumPy reads it now) of t's leading axes and value a scalar, else None: no positions found, no
+  realization, and the mask's graph fuses into the next kernel that reads t (scikit-learn's `scale[mask] = 1.0`).
+  NumPy's values: the masked elements get the value cast as _value casts it."""
+  if not (isinstance(idx, Tensor) or type(idx) is np.ndarray) or idx.dtype != np.bool_: return None
+  if not 1 <= idx.ndim <= t.ndim or tuple(idx.shape) != t.shape[:idx.ndim]: return None
+  if not (isinstance(value, (bool, int, float, complex, np.generic)) or
+          (isinstance(value, (np.ndarray, Tensor)) and value.ndim == 0)): return None
+  v = _value(value, dtypes.from_numpy(t.dtype))
+  m = idx.uop if isinstance(idx, Tensor) else _leaf(np.array(idx))
+  m = m.reshape(tuple(idx.shape) + (1,) * (t.ndim - idx.ndim)).expand(t.shape)
+  return m.where(v.reshape((1,) * t.ndim).expand(t.shape), t.uop)
 
 
 def _numpy_index(t: Tensor, idx):

@@ -393,3 +393,46 @@ def test_masked_and_integer_writes_in_place_against_numpy(ops):
     else: readers.append((t[np.array([v % 8, 0])], ref[np.array([v % 8, 0])].copy()))
   for r, w in readers: same(r, w)
   same(t, ref)
+
+
+SCALARS = [1.5, -2, True, np.float32(0.25), np.int8(-3), np.array(4.0), mt.asarray(np.array(-1.5)), np.nan, 1e300]
+
+
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), lead=st.integers(1, 3), seed=st.integers(0, 99),
+       value=st.sampled_from(range(len(SCALARS))), dtype=st.sampled_from(["float64", "float32", "int64", "bool"]),
+       source=st.sampled_from(["lazy", "ndarray", "reads_t"]))
+def test_a_scalar_through_a_mask_into_a_lazy_array_is_numpys_fill(shape, lead, seed, value, dtype, source):
+  """t[mask] = scalar into a lazy array, the mask over t's leading axes (a lazy Tensor, an ndarray or a Tensor
+  reading t): NumPy's values, or NumPy's exception type (NaN into integers, out of range into int64)."""
+  rng = np.random.default_rng(seed)
+  shape = tuple(shape)
+  base = (rng.standard_normal(shape) * 3).astype(dtype)
+  lead = min(lead, len(shape))
+  keep = rng.random(shape[:lead]) < 0.5
+  v = SCALARS[value]
+  want, t = base.copy(), mt.asarray(base) + np.zeros((), dtype)         # (t lazy)
+  m = {"lazy": lambda: mt.asarray(keep) & True, "ndarray": lambda: keep.copy(),
+       "reads_t": lambda: (t[(slice(None),) * lead + (0,) * (len(shape) - lead)] > 99) | mt.asarray(keep)}[source]()
+  mv = np.asarray(v) if isinstance(v, mt.Tensor) else v
+  try:
+    with np.errstate(all="ignore"): want[keep] = mv
+  except Exception as e:                                            # noqa: BLE001  (NumPy's type is the oracle)
+    with pytest.raises(type(e)): t[m] = v
+    return
+  before = stats.graph_hits + stats.graph_misses
+  with np.errstate(all="ignore"): t[m] = v
+  assert stats.graph_hits + stats.graph_misses == before           # (no realization: a where over the mask)
+  if source == "ndarray": m[...] = ~m                                # (read at the assignment, as NumPy does)
+  same(t, want)
+
+
+def test_a_scalar_through_a_mask_into_a_view_writes_its_root():
+  a = np.arange(12.0).reshape(3, 4) - 5
+  t = mt.asarray(a) * 1
+  v = t[1:, ::2]
+  v[v > 0] = -1.0
+  want = a.copy()
+  w = want[1:, ::2]
+  w[w > 0] = -1.0
+  same(t, want)
+  same(v, w)
