@@ -74,18 +74,18 @@ def held_in(outputs: list[UOp], roots) -> list:
   """The Tensors of `roots` (lazy roots, not views) whose value is computed inside the graph of `outputs` (an
   unrealized node of it, not one of the outputs, not a movement of another value)."""
   want = {}
+  outs = set(outputs)
   for t in roots:
     u = t._uop
     if t._link is None and u is not None and u.data is None and u.src and u.op not in MOVEMENT and \
-        u.op is not Ops.CONST:
+        u.op is not Ops.CONST and u not in outs:
       want.setdefault(u, t)
-  if not want: return []
-  outs = set(outputs)
+  if not want: return []            # (a written root realized itself: no walk)
   found, seen, stack = [], set(), list(outputs)
   while stack:
     u = stack.pop()
     if u in seen or u.data is not None: continue
     seen.add(u)
-    if u in want and u not in outs: found.append(want[u])
+    if u in want: found.append(want[u])
     stack.extend(u.src)
   return found
