@@ -33,6 +33,7 @@ from minitensor.setops import *  # noqa: F401,F403
 from minitensor.quantiles import *  # noqa: F401,F403
 from minitensor.io import *  # noqa: F401,F403
 from minitensor.numpy_names import *  # noqa: F401,F403
+from minitensor.ndarray_attrs import *  # noqa: F401,F403  (ndim, shape, size: no realization)
 from minitensor.array_api_creation import *  # noqa: F401,F403  (with `device`)
 from minitensor.array_api import *  # noqa: F401,F403  (last: the Array API's spellings and `device` win)
 

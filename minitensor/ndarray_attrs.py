@@ -14,13 +14,49 @@ view has over it.
                     BITCAST in the graph; writes go both ways, as NumPy's); a different itemsize resizes the last
                     axis, which must be contiguous, and is computed now on the realized bytes, read-only (a write
                     could not reach t); t.view(cls) a view of a Tensor subclass (its __array_finalize__ called)
+
+NumPy's functions of those attributes, which read no values (a lazy Tensor stays lazy; NumPy's own would realize it
+to convert it first):
+
+    ndim(a) shape(a) size(a, axis=None) iscomplexobj(x) isrealobj(x)
 """
 from __future__ import annotations
 import builtins
 import numpy as np
 from minitensor import views as V
 from minitensor.backend.dtype import dtypes
+from minitensor.numpy_rules import normalize_axes
 from minitensor.tensor import Tensor, asarray, tensor_methods
+
+__all__ = ["ndim", "shape", "size", "iscomplexobj", "isrealobj"]
+
+
+def ndim(a) -> int:
+  """The number of dimensions of a (numpy.ndim)."""
+  return a.ndim if isinstance(a, Tensor) else np.ndim(a)
+
+
+def shape(a) -> tuple[int, ...]:
+  """The shape of a (numpy.shape)."""
+  return a.shape if isinstance(a, Tensor) else np.shape(a)
+
+
+def size(a, axis=None) -> int:
+  """The number of elements of a, or along axis (an int or a tuple of ints: their product), as numpy.size."""
+  if not isinstance(a, Tensor): return np.size(a, axis)
+  if axis is None: return a.size
+  axes = normalize_axes(axis, a.ndim, "size")
+  return int(np.prod([a.shape[k] for k in axes], dtype=np.int64))
+
+
+def iscomplexobj(x) -> bool:
+  """Whether x's dtype is complex (numpy.iscomplexobj: the type, not the values)."""
+  return x.dtype.kind == "c" if isinstance(x, Tensor) else np.iscomplexobj(x)
+
+
+def isrealobj(x) -> bool:
+  """Whether x's dtype is not complex (numpy.isrealobj)."""
+  return not iscomplexobj(x)
 
 _FLAGS = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED", "WRITEBACKIFCOPY")
 

@@ -130,3 +130,22 @@ def test_view_as_a_subclass():
   z[0] = 10
   assert int(z[0]) == 10 and z.view(type=Named).base is z.base
   with pytest.raises(TypeError): z.view(type=np.ndarray)
+
+
+@pytest.mark.parametrize("make", [lambda a: mt.asarray(a) * 2, lambda a: (mt.asarray(a) + 1j)[None, ...],
+                                  lambda a: mt.asarray(a).T[None]])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 0, 4)])
+def test_numpys_attribute_functions_read_no_values(make, shape):
+  """np.ndim, np.shape, np.size (with every axis form), np.iscomplexobj and np.isrealobj of a lazy Tensor: NumPy's
+  answers for the equal array, and nothing realized (NumPy's own would convert the Tensor first)."""
+  from minitensor.backend.runtime import stats
+  t = make(np.ones(shape))
+  a = np.asarray(make(np.ones(shape)))
+  before = stats.graph_hits + stats.graph_misses
+  for xp in (np, mt):
+    assert (xp.ndim(t), xp.shape(t), xp.size(t)) == (a.ndim, a.shape, a.size)
+    assert (xp.iscomplexobj(t), xp.isrealobj(t)) == (np.iscomplexobj(a), np.isrealobj(a))
+    for axis in [k for k in range(-a.ndim, a.ndim)] + ([tuple(range(a.ndim))] if a.ndim else []):
+      assert xp.size(t, axis) == np.size(a, axis)
+    with pytest.raises(np.exceptions.AxisError): xp.size(t, a.ndim)
+  assert stats.graph_hits + stats.graph_misses == before
