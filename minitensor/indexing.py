@@ -293,12 +293,22 @@ def getitem(t: Tensor, idx) -> Tensor:
     step = V.Step(functools.partial(_basic_get, b=b), functools.partial(_basic_set, b=b))
     return V.make_view(t, step, _basic_strides(V.strides_of(t), b.entries))
   items = _items(idx)
+  if (whole := _all_true(t.shape, items)) is not None: return Tensor(t.uop.reshape(whole))
   shape, items = merged(t.shape, items) or (t.shape, items)
   entries = _parse(shape, items)
   x = _take_all(t.uop.reshape(_view_shape(shape, entries)), entries)
   adv, arrays, S, front = _arrays(entries)
   shape = _advanced_shape(x.shape, adv, S, front)
   return Tensor(_zeros(shape, x.dtype) if 0 in shape else _gather(x, adv, arrays, S, front))
+
+
+def _all_true(shape: tuple[int, ...], items: list) -> tuple[int, ...] | None:
+  """The shape t[mask] has when the index is one boolean mask of t's leading axes with every element True (a guard
+  that holds everywhere: `r[r > 0]`), else None: t's elements in order, read without a gather, and written back
+  without one (setitem)."""
+  if len(items) != 1 or type(m := items[0]) is not Mask or m.shape != shape[:m.ndim] or m.flat.size != prod(m.shape):
+    return None
+  return (m.flat.size,) + shape[m.ndim:]
 
 
 class _Basic(NamedTuple):
@@ -482,6 +492,13 @@ class _Indexing:
   def __setitem__(self, idx, value) -> None:
     """NumPy's assignment: the root of self (and so every view of it) holds the new values from now on."""
     with V.WRITES:
+      if (isinstance(idx, Tensor) or type(idx) is np.ndarray) and idx.dtype == np.bool_ and idx.ndim and \
+          (value.ndim if isinstance(value, (Tensor, np.ndarray)) else np.ndim(value)) and \
+          (whole := _all_true(self.shape, [_item(idx)])) is not None:
+        # an array through a mask True everywhere (`r[r > 0] = r[r > 0] ** -1.5` where r > 0 holds): the value is
+        # t's new value, lazily, however t is held (a scalar goes below: _masked_fill needs no mask values)
+        V.write(self, _fit(_assigned(self, idx, value)[1], whole, True, False).reshape(self.shape))
+        return
       if not T.ACTIVE[0]: V.own_buffer(self)
       where = _numpy_index(self, idx) if not T.ACTIVE[0] and V.may_own(self) else None
       if where is not None and type(value) is Tensor and value._link is None and value._data is None:

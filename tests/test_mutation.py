@@ -436,3 +436,43 @@ def test_a_scalar_through_a_mask_into_a_view_writes_its_root():
   w[w > 0] = -1.0
   same(t, want)
   same(v, w)
+
+
+@pytest.mark.parametrize("value", [lambda n, w: np.arange(n) * 1.5, lambda n, w: mt.asarray(np.arange(n) - 4.0) * 2,
+                                   lambda n, w: np.ones(1) * 3, lambda n, w: np.arange(n + 1.0),
+                                   lambda n, w: np.ones((1, n)), lambda n, w: np.ones((n, 1)),
+                                   lambda n, w: np.arange(n * w).reshape(n, w) * 1.0, lambda n, w: np.arange(w) * 1.0])
+@pytest.mark.parametrize("lead", [1, 2])
+@pytest.mark.parametrize("mask", [lambda m: m, mt.asarray])
+def test_a_mask_true_everywhere_reads_and_writes_without_positions(value, lead, mask):
+  """A mask of the leading axes that holds everywhere (`r[r > 0]` where r > 0): t[m] is t's elements in order (a
+  copy: writes on either side stay there), and t[m] = v is NumPy's assignment, or NumPy's exception type."""
+  base = np.arange(12.0).reshape(3, 4) + 1
+  m = np.ones(base.shape[:lead], bool)
+  n, w = int(m.sum()), 4 if lead == 1 else 1
+  t = mt.asarray(base) * 1
+  got, want = t[mask(m)], base[m]
+  same(got, want)
+  got[0], want[0] = -1, -1                       # (a copy: t keeps its values)
+  same(t, base)
+  t2, want2 = mt.asarray(base) * 1, base.copy()
+  try: want2[m] = value(n, w)
+  except Exception as e:                                            # noqa: BLE001  (NumPy's type is the oracle)
+    with pytest.raises(type(e)): t2[mask(m)] = value(n, w)
+    same(t2, base)
+    return
+  t2[mask(m)] = value(n, w)
+  same(t2, want2)
+
+
+def test_a_mask_true_everywhere_written_into_a_sole_buffer_keeps_readers():
+  """r[r > 0] = f(r[r > 0]) into a realized r with a lazy reader of its old values: the reader keeps them."""
+  base = np.arange(1.0, 7.0)
+  r = mt.asarray(base) * 1
+  np.asarray(r)
+  old = r * 10
+  r[r > 0] = r[r > 0] ** -1.5
+  want = base.copy()
+  want[want > 0] = want[want > 0] ** -1.5
+  same(r, want)
+  same(old, base * 10)
