@@ -209,7 +209,16 @@ class _Info:
 
   def dtypes(self, *, device=None, kind=None) -> dict:
     _device(device, "dtypes")
-    return {n: d for n, d in _DTYPES.items() if kind is None or isdtype(d, kind)}
+    key = kind if type(kind) is not list else tuple(kind)
+    try: found = _OF_KIND.get(key)
+    except TypeError: found = None                                  # (an unhashable kind: isdtype's error below)
+    if found is None:
+      found = {n: d for n, d in _DTYPES.items() if kind is None or isdtype(d, kind)}
+      if len(_OF_KIND) < 64: _OF_KIND[key] = found
+    return dict(found)          # (a new dict each call: the caller may change it; scikit-learn asks 8 times a fit)
+
+
+_OF_KIND: dict = {}            # kind -> the dtypes of that kind (_Info.dtypes)
 
 
 def __array_namespace_info__() -> _Info:

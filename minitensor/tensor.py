@@ -474,17 +474,33 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
           if r is not None:
             build, (da, db), out = r
             return Tensor(build(ua.cast(da), U.scalar(b, db, ua.shape, ufunc.__name__)).cast(out))
+        elif isinstance(b, np.generic) and (t := _with_numpy_scalar(ufunc, ua, b, False)) is not None: return t
       elif type(b) is Tensor and type(a) in _PY:
         ub = b.uop
         if (r := _FAST.get(k := (ufunc, type(a), ub.dtype), _FAST)) is _FAST: r = U.loop(k)
         if r is not None:
           build, (da, db), out = r
           return Tensor(build(U.scalar(a, da, ub.shape, ufunc.__name__), ub.cast(db)).cast(out))
+      elif type(b) is Tensor and isinstance(a, np.generic) and \
+          (t := _with_numpy_scalar(ufunc, b.uop, a, True)) is not None: return t
     elif n == 1 and type(a := operands[0]) is Tensor:
       ua = a.uop
       if (r := _FAST.get(k := (ufunc, ua.dtype), _FAST)) is _FAST: r = U.loop(k)
       if r is not None: return Tensor(r[0](ua.cast(r[1][0])).cast(r[2]))
   return _apply(ufunc, operands, dtype)
+
+
+def _with_numpy_scalar(ufunc: np.ufunc, u: UOp, s: np.generic, left: bool) -> Tensor | None:
+  """ufunc(u, s), or ufunc(s, u) when left, for a NumPy scalar s of a number dtype: typed as a 0-d array of its dtype
+  (NumPy 2's rule: not weak as a Python scalar is) and made a constant, without _apply's conversions (`n * eps` with
+  eps = finfo(float64).eps); None where _apply decides (np.power checks integer exponents there)."""
+  if ufunc is np.power or s.dtype.kind not in "biufc": return None
+  d = dtypes.from_numpy(s.dtype)
+  if (r := _FAST.get(k := (ufunc, d, u.dtype) if left else (ufunc, u.dtype, d), _FAST)) is _FAST: r = U.loop(k)
+  if r is None: return None
+  build, (da, db), out = r
+  if left: return Tensor(build(U.scalar(s.item(), da, u.shape, ufunc.__name__), u.cast(db)).cast(out))
+  return Tensor(build(u.cast(da), U.scalar(s.item(), db, u.shape, ufunc.__name__)).cast(out))
 
 
 def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:

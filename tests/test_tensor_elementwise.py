@@ -349,3 +349,29 @@ def test_float_to_int_cast_table(src):
 def test_float_to_int_casts_random(src, to, data):
   with np.errstate(all="ignore"): a = np.array(data, np.float64).astype(src)
   for name, (got, x) in cast_layouts(a, to).items(): assert_same(got, numpy_cast(x, to), f"{src} -> {to} {name}")
+
+
+_NP_SCALARS = [np.float16(2.5), np.float32(-1.5), np.float64(3.25), np.int8(-3), np.int16(300), np.int32(7),
+               np.int64(-2), np.uint8(200), np.uint32(9), np.uint64(5), np.bool_(True), np.complex64(1 + 2j),
+               np.complex128(2 - 1j), np.float64("nan"), np.int64(0)]
+_BINARY = [np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide, np.remainder, np.maximum, np.fmin,
+           np.greater, np.equal, np.logical_xor, np.arctan2, np.hypot, np.copysign, np.bitwise_and, np.left_shift,
+           np.power]
+
+
+@given(scalar=st.sampled_from(range(len(_NP_SCALARS))), ufunc=st.sampled_from(_BINARY), left=st.booleans(),
+       dtype=st.sampled_from(["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "uint64", "bool",
+                              "complex64", "complex128"]))
+def test_numpy_scalars_are_typed_as_numpy_2_types_them(scalar, ufunc, left, dtype):
+  """A NumPy scalar with a Tensor (either side) is a 0-d array of its dtype, as NumPy 2 types it (not weak as a
+  Python scalar): NumPy's result dtype and values, or NumPy's exception type."""
+  s, a = _NP_SCALARS[scalar], (np.arange(-3, 5) * 1.5).astype(dtype)
+  call = (lambda x: ufunc(s, x)) if left else (lambda x: ufunc(x, s))
+  with np.errstate(all="ignore"):
+    try: want = call(a)
+    except Exception as e:                                          # noqa: BLE001  (NumPy's type is the oracle)
+      with pytest.raises(type(e)): np.asarray(call(mt.asarray(a)))
+      return
+    got = np.asarray(call(mt.asarray(a)))
+  assert got.dtype == want.dtype
+  np.testing.assert_allclose(got, want, rtol=1e-3 if want.dtype == np.float16 else 1e-6, equal_nan=True)
