@@ -359,3 +359,15 @@ def test_array_agnostic(dtype, data):
   got = standardized_softmax(mt.asarray(x))
   assert isinstance(got, mt.Tensor) and got.dtype == want.dtype
   np.testing.assert_allclose(np.asarray(got), want, rtol=100 * np.finfo(dtype).eps, atol=10 * np.finfo(dtype).eps)
+
+
+def test_info_dtypes_are_a_new_dict_each_call():
+  """__array_namespace_info__().dtypes is answered from a cache per kind: a caller changing its dict changes no
+  later answer."""
+  info = mt.__array_namespace_info__()
+  d = info.dtypes(kind="real floating")
+  assert list(d) == ["float32", "float64"]
+  d.clear()
+  assert list(info.dtypes(kind="real floating")) == ["float32", "float64"]
+  assert list(info.dtypes(kind=("bool", "complex floating"))) == ["bool", "complex64", "complex128"]
+  with pytest.raises(ValueError): info.dtypes(kind="nonsense")
