@@ -134,7 +134,7 @@ class Plan:
   in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
   sizes elements), the buffer of each output, what its kernels need of the C compiler (lowerings.Program), and the
   sizes derived from the graph's that its kernels take after them (sizes.Sizes.table: split loops' blocks and
-  tails), and the lanes of its ordered reduces (kernelize.order_lanes: its specializations take them)."""
+  tails), and the lanes of its ordered reduces (sizes.order_lanes: its specializations take them)."""
   src: str
   tier: int
   calls: tuple[Call, ...]

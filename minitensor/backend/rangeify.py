@@ -150,7 +150,7 @@ class Ctx:
   sizes: Sizes | None = None      # symbolic lowering: each size of the graph (>= 2) -> its VAR
   stash: Stash | None = None      # set by lower(): a value the reduce's loop keeps in the output buffer
   tails: dict = field(default_factory=dict)   # reduce key -> its innermost axis's Tail (split with a tail)
-  # the lanes of a small graph's symbolic program and of its specializations (kernelize.order_lanes; 0: none): each
+  # the lanes of a small graph's symbolic program and of its specializations (sizes.order_lanes; 0: none): each
   # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
   # included, so the two compute the same bits
   ordered: int = 0

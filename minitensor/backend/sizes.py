@@ -13,7 +13,7 @@ from minitensor.backend.uop import Ops, UOp, var
 
 ORDER_LANES = 8
 # elements a small graph's reductions read in all from which its symbolic program adds them in lanes (AMD EPYC Zen 5,
-# float64, a specialization's kernel, medians of 500 runs, without / with lanes: the sum of (20, 2000) 23.1 / 5-6 us,
+# float64, a specialization's kernel, medians of 500 runs, without / with lanes: the sum of (20, 2000) 23.1 / 6.6 us,
 # of (200, 200) 22.0 / 6.4 us, row std of (200, 200) 13.0 / 7.0 us; (64, 7) 2.6 us either way), while lanes double
 # a small program's C and its lowering (a softmax of (5, 7): 1.0 -> 2.0 ms of lowering, 1.0 -> 2.7 KB of C)
 ORDER_WORK = 4096
