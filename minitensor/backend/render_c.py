@@ -99,7 +99,14 @@ MT_F2I(float, f32) MT_F2I(double, f64)
 /* tcc's NAN is 0.0f / 0.0f, which is x86's default NaN: its sign bit is set. NumPy's (and gcc's) NAN is positive */
 #undef NAN
 #define NAN (((union { uint32_t u; float f; }){ 0x7fc00000u }).f)
+/* negation flips the sign bit, NaN's too, as NumPy's negative (and gcc's -x); tcc computes x * -1.0 and -x as
+   0 - x, which keeps a NaN's sign */
+static inline float neg_f32(float x) { union { float f; uint32_t u; } v; v.f = x; v.u ^= 0x80000000u; return v.f; }
+static inline double neg_f64(double x)
+{ union { double f; uint64_t u; } v; v.f = x; v.u ^= 0x8000000000000000ull; return v.f; }
 #else
+#define neg_f32(x) (-(x))
+#define neg_f64(x) (-(x))
 /* NumPy's float16 maximum/minimum keep the first operand on ties (float32/64 keep the second); tcc has no
    _Float16 (kernels with float16 are compiled by the C compiler in every tier) */
 static inline _Float16 max_f16(_Float16 a, _Float16 b) { return (isgreaterequal(a, b) || a != a) ? a : b; }
@@ -338,6 +345,8 @@ class _Renderer:
     # (a union's other member reads the same bytes: C99's type punning, which gcc and tcc compile to a move)
     if op is Ops.BITCAST: return f"(((union {{ {d.ctype} a; {u.dtype.ctype} b; }}){{ .a = {a[0]} }}).b)"
     if d.is_complex or op is Ops.CMPLX: return _complex_alu(op, d, a)
+    if op is Ops.MUL and d.itemsize >= 4 and d.is_float and (c := u.src[1]).op is Ops.CONST and c.arg == -1:
+      return f"neg_{d.suffix}({a[0]})"             # (negative: the sign bit flipped, NaN's too; PRELUDE)
     info = ALU_OPS[op]
     sp = info.c if d.is_float else info.ci or info.c
     if d.is_float and sp is not None and sp.isidentifier() and not sp.endswith("_"):      # a <math.h> function
