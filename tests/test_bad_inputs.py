@@ -369,11 +369,12 @@ def test_python_scalars_only(name, a, b):
 def fresh_cache(tmp_path, monkeypatch):
   """An empty disk cache and empty memory caches, so the next realization must compile."""
   from collections import OrderedDict
-  from minitensor.backend import realize, runtime
+  from minitensor.backend import keys, realize, runtime
   for v in ("MINITENSOR_CC", "MINITENSOR_NOCACHE", "MINITENSOR_CACHE_BYTES"): monkeypatch.delenv(v, raising=False)
   monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(tmp_path / "cache"))
   monkeypatch.setattr(runtime, "_loaded", {})
   monkeypatch.setattr(realize, "_cache", OrderedDict())
+  monkeypatch.setattr(keys, "_programs", {})
   return tmp_path / "cache"
 
 

@@ -29,7 +29,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
-from minitensor.backend import buffers, fpstatus, plans, replay, tiers
+from minitensor.backend import buffers, fpstatus, keys, plans, replay, tiers
+from minitensor.backend.keys import structure  # noqa: F401 (this module's API)
 from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
   Unbound,
   array_of,
@@ -43,8 +44,8 @@ from minitensor.backend.plans import Call, Plan
 from minitensor.backend.render_c import PRELUDE
 from minitensor.backend.runtime import UNIT_BREAK, CompileError, Kernel, Once, compile_units, log, native, stats
 from minitensor.backend.runtime import pointer as _pointer
-from minitensor.backend.sizes import Sizes, extend, order_lanes
-from minitensor.backend.uop import ALU, FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
+from minitensor.backend.sizes import Sizes, extend
+from minitensor.backend.uop import FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
 
 if TYPE_CHECKING:
   from minitensor.backend.kernelize import Schedule
@@ -307,7 +308,7 @@ def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...],
   tails); a small one's is not (it serves sizes from 2 up, and its hot sizes get specializations)."""
   # the lowering stages are imported by the first compile (a run from the caches needs none of them)
   from minitensor.backend.kernelize import schedule
-  symbolic = Sizes(sizes, LARGE_MAX if large else SYMBOLIC_MAX) if sizes else None
+  symbolic = Sizes(sizes, LARGE_MAX if large else keys.SYMBOLIC_MAX) if sizes else None
   return schedule(list(outputs), n_inputs, optimize=large or not sizes, sizes=symbolic, flat=flat, exact=exact,
                   lanes=lanes)
 
@@ -360,24 +361,6 @@ def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
   return tuple(o.substitute(slots) for o in outputs)
 
 
-SYMBOLIC_MAX = 1 << 16     # graphs whose values all have at most this many elements are lowered with symbolic sizes
-
-
-def structure(outputs: list[UOp], symbolic: bool = True) -> tuple[tuple, list[UOp], tuple[int, ...]]:
-  """A hashable key of the outputs' graph with realized leaves abstracted to (position, dtype, size), the leaves
-  in that order, and the graph's sizes: equal keys mean the same computation on other data. A node whose value
-  was realized before (it holds `data`) is a leaf too: its graph is not computed again; so is a `lifted`
-  constant, which the kernels read from a one-element buffer (x * 0.5 and x * 0.25 share a kernel).
-
-  Symbolic (every value of at most SYMBOLIC_MAX elements): the sizes are abstracted too. Each distinct size >= 2
-  in a shape or a movement argument is a token (its position in the returned sizes); 0 and 1 stay numbers,
-  since they decide structure (empty, broadcast). The key then says which sizes are equal and nothing about
-  their values: softmax of (5, 7) and of (30, 2) share a kernel, whose sizes are arguments (README,
-  "Caching"). Otherwise the sizes are part of the key, and () is returned for them. Builds no nodes (the hot path)."""
-  if symbolic and (r := _walk(outputs, True)) is not None: return r
-  return _walk(outputs, False)
-
-
 LARGE_MAX = 1 << 40       # sizes a symbolic program of a large graph serves (its VARs' bound)
 _first_shape: OrderedDict = OrderedDict()     # symbolic key of a large graph -> the concrete key it was first seen with
 
@@ -396,7 +379,7 @@ def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[
   if (known := _served.get(key)) is not None:
     _served.move_to_end(key)
     return known
-  if (r := _walk(outputs, True, LARGE_MAX)) is None or r[0][0] == "flat" or not r[2]: return None
+  if (r := keys.walk(outputs, True, LARGE_MAX)) is None or r[0][0] == "flat" or not r[2]: return None
   skey, _, sizes = r
   first = _first_shape.setdefault(skey, key) == key
   if len(_first_shape) > CACHE_SIZE: _first_shape.popitem(last=False)
@@ -409,91 +392,6 @@ def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[
 
 
 _served: OrderedDict = OrderedDict()      # concrete key of a large graph -> the symbolic program's key and its sizes
-
-
-def _walk(outputs: list[UOp], symbolic: bool, limit: int | None = None):
-  if limit is None: limit = SYMBOLIC_MAX          # (read at each call: tests change it)
-  BUFFER, CONST, RESHAPE, EXPAND, SHRINK, PAD, REDUCE = \
-    Ops.BUFFER, Ops.CONST, Ops.RESHAPE, Ops.EXPAND, Ops.SHRINK, Ops.PAD, Ops.REDUCE
-  prod_ = math.prod
-  pos: dict[UOp, int] = {}
-  at = pos.__getitem__
-  opened: set[UOp] = set()      # nodes whose sources are on the stack, above them
-  leaves: list[UOp] = []
-  key: list = []
-  flat = symbolic               # elementwise over whole operands so far (the key then drops every shape)
-  sizes: dict[int, int] = {}    # each size >= 2 -> its token ~k (negative), k its position
-  seen: dict[tuple, tuple] = {}  # shape -> its tokens
-  reduced = 0                   # elements the reductions read (their lanes' class: sizes.order_lanes)
-  for o in outputs:
-    stack = [o]
-    while stack:                # sources left to right, each node after its sources (once)
-      u = stack.pop()
-      if u in pos: continue
-      if u.data is None and u.src and u not in opened:
-        # (found before its sources are walked; a shape already seen is within the limit)
-        if symbolic and u.shape not in seen and prod_(u.shape) > limit: return None
-        opened.add(u)
-        stack.append(u)
-        stack.extend(reversed(u.src))
-        continue
-      op = u.op
-      known = u.data is not None or (op is CONST and lifted(u))
-      if op is BUFFER and not known: raise Unbound(f"a graph of shape {outputs[0].shape} reads a placeholder "
-                                                   f"input ({u.arg.dtype.name}, {u.arg.shape[0]} elements)")
-      if not symbolic:
-        if known:
-          key.append((BUFFER, u.dtype, u.shape, len(leaves)))
-          leaves.append(u)
-        else: key.append((op, u.dtype, argkey(u.arg) if op in FLOAT_ARG else u.arg, tuple(map(at, u.src))))
-        pos[u] = len(key) - 1
-        continue
-      try:
-        if (shape := seen.get(u.shape)) is None:          # (the nodes of a graph share a few shapes)
-          if prod_(u.shape) > limit: return None
-          shape = seen[u.shape] = tuple([_token(v, sizes, limit) for v in u.shape])
-        arg = u.arg
-        if known: pass
-        elif op is RESHAPE or op is EXPAND:
-          arg = None                                      # the node's own shape says it
-          flat = flat and (op is RESHAPE or _scalar_leaf(u.src[0]))
-        elif op is CONST: arg = argkey(arg)
-        elif op not in ALU:
-          flat = False
-          if op is REDUCE: reduced += prod_(u.src[0].shape)
-          elif op is SHRINK: arg = tuple([(_token(b, sizes, limit), _token(e, sizes, limit)) for b, e in arg])
-          elif op is PAD:
-            arg = (tuple([(_token(b, sizes, limit), _token(a, sizes, limit)) for b, a in arg[0]]), argkey(arg[1]))
-      except OverflowError: return None
-      if known:
-        key.append((BUFFER, u.dtype, u.shape.count(1) == len(u.shape), len(leaves), shape))
-        leaves.append(u)
-      else:
-        key.append((op, u.dtype, arg, tuple(map(at, u.src)), shape))
-      pos[u] = len(key) - 1
-  outs = tuple([pos[o] for o in outputs])
-  if flat and len(n := {prod_(o.shape) for o in outputs}) == 1 and (n := n.pop()) >= 2:
-    # elementwise over whole operands (kernelize.flat_elementwise): one loop over n, whatever the rank and shape
-    return ("flat", tuple([e[:4] for e in key]), outs), leaves, (n,)
-  key.append(outs)
-  if reduced: key.append(order_lanes(reduced))
-  return tuple(key), leaves, tuple(sizes)
-
-
-def _token(v: int, sizes: dict[int, int], limit: int) -> int:
-  """Size v as a symbolic key has it: 0 and 1 as themselves, another size as ~k, k its position in `sizes`
-  (OverflowError past `limit`: the graph is keyed concretely)."""
-  if v < 2: return v
-  if (t := sizes.get(v)) is None:
-    if v > limit: raise OverflowError
-    t = sizes[v] = len(sizes)
-  return ~t
-
-
-def _scalar_leaf(u: UOp) -> bool:
-  """Whether u is one element of a leaf or a constant (through reshapes): what a flat kernel broadcasts."""
-  while u.op is Ops.RESHAPE and u.data is None: u = u.src[0]
-  return math.prod(u.shape) == 1 and (u.data is not None or u.op is Ops.CONST)
 
 
 def realize(outputs: list[UOp]) -> list[np.ndarray]:
@@ -514,7 +412,13 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     borrowed = any(user)
   else:
     mode = modes()
-    prog, leaves, sizes = lookup(outputs, mode)
+    k, hit = keys.find(outputs, mode)
+    if hit is not None:
+      prog, leaves, sizes = hit
+      stats.graph_hits += 1
+    else:
+      prog, leaves, sizes = lookup(outputs, mode)
+      if k is not None: keys.keep(k, prog, leaves, sizes)
     inputs = arrays_of(leaves)
     prog, sizes = chosen(prog, sizes, mode, lambda: (outputs, leaves))
     if fpstatus.QUIET: fpstatus.realizing(outputs)       # (operations built under np.errstate: fpstatus.note_quiet)
@@ -529,7 +433,9 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   # they read a user's memory, which may change after this realization
   if not borrowed:
     for o, r in zip(outputs, res):
-      if o.op is not Ops.BUFFER and base_of(o).op is not Ops.CONST: o.data = r     # (nor broadcast constants)
+      if o.op is not Ops.BUFFER and base_of(o).op is not Ops.CONST:     # (nor broadcast constants)
+        keys.realized(o)
+        o.data = r
   return res
 
 
@@ -559,7 +465,7 @@ def specialize(prog: Compiled, outputs: list[UOp], leaves: list[UOp], sizes: tup
   Until then (and if its compile fails) the symbolic program runs."""
   wanted, prog.want = prog.want, None
   if wanted != sizes: return
-  concrete, same, _ = _walk(outputs, False)
+  concrete, same, _ = keys.walk(outputs, False)
   if len(same) != len(leaves) or any(a is not b for a, b in zip(same, leaves)): return
   prog.special[sizes] = None                                         # (pending: not wanted again)
   key = ProgramKey(concrete, mode, exact=True, lanes=prog.plan.lanes)

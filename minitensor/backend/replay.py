@@ -21,7 +21,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING
 import numpy as np
-from minitensor.backend import buffers, fpstatus
+from minitensor.backend import buffers, fpstatus, keys
 from minitensor.backend.leaves import lifted
 from minitensor.backend.runtime import pointer, stats
 from minitensor.backend.sizes import extend
@@ -121,7 +121,9 @@ class Bound:
     if timed: prog.ran(t, self.sizes)
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)
-    if self.keep: o.data = r
+    if self.keep:
+      keys.realized(o)
+      o.data = r
     return [r]
 
 

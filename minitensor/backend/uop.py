@@ -96,7 +96,7 @@ _PY_SCALAR = frozenset((bool, int, float, complex))
 
 class UOp:
   __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "data", "depth",
-               "__weakref__")
+               "_tree", "__weakref__")
   op: Ops
   src: tuple[UOp, ...]
   arg: Any
@@ -146,7 +146,7 @@ class UOp:
       if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
     u = object.__new__(cls)
     u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
-    u._ranges = u._bounds = u._key = u._simp = u.data = None
+    u._ranges = u._bounds = u._key = u._simp = u.data = u._tree = None
     n = len(src)
     u.depth = 0 if not n else src[0].depth + 1 if n == 1 else max(src[0].depth, src[1].depth) + 1 if n == 2 else \
       max([s.depth for s in src]) + 1

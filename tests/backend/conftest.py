@@ -2,7 +2,7 @@
 import shutil
 from collections import OrderedDict
 import pytest
-from minitensor.backend import diskcache, runtime
+from minitensor.backend import diskcache, keys, runtime
 from minitensor.backend import realize as realize_mod
 from cache_files import CACHE_ENV
 
@@ -19,5 +19,6 @@ def cache(tmp_path, monkeypatch):
   monkeypatch.setattr(runtime, "_identity", {})
   monkeypatch.setattr(diskcache, "_fallback", [])
   monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
+  monkeypatch.setattr(keys, "_programs", {})
   yield d
   for p in diskcache._fallback: shutil.rmtree(p, ignore_errors=True)

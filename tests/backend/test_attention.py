@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 import minitensor as mt
 from minitensor import nn
-from minitensor.backend import attention
-from minitensor.backend import realize as realize_mod
+from minitensor.backend import attention, keys
 from minitensor.backend.attention import Attention
 from minitensor.backend.realize import scheduled
 from minitensor.backend.render_c import PRELUDE
@@ -20,7 +19,7 @@ from strict_c import CC
 @pytest.fixture
 def concrete(monkeypatch):
   """Every graph keyed with its sizes (as large ones are), so small test shapes take the fused path too."""
-  monkeypatch.setattr(realize_mod, "SYMBOLIC_MAX", 0)
+  monkeypatch.setattr(keys, "SYMBOLIC_MAX", 0)
 
 
 def _softmax(x):
@@ -70,7 +69,7 @@ def problems(draw):
 def test_fused_equals_numpy(p, tr, tw, rows, cols):
   """Random problems on random blocks and register tiles (several row and key blocks, partial last ones)."""
   with pytest.MonkeyPatch.context() as mp:
-    mp.setattr(realize_mod, "SYMBOLIC_MAX", 0)
+    mp.setattr(keys, "SYMBOLIC_MAX", 0)
     mp.setattr(attention, "blocks", lambda m: (tr * rows, tw * cols, tr, tw))
     check_problem(*p)
 

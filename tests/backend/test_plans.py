@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import minitensor as mt
 from minitensor import nn
-from minitensor.backend import plans, runtime, tiers
+from minitensor.backend import keys, plans, runtime, tiers
 from minitensor.backend import realize as realize_mod
 from minitensor.backend.runtime import stats
 from cache_files import CACHE_ENV, REPO, files
@@ -55,6 +55,7 @@ def test_a_new_process_runs_a_stored_plan_without_lowering(tmp_path):
 def _fresh_memory(monkeypatch) -> None:
   monkeypatch.setattr(runtime, "_loaded", {})
   monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
+  monkeypatch.setattr(keys, "_programs", {})
 
 
 def _graph():

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import minitensor as mt
+from minitensor.backend import keys, tiers
 from minitensor.backend import realize as realize_mod
-from minitensor.backend import tiers
 from minitensor.backend.runtime import stats
 
-N = realize_mod.SYMBOLIC_MAX * 2 + 17          # over the small graphs' symbolic sizes
+N = keys.SYMBOLIC_MAX * 2 + 17          # over the small graphs' symbolic sizes
 
 
 @pytest.fixture(autouse=True)
