@@ -1,14 +1,15 @@
 """realize: shaped graphs over realized buffers -> ndarrays.
 
 The frontend's realized data are BUFFER leaves whose slot is a process-unique buffer id (`buffer_of`).
-realize(outputs) keys the compiled-program cache on the graph's structure (`structure`: no data), in which
-realized leaves are abstracted to their position and dtype, Python scalars to kernel arguments (`lifted`), and,
-when every value is small, the sizes to tokens that say only which sizes are equal (symbolic sizes: one program
-serves every graph of the key; the sizes are passed when it runs). A hit runs the program on the new buffers
+realize(outputs) keys the compiled-program cache on the graph's structure (`structure`: no data), in which realized
+leaves are abstracted to their position and dtype, Python scalars to kernel arguments (`lifted`), and, when every
+value is small, the sizes to tokens that say only which sizes are equal (symbolic sizes: one program serves every
+graph of the key; the sizes are passed when it runs: keys.py). A graph of fresh nodes whose structure was met before
+finds that program by its nodes' tree ids (keys.find), without the walk. A hit runs the program on the new buffers
 without kernelizing, lowering, rendering or compiling anything. A miss looks for the key's run plan on disk
-(plans.py; then only the library is loaded), else renumbers the leaves 0..n-1 (`_renumber`), kernelizes and
-lowers (`schedule_of`), renders and compiles, and stores the plan. `Plan` and `Call` are the contract between
-lowering and running: the C source, its tier, and per kernel its function, buffers and size arguments.
+(plans.py; then only the library is loaded), else renumbers the leaves 0..n-1 (`_renumber`), kernelizes and lowers
+(`schedule_of`), renders and compiles, and stores the plan. `Plan` and `Call` are the contract between lowering and
+running: the C source, its tier, and per kernel its function, buffers and size arguments.
 
 A graph realized again over the same source nodes (`np.asarray(t + u)` in a loop: a fresh root, the same t and u)
 runs its `replay.Bound` plan from the fourth time on, without a walk (the dispatch cost W9 of DESIGN.md). A bound
