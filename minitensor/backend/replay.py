@@ -136,25 +136,29 @@ def _constant(s: UOp) -> UOp:
 def constant_sig(sig: tuple, o: UOp) -> tuple | None:
   """The key of root o's plan with its broadcast lifted constants counted by structure (source_key), or None when
   none of its sources is one (sig: the key by identities)."""
-  src = o.src
-  if not any(x.op is Ops.EXPAND or x.op is Ops.CONST for x in src): return None
-  keys = [source_key(x, src) if x.op is Ops.EXPAND or x.op is Ops.CONST else id(x) for x in src]
-  return (*sig[:4], *keys) if any(type(k) is tuple for k in keys) else None
+  src, keys = o.src, None
+  for k, x in enumerate(src):
+    if (x.op is _EXPAND or x.op is _CONST) and type(sk := source_key(x, src)) is tuple:
+      if keys is None: keys = list(sig[4:])
+      keys[k] = sk
+  return None if keys is None else (*sig[:4], *keys)
 
 
 def source_key(s: UOp, srcs: tuple[UOp, ...]):
   """A root's source as the key of its plan has it: its identity, or for a broadcast lifted constant (a Python
   number in `p * i`, realized with a new i each time) its chain of movements, its dtype and the first source
   holding the same constant (two sources of one constant are one input of the program, two constants two)."""
-  c = _constant(s)
-  if c.op is not Ops.CONST or c.data is not None or not lifted(c): return id(s)
-  chain, x = [], s
-  while x is not c:
-    chain.append((x.op, x.shape))
-    x = x.src[0]
-  first = next(k for k, y in enumerate(srcs) if y is s or ((y.op is Ops.EXPAND or y.op is Ops.CONST) and
-                                                            _constant(y) is c))
+  chain, c = [], s
+  while c.op is _EXPAND or c.op is _RESHAPE:
+    chain.append((c.op, c.shape))
+    c = c.src[0]
+  if c.op is not _CONST or c.data is not None or not lifted(c): return id(s)
+  for first, y in enumerate(srcs):
+    if y is s or ((y.op is _EXPAND or y.op is _CONST) and _constant(y) is c): break
   return ("const", tuple(chain), c.dtype, first)
+
+
+_EXPAND, _RESHAPE, _CONST = Ops.EXPAND, Ops.RESHAPE, Ops.CONST
 
 
 def _picker(slots: tuple[int, ...]):
