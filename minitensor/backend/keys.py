@@ -139,17 +139,20 @@ def _scalar_leaf(u: UOp) -> bool:
 # ---- tree keys
 LEAF_CAP = 256         # distinct leaves a tree key lists (more: a sum of many arrays, walked)
 PROGRAMS_CAP = 4096
+IDS_CAP = 1 << 15      # interned node keys kept (~5 MB; a steady loop meets a few hundred)
 
 _LEAF = -1                        # a memo's epoch field for a leaf: a node with data stays one
 _ids: dict[tuple, int] = {}       # (op, dtype, arg, shape, source ids) or (dtype, shape) of a leaf -> tree id
 _next = itertools.count(1)        # ids are never reused, so clearing _ids can only cause misses
 _epoch = [0]
-_programs: dict[tuple, tuple] = {}  # (mode, root ids, pattern) -> (program, leaf positions in input order, sizes)
+# (mode, the outputs' ids and leaf maps) -> (program, weakly: realize's memory cache bounds the loaded programs;
+# the leaves' positions in input order; the sizes)
+_programs: dict[tuple, tuple] = {}
 
 
 def _id(k: tuple) -> int:
   if (i := _ids.get(k)) is None:
-    if len(_ids) >= 1 << 18: _ids.clear()
+    if len(_ids) >= IDS_CAP: _ids.clear()
     i = _ids[k] = next(_next)
   return i
 
@@ -232,9 +235,8 @@ def find(outputs: list[UOp], mode) -> tuple[tuple | None, tuple | None]:
   of the same key found, or None)."""
   if (k := _key(outputs, mode)) is None: return None, None
   key, leaves = k
-  if (hit := _programs.get(key)) is None: return k, None
-  prog, at, sizes = hit
-  return k, (prog, [leaves[i]() for i in at], sizes)
+  if (hit := _programs.get(key)) is None or (prog := hit[0]()) is None: return k, None
+  return k, (prog, [leaves[i]() for i in hit[1]], hit[2])
 
 
 def keep(k: tuple, prog, inputs: list[UOp], sizes: tuple[int, ...]) -> None:
@@ -245,7 +247,7 @@ def keep(k: tuple, prog, inputs: list[UOp], sizes: tuple[int, ...]) -> None:
   refs = [_ref(x) for x in inputs]
   if len(pos) != len(refs) or any(r not in pos for r in refs): return     # (not the walk's leaves: no entry)
   if len(_programs) >= PROGRAMS_CAP: _programs.clear()
-  _programs[key] = (prog, tuple([pos[r] for r in refs]), sizes)
+  _programs[key] = (_ref(prog), tuple([pos[r] for r in refs]), sizes)
 
 
 def realized(u: UOp) -> None:

@@ -118,3 +118,22 @@ def test_programs_over_repeating_and_realized_leaves_match_numpy(steps, picks, r
       if k == realize_at: np.testing.assert_allclose(np.asarray(ts[-1]), ns[-1], rtol=1e-12, atol=1e-12)
     out, want = (ts[-1].sum(axis=0), ns[-1].sum(axis=0)) if reduce else (ts[-1], ns[-1])
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-12, atol=1e-12)
+
+
+def test_tree_keys_hold_no_program(monkeypatch):
+  """A program realize's memory cache drops (its bound on loaded libraries) is not kept alive by a tree key; the
+  graph's next realization finds it again by the walk."""
+  from collections import OrderedDict
+  from minitensor.backend import realize as realize_mod
+  monkeypatch.setattr(keys, "_programs", {})
+  monkeypatch.setattr(realize_mod, "_cache", OrderedDict())
+  a = np.linspace(-2, 2, 35).reshape(5, 7)
+  f = lambda t: mt.tanh(t * 1.5).sum(axis=0)
+  np.testing.assert_allclose(_value(f, a), np.tanh(a * 1.5).sum(axis=0), rtol=1e-12, atol=1e-12)
+  (entry,) = keys._programs.values()
+  assert entry[0]() is not None
+  realize_mod.settle(120)                  # (a tier-1 compile on its way holds its program)
+  realize_mod._cache.clear()               # (this test's own cache: monkeypatch restores the process's)
+  gc.collect()
+  assert entry[0]() is None
+  np.testing.assert_allclose(_value(f, a + 1), np.tanh((a + 1) * 1.5).sum(axis=0), rtol=1e-12, atol=1e-12)
