@@ -175,11 +175,7 @@ def _tree(u: UOp) -> tuple | None:
       return None
     if not st[3] and st[0] != _LEAF: st = s._tree = (st[0], st[1], st[2], True)
     memos.append(st)
-  if len(memos) == 1:                   # (the common cases without _merged's lists: a movement, a binary op)
-    m = (memos[0][1],), memos[0][2]
-  elif len(memos) == 2 and ((lb := memos[1][2]) is (la := memos[0][2]) or not lb or not la):
-    m = (memos[0][1], memos[1][1], -1 if lb is la else -2 if not lb else -3), la if la else lb
-  elif (m := _merged(memos)) is None:
+  if (m := _merged(memos)) is None:
     u._tree = (epoch, None, None, False)
     return None
   key += m[0]
@@ -193,13 +189,14 @@ def _merged(memos: list[tuple]) -> tuple[tuple, tuple] | None:
   and each source's leaves as positions among the distinct leaves of all (in order of first occurrence), unless
   every source has the one same tuple of leaves (a value and a movement of it: `x.T - x`), which the key marks
   with -1, or one of two has none (-2: the second, -3: the first). None past LEAF_CAP distinct leaves."""
-  if len(memos) <= 1: return ((memos[0][1],), memos[0][2]) if memos else ((), ())      # (a literal: no leaves)
+  n = len(memos)
+  if n == 1: return (memos[0][1],), memos[0][2]             # (the common cases first: a movement, a binary op)
+  if n == 2 and ((lb := memos[1][2]) is (la := memos[0][2]) or not lb or not la):
+    return (memos[0][1], memos[1][1], -1 if lb is la else -2 if not lb else -3), la or lb
+  if n == 0: return (), ()                                   # (a literal: no leaves)
   ids = tuple([t[1] for t in memos])
   first = memos[0][2]
   if all(t[2] is first for t in memos): return (*ids, -1), first
-  if len(memos) == 2:                    # (a literal on one side: `r > 0`)
-    if not memos[1][2]: return (*ids, -2), first
-    if not first: return (*ids, -3), memos[1][2]
   pos: dict[weakref.ref, int] = {}
   maps = []
   for t in memos:
