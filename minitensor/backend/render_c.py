@@ -236,6 +236,10 @@ def literal(v, d: DType, itype: str) -> str:
   return f"{v}{'ULL' if d is dtypes.uint64 else 'LL' if d.itemsize == 8 else 'u' if d is dtypes.uint32 else ''}"
 
 
+# the C of the ops index() renders (MIN and MAX as a comparison and a select)
+_INDEX_C = {Ops.ADD: "+", Ops.MUL: "*", Ops.MIN: "<", Ops.MAX: ">"}
+
+
 def _cast(x: str, src: DType, to: DType, ctype: str) -> str:
   """x converted from src to `to`: float to integer through the PRELUDE's f2i helpers (NumPy's x86-64 values
   for NaN, inf and out of range, where a plain C cast is undefined), complex to integer through its real part the
@@ -329,11 +333,12 @@ class _Renderer:
 
   def index(self, u: UOp) -> str:
     """The C of index arithmetic u over loops already open (a row's start: prefetch.py makes sure it has only these ops;
-    a loop's extent: sums, products and minima of sizes and of the loops around it)."""
+    a loop's extent: sums, products, minima and maxima of sizes and of the loops around it)."""
     if u.op in (Ops.CONST, Ops.VAR): return self.expr(u)
     if u.op is Ops.RANGE: return self.r[u]
+    if u.op not in _INDEX_C: raise NotImplementedError(f"render_c: {u.op} in a loop's extent or a row's start")
     a, b = self.index(u.src[0]), self.index(u.src[1])
-    return f"({a} < {b} ? {a} : {b})" if u.op is Ops.MIN else f"({a}{'+' if u.op is Ops.ADD else '*'}{b})"
+    return f"({a} {_INDEX_C[u.op]} {b} ? {a} : {b})" if u.op in (Ops.MIN, Ops.MAX) else f"({a}{_INDEX_C[u.op]}{b})"
 
   def r_base(self, b: UOp) -> str: return f"data{b.arg.slot}" if b.op is Ops.BUFFER else f"acc{b.arg.slot}"
 

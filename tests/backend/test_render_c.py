@@ -371,3 +371,20 @@ def test_complex_kernels_strict_and_match_numpy(d):
   tol = 1e-6 if d is dtypes.complex64 else 1e-14
   for k, (g, w) in enumerate(zip(outs, want)):
     np.testing.assert_allclose(g, w.astype(g.dtype), rtol=tol, err_msg=f"function {k}")
+
+
+def test_loop_extent_with_minimum_and_maximum():
+  # an inner loop of max(0, min(8, 20 - 4 r)) iterations (a block of a reduce axis whose last blocks are short or
+  # empty): the extent renderer spells MIN and MAX as selects, and refuses an op it cannot spell
+  r = range_(8, 0)
+  ext = (r.const_like(20) - r * 4).minimum(8).maximum(0)
+  j = range_(8, 1, var=ext)
+  s = sink(buf(0, 64, dtypes.int32).index(r * 8 + j).store(UOp.const(1, dtypes.int32)).end(j, r))
+  out = np.zeros(64, np.int32)
+  compile_strict(render_c(s, "extent"))
+  run_c(s, {0: out}, "extent")
+  want = (np.arange(8)[None, :] < np.clip(20 - 4 * np.arange(8), 0, 8)[:, None]).astype(np.int32).ravel()
+  np.testing.assert_array_equal(out, want)
+  bad = range_(8, 1, var=(r.const_like(20) - r * 4) // 3)
+  with pytest.raises(NotImplementedError, match="FLOORDIV in a loop's extent"):
+    render_c(sink(buf(0, 64, dtypes.int32).index(r * 8 + bad).store(UOp.const(1, dtypes.int32)).end(bad, r)), "bad")
