@@ -59,6 +59,14 @@ def _from_buffer(a):
 
 
 DEBUG = int(os.environ.get("MINITENSOR_DEBUG", "0") or 0)
+FRAMES = 16                  # the sizes whose run arguments a program keeps (Compiled._frame)
+_POINTER: tuple = ()         # runtime.pointer(), once a program has run
+
+
+def _pointers() -> tuple:
+  global _POINTER
+  _POINTER = _pointer()
+  return _POINTER
 
 
 @dataclass
@@ -77,7 +85,7 @@ class Compiled:
   work: int = 0                                        # predicted statements executed (0: a plan from disk)
   elapsed: float = 0.0                                 # run time at tier 0
   upgrade: threading.Thread | None = None
-  allocs: list | None = None                           # plan.buffers with their numpy dtypes (made at the first run)
+  frames: dict = field(default_factory=dict)           # sizes -> what a run with them needs (_frame)
   scalar: list | None = None                           # tier-0 functions confirming a tier-1 INVALID flag (flags)
   # a symbolic program's specializations (specialize): its sizes -> the program for them (None while it compiles,
   # False when that failed); `streak` runs in a row
@@ -91,26 +99,35 @@ class Compiled:
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
-    p = self.plan
-    if self.allocs is None:       # (an output is lent from buffers' pool, an intermediate taken and given back)
-      outs = set(p.outputs)
-      self.allocs = [(n, vs, np.dtype(d), len(inputs) + k in outs) for k, (n, vs, d) in enumerate(p.buffers)]
-    bufs = list(inputs)
-    for n, vs, d, out in self.allocs:
-      count = n * math.prod([sizes[v] for v in vs]) if vs else n
-      bufs.append(buffers.result(count, d) if out else buffers.take(count, d))
-    full = extend(sizes, p.derived) if p.derived else sizes
+    if (frame := self.frames.get(sizes)) is None: frame = self._frame(len(inputs), sizes)
+    allocs, args, full, temps = frame
+    bufs = list(inputs)      # (an output is lent from buffers' pool, an intermediate taken and given back)
+    for count, d, out in allocs: bufs.append(buffers.result(count, d) if out else buffers.take(count, d))
     t = time.perf_counter()
     fp = fpstatus.slot()
-    fb, chars = _pointer()
+    fb, chars = _POINTER or _pointers()
     if DEBUG or self.checked: self._run_slow(bufs, full, fp)
     else:
-      for k, slots, extra, vs in self.fns:
-        k.fn(*[fb(chars, bufs[i], False) for i in slots], *extra, *[full[v] for v in vs], fp)
+      for (k, slots, _, _), ints in zip(self.fns, args): k.fn(*[fb(chars, bufs[i], False) for i in slots], *ints, fp)
     self.ran(t, sizes)
-    buffers.give([b for b, a in zip(bufs[len(inputs):], self.allocs) if not a[3]])
+    if temps: buffers.give([bufs[i] for i in temps])
     if fp[0]: self.flags(fp, [fb(chars, a, False) for a in inputs], full)
-    return [bufs[o] for o in p.outputs]
+    return [bufs[o] for o in self.plan.outputs]
+
+  def _frame(self, n_inputs: int, sizes: tuple[int, ...]) -> tuple:
+    """What a run with `sizes` needs besides its arrays, kept per sizes (a loop repeats them): each buffer's element
+    count, numpy dtype and whether it is an output; each kernel's integer arguments; the sizes with the derived ones
+    (sizes.extend); the slots of the intermediates (given back to the pool after the run)."""
+    p = self.plan
+    outs = set(p.outputs)
+    allocs = tuple((n * math.prod([sizes[v] for v in vs]) if vs else n, np.dtype(d), n_inputs + k in outs)
+                   for k, (n, vs, d) in enumerate(p.buffers))
+    full = extend(sizes, p.derived) if p.derived else sizes
+    args = tuple(c.sizes + tuple([full[v] for v in c.vars]) for c in p.calls)
+    temps = tuple(n_inputs + k for k, a in enumerate(allocs) if not a[2])
+    if len(self.frames) >= FRAMES: self.frames.clear()
+    frame = self.frames[sizes] = (allocs, args, full, temps)
+    return frame
 
   def flags(self, fp, inputs: list, sizes: tuple[int, ...]) -> None:
     """Report the floating-point flags a run left in fp (fpstatus.report; inputs: its input pointers; sizes: the
