@@ -401,7 +401,11 @@ class _Renderer:
     if a not in self.r:
       self.r[a] = f"acc{a.arg.slot}"
       n = a.arg.shape[0]
-      self.lines.append(f"{ind}{self.ctype(a.dtype)} acc{a.arg.slot}{f'[{n}]' if n != 1 else ''};")
+      # an accumulator of 1 KiB or more starts on a page: where it falls against the rows it is added from (its
+      # stores' and their loads' addresses modulo 4 KiB) otherwise changes with each thread's stack, and the
+      # column sum of W4 took 145 or 167 us by process (benchmarks/RESULTS.md); tcc takes the attribute and ignores it
+      page = " __attribute__((aligned(4096)))" if n * a.dtype.itemsize >= 1024 else ""
+      self.lines.append(f"{ind}{self.ctype(a.dtype)} acc{a.arg.slot}{f'[{n}]' if n != 1 else ''}{page};")
 
   def stmt(self, u: UOp, ind: str) -> None:
     op = u.op

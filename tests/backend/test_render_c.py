@@ -388,3 +388,18 @@ def test_loop_extent_with_minimum_and_maximum():
   bad = range_(8, 1, var=(r.const_like(20) - r * 4) // 3)
   with pytest.raises(NotImplementedError, match="FLOORDIV in a loop's extent"):
     render_c(sink(buf(0, 64, dtypes.int32).index(r * 8 + bad).store(UOp.const(1, dtypes.int32)).end(bad, r)), "bad")
+
+
+@pytest.mark.parametrize("tier", ["0", "1"])
+def test_page_sized_accumulators_start_on_a_page(tier, monkeypatch):
+  # a column sum keeps one accumulator per column of its block: 1 KiB or more of them is declared page-aligned
+  # (gcc honours it, tcc ignores it), and the sums stay NumPy's at every tier
+  import minitensor as mt
+  monkeypatch.setenv("MINITENSOR_TIER", tier)
+  x = np.random.default_rng(5).standard_normal((300, 700)).astype(np.float32)
+  c = str(mt.explain(mt.asarray(x).sum(0)))
+  decls = re.findall(r"(double|float) acc\d+\[(\d+)\]( __attribute__\(\(aligned\(4096\)\)\))?;", c)
+  size = {"double": 8, "float": 4}
+  assert decls and all(bool(page) == (int(n) * size[t] >= 1024) for t, n, page in decls)
+  assert any(page for _, _, page in decls)
+  np.testing.assert_allclose(np.asarray(mt.asarray(x).sum(0)), x.astype(np.float64).sum(0), rtol=1e-6, atol=1e-5)
