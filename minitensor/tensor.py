@@ -578,7 +578,7 @@ def _commit(t: Tensor, u: UOp, a: np.ndarray) -> None:
   with V.WRITES:
     if t._uop is not u: return
     t._uop, t._data = None, a
-    L.WRITTEN.discard(t)
+    if L.WRITTEN.refs: L.WRITTEN.discard(t)
     if t._link is None: t._version, t._writes = t._version + 1, 0     # views re-derive from the buffer
 
 
