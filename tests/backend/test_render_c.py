@@ -396,10 +396,10 @@ def test_page_sized_accumulators_start_on_a_page(tier, monkeypatch):
   # (gcc honours it, tcc ignores it), and the sums stay NumPy's at every tier
   import minitensor as mt
   monkeypatch.setenv("MINITENSOR_TIER", tier)
-  x = np.random.default_rng(5).standard_normal((300, 700)).astype(np.float32)
+  x = np.random.default_rng(5).standard_normal((300, 700))      # (float64: not test_search's float32 program)
   c = str(mt.explain(mt.asarray(x).sum(0)))
   decls = re.findall(r"(double|float) acc\d+\[(\d+)\]( __attribute__\(\(aligned\(4096\)\)\))?;", c)
   size = {"double": 8, "float": 4}
   assert decls and all(bool(page) == (int(n) * size[t] >= 1024) for t, n, page in decls)
   assert any(page for _, _, page in decls)
-  np.testing.assert_allclose(np.asarray(mt.asarray(x).sum(0)), x.astype(np.float64).sum(0), rtol=1e-6, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(mt.asarray(x).sum(0)), x.sum(0), rtol=1e-12, atol=1e-12)
