@@ -41,6 +41,9 @@ from minitensor.backend.leaves import array_of, borrow, buffer_of, is_borrowed
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.numpy_rules import _dtype, broadcast_shapes, check_shape, normalize_axes  # noqa: F401 (fft, linalg)
 
+# (bound once: Tensor.__new__ runs for every operation, W9)
+_HOLD, _ROOTS, _TRACING, _errstate, _ERR_DEFAULT = L.HOLD, L.ROOTS, T.ACTIVE, E.STATE.get, E.DEFAULT
+
 
 class Tensor:
   """A lazy n-dimensional array with NumPy's API; values are computed by minitensor's compiler on demand."""
@@ -53,15 +56,15 @@ class Tensor:
   # ndarray.view(cls)) is not reset by an __init__ Python would call after it
   def __new__(cls, data: Any = None, dtype=None):
     self = object.__new__(cls)
-    self._uop, self._data, self._link, self._version, self._writes = None, None, None, 0, 0
     if type(data) is UOp:
-      self._uop = data
-      if data.depth > L.HOLD: L.ROOTS.add(self)
-      if E.STATE.get() is not E.DEFAULT: E.note(data)
+      self._uop, self._data, self._link, self._version, self._writes = data, None, None, 0, 0
+      if data.depth > _HOLD: _ROOTS.add(self)
+      if _errstate() is not _ERR_DEFAULT: E.note(data)
     else:
       t = asarray(data, dtype=dtype)
       self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
-    if T.ACTIVE[0]: T.born(self)
+      self._link, self._version, self._writes = None, 0, 0
+    if _TRACING[0]: T.born(self)
     return self
 
   @classmethod
@@ -148,7 +151,8 @@ class Tensor:
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
        and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
-      _commit(self, u, a := _realize_held([u])[0])
+      a = _realize([u])[0] if not L.WRITTEN.refs and u.depth <= L.DEEP else _realize_held([u])[0]   # (_realize_held's
+      _commit(self, u, a)                                                                          # common case)
     elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
       if self._link is None: _commit(self, u := self._uop, a := _realize_held([u])[0])

@@ -122,7 +122,7 @@ class Bound:
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)
     if self.keep:
-      keys.realized(o)
+      if o._tree is not None: keys.realized(o)
       o.data = r
     return [r]
 

@@ -148,8 +148,8 @@ class UOp:
     u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
     u._ranges = u._bounds = u._key = u._simp = u.data = u._tree = None
     n = len(src)
-    u.depth = 0 if not n else src[0].depth + 1 if n == 1 else max(src[0].depth, src[1].depth) + 1 if n == 2 else \
-      max([s.depth for s in src]) + 1
+    if n == 2: u.depth = (a if (a := src[0].depth) > (b := src[1].depth) else b) + 1    # (max() is a call)
+    else: u.depth = 0 if not n else src[0].depth + 1 if n == 1 else max([s.depth for s in src]) + 1
     _CONS[key] = weakref.ref(u, lambda _, k=key, d=_CONS, f=_uncons: f(d, k))
     return u
 
