@@ -139,26 +139,38 @@ def compiler() -> str:
 
 
 _identity: dict[str, str] = {}
+_versions: dict[str, str] = {}
 
 
 def _compiler_identity(cc: str) -> str:
-  """cc's path and the first line of its `--version` (part of every cache key). The line is kept on disk per
-  compiler binary (its real path, inode, size and modification time), so a process does not spawn the compiler
-  for it again (about 2 ms each): an upgrade replaces the binary and asks again."""
-  if cc in _identity: return _identity[cc]
-  path = shutil.which(cc) or cc
+  """cc's path and the stamp of its binary (real path, inode, size, modification time): part of every cache key,
+  so an upgrade (a new binary) misses the entries the old one built. Read from the file system: a first realize
+  spawns no compiler for it (`--version` is asked only by _tuned, for an -O3 build)."""
+  if (ident := _identity.get(cc)) is None:
+    path = shutil.which(cc) or cc
+    _identity[cc] = ident = f"{path} {_stamp(path) or ''}"
+  return ident
+
+
+def _stamp(path: str) -> str | None:
   try:
     st = os.stat(real := os.path.realpath(path))
-    stamp = f"{real} {st.st_ino} {st.st_size} {st.st_mtime_ns}"
-  except OSError: stamp = None
+    return f"{real} {st.st_ino} {st.st_size} {st.st_mtime_ns}"
+  except OSError: return None
+
+
+def _version_line(cc: str) -> str:
+  """The first line of cc's `--version`. It is kept on disk per compiler binary (_stamp), so a process does not
+  spawn the compiler for it again (about 2 ms each): an upgrade replaces the binary and asks again."""
+  if cc in _versions: return _versions[cc]
   entry = None
-  if stamp is not None:
+  if (stamp := _stamp(shutil.which(cc) or cc)) is not None:
     import hashlib
     key = hashlib.sha256(f"compiler {VERSION} {stamp}".encode()).hexdigest()[:32]
     entry = os.path.join(entry_dir(key), key + ".cc")
     if (data := diskcache.read_private(entry)) is not None and data.startswith(stamp.encode() + b"\n"):
-      _identity[cc] = f"{path} {data[len(stamp) + 1:].decode(errors='replace')}"
-      return _identity[cc]
+      _versions[cc] = data[len(stamp) + 1:].decode(errors="replace")
+      return _versions[cc]
   import subprocess
   try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace",
                             timeout=30).stdout.splitlines()[:1]
@@ -166,8 +178,8 @@ def _compiler_identity(cc: str) -> str:
   line = out[0] if out else ""
   if entry is not None and out:
     with contextlib.suppress(OSError): install(entry, f"{stamp}\n{line}".encode())
-  _identity[cc] = f"{path} {line}"
-  return _identity[cc]
+  _versions[cc] = line
+  return line
 
 
 def log():
@@ -280,9 +292,10 @@ _SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
 def _tuned(flags: tuple, cc: str) -> tuple:
   """The flags cc is run with: GCC_O3_FLAGS added to an -O3 build by GCC, whose --version line reads
   `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
-  line = _compiler_identity(cc)
+  if "-O3" not in flags: return flags
+  line = _version_line(cc)
   gcc = "clang" not in line and re.search(r"\) \d+\.\d+", line) is not None
-  return flags + GCC_O3_FLAGS if gcc and "-O3" in flags else flags
+  return flags + GCC_O3_FLAGS if gcc else flags
 
 
 def _key(src: str, flags: tuple, cc: str) -> str:

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import minitensor as mt
-from minitensor.backend import diskcache, runtime
+from minitensor.backend import diskcache, runtime, tiers
 from minitensor.backend.runtime import CompileError, compile_c
 from cache_files import CACHE_ENV, REPO
 from cache_files import files as _files
@@ -59,7 +59,7 @@ def test_non_utf8_version_and_messages_still_compile(cache, tmp_path, monkeypatc
   x = np.linspace(-1, 1, 9)
   got, want = _value(x)
   np.testing.assert_allclose(got, want, rtol=1e-12)
-  assert "\ufffd" in runtime._compiler_identity(cc)
+  assert "\ufffd" in runtime._version_line(cc) and runtime._tuned(("-O3",), cc) == ("-O3",)
 
 
 def test_non_utf8_error_message_is_a_compile_error(cache, tmp_path, monkeypatch):
@@ -124,18 +124,33 @@ def test_a_full_tmpfs_cache_falls_back(cache, tmp_path, monkeypatch):
 
 
 def test_version_line_is_asked_once_per_compiler_binary(cache, tmp_path, monkeypatch):
-  """The compiler's `--version` line (part of every cache key) is kept in the cache per binary: a new process
-  reads it instead of spawning the compiler; a replaced binary (an upgrade: here a longer script, so its size
-  changes whatever the clock's grain) is asked again, and its new line makes new keys."""
+  """The compiler's `--version` line (read by an -O3 build, to add GCC's flags) is kept in the cache per binary: a
+  new process reads it instead of spawning the compiler; a replaced binary (an upgrade: here a longer script, so its
+  size changes whatever the clock's grain) is asked again. A cache key needs no spawn: it holds the binary's stamp,
+  which the replacement changes."""
   log = tmp_path / "asked"
   cc = _fake_cc(tmp_path, 'exec "$REAL" "$@"', version=f'echo x >> {log}; echo "fakecc 1.0"; exit 0')
   src = "void k(float* restrict a) { a[0] = 1.0f; }\n"
-  first = runtime._key(src, runtime.FLAGS, cc)
-  assert runtime._compiler_identity(cc).endswith("fakecc 1.0") and log.read_text() == "x\n"
+  first = runtime._key(src, tiers.TCC_FLAGS, cc)
+  assert not log.exists()                                 # (a key without -O3: no compiler spawned)
+  assert runtime._tuned(("-O3",), cc) == ("-O3",) and runtime._version_line(cc) == "fakecc 1.0"
+  assert log.read_text() == "x\n"
   monkeypatch.setattr(runtime, "_identity", {})           # (a new process: only the disk remembers)
-  assert runtime._key(src, runtime.FLAGS, cc) == first and log.read_text() == "x\n"
-  assert len(_files(cache, ".cc")) == 1
+  monkeypatch.setattr(runtime, "_versions", {})
+  assert runtime._key(src, tiers.TCC_FLAGS, cc) == first and runtime._version_line(cc) == "fakecc 1.0"
+  assert log.read_text() == "x\n" and len(_files(cache, ".cc")) == 1
   _fake_cc(tmp_path, 'exec "$REAL" "$@"', version=f'echo x >> {log}; echo "fakecc 2.0.1"; exit 0')
   monkeypatch.setattr(runtime, "_identity", {})
-  assert runtime._key(src, runtime.FLAGS, cc) != first and log.read_text() == "x\nx\n"
-  assert runtime._compiler_identity(cc).endswith("fakecc 2.0.1")
+  monkeypatch.setattr(runtime, "_versions", {})
+  assert runtime._key(src, tiers.TCC_FLAGS, cc) != first and log.read_text() == "x\n"
+  assert runtime._version_line(cc) == "fakecc 2.0.1" and log.read_text() == "x\nx\n"
+
+
+def test_gcc_flags_follow_the_version_line(cache, tmp_path, monkeypatch):
+  """GCC_O3_FLAGS join an -O3 build by a compiler whose version line reads as GCC's, and no other build."""
+  monkeypatch.setattr(runtime, "_versions", {})
+  gcc = _fake_cc(tmp_path, 'exec "$REAL" "$@"', version='echo "gcc (Debian 12.2.0-14) 12.2.0"; exit 0')
+  assert runtime._tuned(("-O3",), gcc) == ("-O3", *runtime.GCC_O3_FLAGS)
+  assert runtime._tuned(("-O1",), gcc) == ("-O1",)
+  runtime._versions[gcc] = "Debian clang version 14.0.6"
+  assert runtime._tuned(("-O3",), gcc) == ("-O3",)

@@ -306,7 +306,7 @@ def test_usage_count_is_exact_after_concurrent_builds(tmp_path):
   _four_children(cache_dir)
   (usage,) = _files(cache_dir, "usage")
   sos, plans, ccs = _files(cache_dir, ".so"), _files(cache_dir, ".plan"), _files(cache_dir, ".cc")
-  assert len(sos) == 4 and len(plans) == 4 and 1 <= len(ccs) <= 2
+  assert len(sos) == 4 and len(plans) == 4 and len(ccs) <= 2
   with open(usage) as f: assert int(f.read()) == sum(os.path.getsize(f) for f in sos + plans + ccs)
 
 
