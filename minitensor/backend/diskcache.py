@@ -54,7 +54,21 @@ import time
 import warnings
 from typing import Callable, Iterator
 
-# hashlib is imported where an entry is checked or installed: `import minitensor` stays cheap
+
+def _builtin_hash(module: str, name: str):
+  """hashlib's `name` from CPython's own module, else hashlib's: `import hashlib` loads OpenSSL first (_hashlib,
+  about 2.6 ms of a script's first realize, Sapphire Rapids), and a kernel's few kilobytes hash as fast either way."""
+  import importlib
+  for m in module.split():
+    try: return getattr(importlib.import_module(m), name)
+    except ImportError: pass
+  import hashlib
+  return getattr(hashlib, name)
+
+
+sha256 = _builtin_hash("_sha2 _sha256", "sha256")         # (_sha2 from CPython 3.12 on)
+blake2b = _builtin_hash("_blake2", "blake2b")
+
 
 VERSION = "0.1.0"
 
@@ -211,12 +225,11 @@ def read_private(path: str) -> bytes | None:
 def valid(so: str) -> bool:
   """The entry may be loaded: a regular file (not a link) owned by this user and writable by no one else, of
   the size and checksum its `.sha256` records, a complete ELF object. Checked before dlopen runs any of it."""
-  import hashlib
   try:
     with open(so[:-3] + ".sha256") as f: want, size = f.read().split()
   except (OSError, ValueError): return False
   if (data := read_private(so)) is None or str(len(data)) != size: return False
-  return hashlib.sha256(data).hexdigest() == want and elf_complete(data)
+  return sha256(data).hexdigest() == want and elf_complete(data)
 
 
 @contextlib.contextmanager
@@ -276,10 +289,9 @@ def _install(path: str, size: int, place: Callable[[], None], limit: int) -> Non
 def install_library(path: str, so: str, data: bytes, limit: int) -> None:
   """Under the cache's lock: move the built library so (whose bytes are data) to its entry path, its checksum
   written last, counted, the cache evicted past `limit`."""
-  import hashlib
   def place() -> None:
     os.replace(so, path)
-    _atomic_write(path[:-3] + ".sha256", f"{hashlib.sha256(data).hexdigest()} {len(data)}\n".encode())
+    _atomic_write(path[:-3] + ".sha256", f"{sha256(data).hexdigest()} {len(data)}\n".encode())
   _install(path, len(data), place, limit)
 
 

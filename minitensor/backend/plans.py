@@ -25,12 +25,12 @@ used (every graph is lowered, so its new kernels are searched); the plans writte
 """
 from __future__ import annotations
 import contextlib
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 import numpy as np
 from minitensor.backend import diskcache, runtime, tiers
+from minitensor.backend.diskcache import sha256
 from minitensor.backend.sizes import KINDS
 
 FORMAT = "plan-4"
@@ -41,7 +41,7 @@ _digest: list[str] = []
 def _backend_digest() -> str:
   """A digest of the backend's Python sources (read once per process)."""
   if not _digest:
-    h = hashlib.sha256()
+    h = sha256()
     d = os.path.dirname(os.path.abspath(__file__))
     for name in sorted(os.listdir(d)):
       if name.endswith(".py"):
@@ -51,7 +51,7 @@ def _backend_digest() -> str:
 
 
 def _key(fmt: str, structural_key) -> str:
-  h = hashlib.sha256()
+  h = sha256()
   for part in (fmt, runtime.VERSION, _backend_digest(), runtime.target_cpu(), repr(structural_key)):
     h.update(part.encode())
     h.update(b"\0")
@@ -83,13 +83,13 @@ def _path(key: str, suffix: str = ".plan") -> str: return os.path.join(runtime.e
 def encode(key: str, plan: dict) -> bytes:
   """The file holding plan under key: its checksum line, the key, the JSON."""
   body = key.encode() + b"\n" + json.dumps(plan, separators=(",", ":")).encode()
-  return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+  return sha256(body).hexdigest().encode() + b"\n" + body
 
 
 def decode(key: str, data: bytes) -> dict | None:
   """The plan in a file's bytes when its checksum matches and it is key's; else None."""
   digest, _, body = data.partition(b"\n")
-  if digest != hashlib.sha256(body).hexdigest().encode(): return None
+  if digest != sha256(body).hexdigest().encode(): return None
   name, _, text = body.partition(b"\n")
   if name != key.encode(): return None
   try: plan = json.loads(text)

@@ -35,7 +35,7 @@ from minitensor.backend import diskcache
 from minitensor.backend.diskcache import VERSION, cache_dir, cache_limit, entry_dir, install  # noqa: F401
 from minitensor.backend.machine import machine
 
-# cffi, subprocess and hashlib are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
+# cffi and subprocess are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
 # cache_dir, install: diskcache's, re-exported here for plans.py and `python -m minitensor cache`
 
 
@@ -165,8 +165,7 @@ def _version_line(cc: str) -> str:
   if cc in _versions: return _versions[cc]
   entry = None
   if (stamp := _stamp(shutil.which(cc) or cc)) is not None:
-    import hashlib
-    key = hashlib.sha256(f"compiler {VERSION} {stamp}".encode()).hexdigest()[:32]
+    key = diskcache.sha256(f"compiler {VERSION} {stamp}".encode()).hexdigest()[:32]
     entry = os.path.join(entry_dir(key), key + ".cc")
     if (data := diskcache.read_private(entry)) is not None and data.startswith(stamp.encode() + b"\n"):
       _versions[cc] = data[len(stamp) + 1:].decode(errors="replace")
@@ -299,8 +298,7 @@ def _tuned(flags: tuple, cc: str) -> tuple:
 
 
 def _key(src: str, flags: tuple, cc: str) -> str:
-  import hashlib
-  h = hashlib.sha256()
+  h = diskcache.sha256()
   for part in (VERSION, _compiler_identity(cc), target_cpu(), " ".join(_tuned(flags, cc)), src):
     h.update(part.encode())
     h.update(b"\0")

@@ -204,14 +204,14 @@ class UOp:
   def key(self) -> bytes:
     """A structural digest, stable across processes: the graph-cache and canonical-order key."""
     if self._key is None:
-      import hashlib
+      from minitensor.backend.diskcache import blake2b
       for u in self.toposort():
         if u._key is None:
           a = (u.arg.size, u.arg.idx, u.arg.kind.name, None if u.arg.var is None else u.arg.var.key) \
             if u.op is Ops.RANGE else (u.arg.slot, u.arg.dtype.name, u.arg.shape) \
             if u.op in (Ops.BUFFER, Ops.ALLOC) else (u.arg[0].name, u.arg[1]) if u.op in (Ops.REDUCE, Ops.SCAN) \
             else argkey(u.arg)
-          h = hashlib.blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
+          h = blake2b(repr((u.op.name, u.dtype.name, a)).encode(), digest_size=16)
           for s in u.src: h.update(s._key)
           u._key = h.digest()
     return self._key

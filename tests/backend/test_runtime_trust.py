@@ -358,3 +358,14 @@ def test_temporary_cache_is_removed_at_exit_but_not_by_a_forked_child(tmp_path):
                      capture_output=True, text=True, timeout=120)
   assert p.returncode == 0, p.stderr
   assert p.stdout.strip() and not os.path.exists(p.stdout.strip()) and not (tmp_path / "cache").exists()
+
+
+def test_builtin_hashes_are_hashlibs():
+  """The cache's SHA-256 and BLAKE2b (CPython's own modules, without OpenSSL) give hashlib's digests, whole and fed
+  in parts, so entries written by either check under the other."""
+  data = np.random.default_rng(0).bytes(100_003)
+  assert diskcache.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+  h = diskcache.sha256()
+  for k in range(0, len(data), 4096): h.update(data[k:k + 4096])
+  assert h.hexdigest() == hashlib.sha256(data).hexdigest()
+  assert diskcache.blake2b(data, digest_size=16).digest() == hashlib.blake2b(data, digest_size=16).digest()
