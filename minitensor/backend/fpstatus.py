@@ -122,17 +122,20 @@ def instrument(c: str, name: str, sink: UOp, reports: bool = True) -> str:
   return head + f"void {name}({params}, int32_t* restrict mt_fp) {{\n" + "\n".join(out) + "\n}\n"
 
 
-_local = threading.local()
+class _Flags(threading.local):
+  """Each thread's flags word (`word`), made when the thread first reads it."""
+  def __init__(self):
+    import _cffi_backend as backend
+    self.word = backend.newp(backend.new_pointer_type(backend.new_primitive_type("int32_t")), 0)
+
+
+FLAGS = _Flags()         # FLAGS.word: slot() without the call (replay's hot path reads it)
 
 
 def slot():
   """This thread's flags word, an int32_t* cdata passed as the kernels' last argument: they OR their flags in, and
   report() resets it to 0."""
-  try: return _local.slot
-  except AttributeError:
-    import _cffi_backend as backend
-    p = _local.slot = backend.newp(backend.new_pointer_type(backend.new_primitive_type("int32_t")), 0)
-    return p
+  return FLAGS.word
 
 
 _names: dict[tuple[int, int], str] = {}

@@ -164,7 +164,7 @@ class Compiled:
       # every run had these sizes and their specialization is on its way: no tier-1 compile of this one
       if self.streak == self.runs and self.special.get(sizes, False) is not False: return
     if self.tier == 0 and self.upgrade is None and (self.runs >= tiers.HOT_RUNS or self.elapsed > tiers.HOT_SECONDS) \
-        and tiers.hot(self.runs, self.elapsed) and tiers.mode() == "auto":
+        and tiers.hot(self.runs, self.elapsed) and (m := modes(strict=False)) is not None and m.tier == "auto":
       self._tier_up()
 
   def _tier_up(self) -> None:

@@ -95,7 +95,7 @@ class Bound:
     stats.replays += 1
     timed = prog.tier != 1 or prog.specializable          # (Compiled.ran reads the time of these runs only)
     t = time.perf_counter() if timed else 0.0
-    fp = fpstatus.slot()
+    fp = fpstatus.FLAGS.word
     ins = self.ptrs
     if self.consts:                   # (this run's numbers, each in a one-element array of its own)
       ins, held = list(ins), [np.array((_constant(src[k]).arg,), d) for k, _, d in self.consts]
