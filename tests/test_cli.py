@@ -116,6 +116,24 @@ def test_debug_logs_one_line_per_kernel_and_can_be_silenced():
   assert "void k0(" in p.stderr
 
 
+def test_debug_logs_each_new_programs_first_call_by_stage(tmp_path):
+  """MINITENSOR_DEBUG=1: one line per new program with its first call's stages in order; with an empty cache every
+  stage, with the plans and kernels on disk no lowering (no schedule, no render) and no compile."""
+  from minitensor.backend.realize import STAGES
+  code = ("import numpy as np, minitensor as mt\n"
+          "x = mt.asarray(np.ones((8, 8), np.float32))\n"
+          "(x * 2).realize(); (x * 2).realize(); (x + 1).realize()\n")
+  env = {**os.environ, "MINITENSOR_DEBUG": "1", "MINITENSOR_CACHE_DIR": str(tmp_path)}
+  def stages() -> list[dict[str, float]]:
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stderr
+    lines = [ln.split("): ", 1)[1] for ln in err.splitlines() if "first call of a program" in ln]
+    return [{p.split()[0]: float(p.split()[1]) for p in ln.split(", ")} for ln in lines]
+  cold, warm = stages(), stages()
+  assert len(cold) == len(warm) == 2
+  for s in cold: assert list(s) == list(STAGES) and min(s.values()) >= 0 and s["compile"] > 0
+  for s in warm: assert list(s) == [k for k in STAGES if k not in ("schedule", "render")] and s["compile"] == 0
+
+
 def test_explain_and_to_dot():
   x = mt.asarray(np.ones((16, 32), np.float32))
   e = (x - x.max(axis=1, keepdims=True)).explain()

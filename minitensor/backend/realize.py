@@ -96,6 +96,9 @@ class Compiled:
   streak: int = 0
   streak_time: float = 0.0
   want: tuple | None = None
+  # the first call's seconds per stage: key, plan (the disk's plan looked up), schedule (kernelize and lower),
+  # render, compile (the C compiler), load (the library found or installed, dlopen), run; MINITENSOR_DEBUG logs them
+  stages: dict = field(default_factory=dict)
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
@@ -272,18 +275,21 @@ def program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple
 def _program(key: ProgramKey, outputs: list[UOp], leaves: list[UOp], sizes: tuple[int, ...]) -> Compiled:
   t = time.perf_counter()
   disk = plans.plan_key(key)
-  if (stored := plans.load(disk)) is not None:
+  stored = plans.load(disk)
+  stages = {"plan": time.perf_counter() - t}
+  if stored is not None:
     try:
       plan = Plan.from_json(stored)
-      fns = _functions(plan, plan.tier, key.mode.checked)
+      fns = _functions(plan, plan.tier, key.mode.checked, stages)
     except (ValueError, KeyError, CompileError): pass      # a damaged plan: lowered again and rewritten below
     else:
       stats.plan_hits += 1
       if DEBUG >= 2: log().debug(plan.src)
       return Compiled(plan, len(leaves), fns, time.perf_counter() - t, checked=key.mode.checked, tier=plan.tier,
-                      disk_key=disk)
+                      disk_key=disk, stages=stages)
   prog = compile_schedule(_renumber(outputs, leaves), len(leaves), sizes, flat=key.flat, exact=key.exact,
                           large=key.large, lanes=key.lanes)
+  prog.stages = {**stages, **prog.stages}
   if DEBUG >= 2: log().debug(prog.plan.src)
   prog.disk_key = disk
   plans.store(disk, prog.plan.to_json())
@@ -303,6 +309,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
   sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large, lanes)
+  stages = {"schedule": time.perf_counter() - t}
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
@@ -315,8 +322,9 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
   plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived, sched.lanes)
-  return Compiled(plan, n_inputs, _functions(plan, tier, checked), time.perf_counter() - t, checked=checked, tier=tier,
-                  work=work)
+  stages["render"] = time.perf_counter() - t - stages["schedule"]
+  return Compiled(plan, n_inputs, _functions(plan, tier, checked, stages), time.perf_counter() - t, checked=checked,
+                  tier=tier, work=work, stages=stages)
 
 
 def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...], flat: bool,
@@ -347,18 +355,22 @@ def _buffer_size(shape: tuple[int, ...], n: int, sizes: tuple[int, ...]) -> tupl
   return 1, (sizes.index(n),)            # a flat key: every buffer has the one size
 
 
-def _functions(plan: Plan, tier: int, checked: bool = False) -> list:
+def _functions(plan: Plan, tier: int, checked: bool = False, stages: dict | None = None) -> list:
   """(kernel, buffer slots, arguments after the buffers, graph sizes) of every call of the plan, its library
   compiled (or found in the caches) at `tier`. Each function's parameters follow from its call: the buffers,
   then the loop size of a flat kernel and the graph sizes (int64_t), then checked mode's error buffer, then the
-  floating-point flags word (fpstatus.py)."""
+  floating-point flags word (fpstatus.py). stages: where the seconds of compile and load are added."""
   if not plan.calls: return []
+  t, c = time.perf_counter(), stats.compile_seconds
   cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.needs))
   err = ("void*",) if checked else ()
   sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err + ("void*",)
           for c in plan.calls}
   lib = compile_units(PRELUDE, plan.src, flags, cc, sigs)
-  return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
+  if stages is not None:          # (a background tier-1 compile's seconds may count too: a first call's figures)
+    stages["compile"] = compiled = stats.compile_seconds - c
+    stages["load"] = max(time.perf_counter() - t - compiled, 0.0)
+  return [(lib[k.fn], k.slots, k.sizes, k.vars) for k in plan.calls]
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
@@ -430,6 +442,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     borrowed = any(user)
   else:
     mode = modes()
+    t = time.perf_counter()
     k, hit = keys.find(outputs, mode)
     if hit is not None:
       prog, leaves, sizes = hit
@@ -439,8 +452,12 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
       if k is not None: keys.keep(k, prog, leaves, sizes)
     inputs = arrays_of(leaves)
     prog, sizes = chosen(prog, sizes, mode, lambda: (outputs, leaves))
+    first = prog.runs == 0 and "run" not in prog.stages
+    if first: prog.stages["key"] = max(time.perf_counter() - t - sum(prog.stages.values()), 0.0)
     if fpstatus.QUIET: fpstatus.realizing(outputs)       # (operations built under np.errstate: fpstatus.note_quiet)
+    t = time.perf_counter()
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
+    if first: _first_call(prog, time.perf_counter() - t)
     if fpstatus.QUIET: fpstatus.realizing(None)
     borrowed = any(is_borrowed(b.data) for b in leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
@@ -455,6 +472,17 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
         keys.realized(o)
         o.data = r
   return res
+
+
+STAGES = ("key", "plan", "schedule", "render", "compile", "load", "run")
+
+
+def _first_call(prog: Compiled, run: float) -> None:
+  """Record the first run's seconds in prog.stages, and log the first call's stages (MINITENSOR_DEBUG)."""
+  prog.stages["run"] = run
+  if DEBUG:
+    parts = ", ".join(f"{s} {prog.stages[s] * 1e3:.2f} ms" for s in STAGES if s in prog.stages)
+    log().debug(f"minitensor: first call of a program ({len(prog.plan.calls)} kernel(s), tier {prog.tier}): {parts}")
 
 
 def lookup(outputs: list[UOp], mode: Mode) -> tuple[Compiled, list[UOp], tuple[int, ...]]:
