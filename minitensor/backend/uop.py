@@ -85,6 +85,15 @@ __all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MAX_BYTES", "MOVEMENT", "R
 _CONS: dict[tuple, weakref.ref] = {}
 
 
+class _Entry(weakref.ref):
+  """A cons-table entry: a weakref of a node that holds its key, so one callback serves every node (a lambda made
+  per node cost about 50 ns of each node's construction)."""
+  __slots__ = ("key",)
+
+
+def _dropped(e: _Entry) -> None: _uncons(_CONS, e.key)
+
+
 def live_nodes() -> int:
   """The number of entries in the hash-cons table (live nodes, and dead ones not yet swept)."""
   return len(_CONS)
@@ -150,7 +159,8 @@ class UOp:
     n = len(src)
     if n == 2: u.depth = (a if (a := src[0].depth) > (b := src[1].depth) else b) + 1    # (max() is a call)
     else: u.depth = 0 if not n else src[0].depth + 1 if n == 1 else max([s.depth for s in src]) + 1
-    _CONS[key] = weakref.ref(u, lambda _, k=key, d=_CONS, f=_uncons: f(d, k))
+    (e := _Entry(u, _dropped)).key = key
+    _CONS[key] = e
     return u
 
   def __reduce__(self): return (UOp, (self.op, self.src, self.arg, self.dtype if self.op in _GIVEN_DTYPE else None))
