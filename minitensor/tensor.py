@@ -151,8 +151,7 @@ class Tensor:
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
        and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
-      a = _realize([u])[0] if not L.WRITTEN.refs and u.depth <= L.DEEP else _realize_held([u])[0]   # (_realize_held's
-      _commit(self, u, a)                                                                          # common case)
+      _commit(self, u, a := _realize_held([u])[0])
     elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
       if self._link is None: _commit(self, u := self._uop, a := _realize_held([u])[0])

@@ -361,16 +361,16 @@ def _functions(plan: Plan, tier: int, checked: bool = False, stages: dict | None
   then the loop size of a flat kernel and the graph sizes (int64_t), then checked mode's error buffer, then the
   floating-point flags word (fpstatus.py). stages: where the seconds of compile and load are added."""
   if not plan.calls: return []
-  t, c = time.perf_counter(), stats.compile_seconds
+  t, compiling = time.perf_counter(), stats.compile_seconds
   cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.needs))
   err = ("void*",) if checked else ()
   sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err + ("void*",)
           for c in plan.calls}
   lib = compile_units(PRELUDE, plan.src, flags, cc, sigs)
   if stages is not None:          # (a background tier-1 compile's seconds may count too: a first call's figures)
-    stages["compile"] = compiled = stats.compile_seconds - c
+    stages["compile"] = compiled = stats.compile_seconds - compiling
     stages["load"] = max(time.perf_counter() - t - compiled, 0.0)
-  return [(lib[k.fn], k.slots, k.sizes, k.vars) for k in plan.calls]
+  return [(lib[c.fn], c.slots, c.sizes, c.vars) for c in plan.calls]
 
 
 def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
