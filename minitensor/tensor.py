@@ -43,6 +43,18 @@ from minitensor.numpy_rules import _dtype, broadcast_shapes, check_shape, normal
 
 # (bound once: Tensor.__new__ runs for every operation, W9)
 _HOLD, _ROOTS, _TRACING, _errstate, _ERR_DEFAULT = L.HOLD, L.ROOTS, T.ACTIVE, E.STATE.get, E.DEFAULT
+_new, _writes_lock, _writes_unlock = object.__new__, V.WRITES.acquire, V.WRITES.release
+
+
+def _lazy(u: UOp, cls: type | None = None) -> Tensor:
+  """Tensor(u): a lazy root of class cls (Tensor when None) whose value is graph u. The operators build their
+  results with it directly (type()'s call of a Python __new__ costs about 80 ns, a tenth of an operation: W9)."""
+  t = _new(cls or Tensor)
+  t._uop, t._data, t._link, t._version, t._writes = u, None, None, 0, 0
+  if u.depth > _HOLD: _ROOTS.add(t)
+  if _errstate() is not _ERR_DEFAULT: E.note(u)
+  if _TRACING[0]: T.born(t)
+  return t
 
 
 class Tensor:
@@ -55,15 +67,11 @@ class Tensor:
   # constructed in __new__ (no __init__), so a subclass in NumPy's style (its own __new__ making a view of its class,
   # ndarray.view(cls)) is not reset by an __init__ Python would call after it
   def __new__(cls, data: Any = None, dtype=None):
+    if type(data) is UOp: return _lazy(data, cls)
     self = object.__new__(cls)
-    if type(data) is UOp:
-      self._uop, self._data, self._link, self._version, self._writes = data, None, None, 0, 0
-      if data.depth > _HOLD: _ROOTS.add(self)
-      if _errstate() is not _ERR_DEFAULT: E.note(data)
-    else:
-      t = asarray(data, dtype=dtype)
-      self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
-      self._link, self._version, self._writes = None, 0, 0
+    t = asarray(data, dtype=dtype)
+    self._uop, self._data = (t._uop, t._data) if t._link is None else (t.uop, None)
+    self._link, self._version, self._writes = None, 0, 0
     if _TRACING[0]: T.born(self)
     return self
 
@@ -150,8 +158,15 @@ class Tensor:
     """The realized value. element: for an element read, which first computes a small lazy value the element
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
-       and not element:              # a lazy root (what _realized would say): realize(self) without its lists (W9)
-      _commit(self, u, a := _realize_held([u])[0])
+       and not element:    # a lazy root (what _realized would say): _realize_held's common case and _commit inlined
+      a = _realize([u])[0] if not L.WRITTEN.refs and u.depth <= L.DEEP else _realize_held([u])[0]
+      _writes_lock()                 # (their two calls took 0.2 us of W9's 7)
+      try:
+        if self._uop is u:
+          self._uop, self._data = None, a
+          if L.WRITTEN.refs: L.WRITTEN.discard(self)
+          self._version, self._writes = self._version + 1, 0
+      finally: _writes_unlock()
     elif (a := self._realized()) is None:
       if element: realize_base(self.uop)
       if self._link is None: _commit(self, u := self._uop, a := _realize_held([u])[0])
@@ -465,31 +480,31 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
         if type(b) is Tensor:
           ub = b.uop
           if (op := _DIRECT.get(k := (ufunc, ua.dtype, ub.dtype))) is not None and ua.shape == ub.shape:
-            return Tensor(UOp(op, (ua, ub)))
+            return _lazy(UOp(op, (ua, ub)))
           if (r := _FAST.get(k, _FAST)) is _FAST: r = U.loop(k)
           if r is not None:
             build, (da, db), out = r
-            if (shape := ua.shape) == ub.shape: return Tensor(build(ua.cast(da), ub.cast(db)).cast(out))
+            if (shape := ua.shape) == ub.shape: return _lazy(build(ua.cast(da), ub.cast(db)).cast(out))
             shape = broadcast_shapes(shape, ub.shape, op=ufunc.__name__)
-            return Tensor(build(U._broadcast(ua.cast(da), shape), U._broadcast(ub.cast(db), shape)).cast(out))
+            return _lazy(build(U._broadcast(ua.cast(da), shape), U._broadcast(ub.cast(db), shape)).cast(out))
         elif type(b) in _PY:
           if (r := _FAST.get(k := (ufunc, ua.dtype, type(b)), _FAST)) is _FAST: r = U.loop(k)
           if r is not None:
             build, (da, db), out = r
-            return Tensor(build(ua.cast(da), U.scalar(b, db, ua.shape, ufunc.__name__)).cast(out))
+            return _lazy(build(ua.cast(da), U.scalar(b, db, ua.shape, ufunc.__name__)).cast(out))
         elif isinstance(b, np.generic) and (t := _with_numpy_scalar(ufunc, ua, b, False)) is not None: return t
       elif type(b) is Tensor and type(a) in _PY:
         ub = b.uop
         if (r := _FAST.get(k := (ufunc, type(a), ub.dtype), _FAST)) is _FAST: r = U.loop(k)
         if r is not None:
           build, (da, db), out = r
-          return Tensor(build(U.scalar(a, da, ub.shape, ufunc.__name__), ub.cast(db)).cast(out))
+          return _lazy(build(U.scalar(a, da, ub.shape, ufunc.__name__), ub.cast(db)).cast(out))
       elif type(b) is Tensor and isinstance(a, np.generic) and \
           (t := _with_numpy_scalar(ufunc, b.uop, a, True)) is not None: return t
     elif n == 1 and type(a := operands[0]) is Tensor:
       ua = a.uop
       if (r := _FAST.get(k := (ufunc, ua.dtype), _FAST)) is _FAST: r = U.loop(k)
-      if r is not None: return Tensor(r[0](ua.cast(r[1][0])).cast(r[2]))
+      if r is not None: return _lazy(r[0](ua.cast(r[1][0])).cast(r[2]))
   return _apply(ufunc, operands, dtype)
 
 
@@ -502,8 +517,8 @@ def _with_numpy_scalar(ufunc: np.ufunc, u: UOp, s: np.generic, left: bool) -> Te
   if (r := _FAST.get(k := (ufunc, d, u.dtype) if left else (ufunc, u.dtype, d), _FAST)) is _FAST: r = U.loop(k)
   if r is None: return None
   build, (da, db), out = r
-  if left: return Tensor(build(U.scalar(s.item(), da, u.shape, ufunc.__name__), u.cast(db)).cast(out))
-  return Tensor(build(u.cast(da), U.scalar(s.item(), db, u.shape, ufunc.__name__)).cast(out))
+  if left: return _lazy(build(U.scalar(s.item(), da, u.shape, ufunc.__name__), u.cast(db)).cast(out))
+  return _lazy(build(u.cast(da), U.scalar(s.item(), db, u.shape, ufunc.__name__)).cast(out))
 
 
 def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:
@@ -578,11 +593,13 @@ def realize(*tensors: Tensor) -> list[np.ndarray]:
 def _commit(t: Tensor, u: UOp, a: np.ndarray) -> None:
   """t keeps a, its value realized from graph u, unless a write replaced u meanwhile (another thread's, whose graph
   holds this value): the check and the update are one step under views.WRITES, so no write is ever lost."""
-  with V.WRITES:
+  _writes_lock()                     # (acquire and release: `with` costs twice as much, W9)
+  try:
     if t._uop is not u: return
     t._uop, t._data = None, a
     if L.WRITTEN.refs: L.WRITTEN.discard(t)
     if t._link is None: t._version, t._writes = t._version + 1, 0     # views re-derive from the buffer
+  finally: _writes_unlock()
 
 
 def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:

@@ -89,11 +89,12 @@ class Bound:
     for u in self.interior:
       if u.data is not None: return None
     prog = self.prog
-    # (a specialization to start, or one to run, is realize's to do)
-    if prog.want is not None or (prog.special and prog.special.get(self.sizes)): return None
+    if prog.specializable:     # (a specialization to start, or one to run, is realize's to do)
+      if prog.want is not None or prog.special.get(self.sizes): return None
+      timed = True             # (Compiled.ran reads the time of these runs, and of tier 0's, only)
+    else: timed = prog.tier != 1
     stats.graph_hits += 1
     stats.replays += 1
-    timed = prog.tier != 1 or prog.specializable          # (Compiled.ran reads the time of these runs only)
     t = time.perf_counter() if timed else 0.0
     fp = fpstatus.FLAGS.word
     ins = self.ptrs
