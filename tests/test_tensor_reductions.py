@@ -311,3 +311,38 @@ def test_argmax_needs_no_index_array(d, axis):
     assert all(np.prod(s) <= 2 * np.sqrt(n) for s, _ in small), e.inputs
     assert all(k < n // 64 for k, _ in e.buffers), e.buffers
     np.testing.assert_array_equal(r.numpy(), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([np.float64, np.float32, np.float16, np.complex128, np.int8, np.int64, np.uint16, np.bool_]),
+       st.lists(st.integers(1, 23), min_size=1, max_size=3), st.data())
+def test_any_all_of_comparisons_match_numpy(dtype, shape, d):
+  """any/all of values computed from wider data reduce in integer lanes as wide as that data (reductions._bool_lanes):
+  the same truth values as NumPy's, for comparisons, NaN/inf tests and bool data, over every axis choice."""
+  rng = np.random.default_rng(d.draw(st.integers(0, 2 ** 16)))
+  x = rng.integers(-3, 4, shape).astype(dtype)
+  if x.dtype.kind in "fc":
+    for v in (np.nan, np.inf):
+      if d.draw(st.booleans()): x.flat[d.draw(st.integers(0, x.size - 1))] = v
+  axis = d.draw(st.sampled_from([None, *range(-len(shape), len(shape)), tuple(range(len(shape)))]))
+  keep = d.draw(st.booleans())
+  t = mt.asarray(x)
+  for f in (lambda m: m.isnan(x if m is np else t), lambda m: m.isfinite(x if m is np else t),
+            lambda m: (x if m is np else t) > 0, lambda m: (x if m is np else t) != 1):
+    for name in ("any", "all"):
+      with np.errstate(invalid="ignore"): want = getattr(f(np), name)(axis=axis, keepdims=keep)
+      got = getattr(f(mt), name)(axis=axis, keepdims=keep)
+      assert got.dtype == np.bool_
+      np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_bool_lanes_follow_the_compared_data():
+  from minitensor.backend.dtype import dtypes
+  from minitensor.reductions import _bool_lanes
+  for d, lanes in ((np.float64, dtypes.int64), (np.float32, dtypes.int32), (np.float16, dtypes.int16),
+                   (np.complex128, dtypes.int64), (np.int8, None)):
+    t = mt.asarray(np.zeros((4, 5), d))
+    assert _bool_lanes((t != 0).uop) is lanes
+    assert _bool_lanes(mt.isfinite(t).uop) is (lanes if d != np.int8 else None)
+  assert _bool_lanes(mt.asarray(np.zeros(3, bool)).uop) is None
+  assert _bool_lanes((mt.asarray(np.zeros(3, bool)) & (mt.asarray(np.zeros(3)) > 0)).uop) is dtypes.int64

@@ -11,7 +11,7 @@ import scipy.signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from minitensor.backend import composite
-from minitensor.backend.debug import run_shaped
+from minitensor.backend.debug import run_c, run_shaped
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.rangeify import Ctx, Opts, lower
 from minitensor.backend.render_c import PRELUDE, render_function
@@ -712,6 +712,23 @@ def test_reduce_with_opts(shape, rop, opts):
   x = data(shape, dtypes.int32, len(shape))
   u = buf(0, prod(shape), dtypes.int32).reshape(shape).reduce(rop, len(shape) - 1)
   np.testing.assert_array_equal(run_shaped(u, [x.ravel()], opts), np_reduce(rop, x, len(shape) - 1))
+
+
+@pytest.mark.parametrize("rop", [Ops.ADD, Ops.MAX, Ops.MUL])
+@pytest.mark.parametrize("shape,lanes", [((9, 20), 8), ((5, 7), 4), ((3, 4, 11), 8), ((6, 3), 8), ((4, 16), 8)])
+def test_lane_tail_inside_other_reduce_loops_has_accumulators_apart(shape, lanes, rop):
+  # an ordered reduce (a small graph's: element i in lane i % lanes, tails at every size) over all of x: each row's
+  # tail (n % lanes) goes to accumulators of its own, combined with the lanes' before the tree; a tail that runs once
+  # (no other reduce loop around it) stays in the first lanes
+  x = data(shape, dtypes.int32, len(shape))
+  for n, ref in ((len(shape), np_reduce(rop, x, len(shape))), (1, np_reduce(rop, x, 1))):
+    u = buf(0, prod(shape), dtypes.int32).reshape(shape).reduce(rop, n)
+    sink = lower(u, buf(1, max(1, prod(u.shape)), u.dtype), Ctx(ordered=lanes))
+    out = np.zeros(max(1, prod(u.shape)), np.int32)
+    run_c(sink, {0: x.ravel(), 1: out})
+    np.testing.assert_array_equal(out[:max(1, prod(u.shape))].reshape(ref.shape), ref)
+    apart = n > 1 and shape[-1] > lanes and shape[-1] % lanes != 0      # (fewer than lanes: one block of them)
+    assert len({a for a in sink.toposort() if a.op is Ops.ALLOC}) == (2 if apart else 1), (shape, n)
 
 
 def _pragma_loop(src: str) -> tuple[str, ...]:
