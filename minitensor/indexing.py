@@ -290,8 +290,9 @@ def getitem(t: Tensor, idx) -> Tensor:
   """
   if (b := _basic(t.shape, idx)) is not None:
     if b.element: return Tensor(_basic_get(t.uop, b))       # an element is a scalar in NumPy, not a view
-    step = V.Step(functools.partial(_basic_get, b=b), functools.partial(_basic_set, b=b))
-    return V.make_view(t, step, _basic_strides(V.strides_of(t), b.entries))
+    if t._link is not None: return V.make_view(t, _step(b), _basic_strides(t._link.strides, b.entries))
+    if not b.root_strides: b.root_strides.append(_basic_strides(V.c_strides(t.shape), b.entries))
+    return V.make_view(t, _step(b), b.root_strides[0])
   items = _items(idx)
   if (whole := _all_true(t.shape, items)) is not None: return Tensor(t.uop.reshape(whole))
   shape, items = merged(t.shape, items) or (t.shape, items)
@@ -320,6 +321,14 @@ class _Basic(NamedTuple):
   window: tuple[tuple[int, int], ...] | None  # the one SHRINK that takes it, when no window is stepped or reversed
   full: bool                                 # it selects every element
   element: bool                              # an integer for every axis: NumPy returns a scalar, not a view
+  step: list                                 # [views.Step of a view through it], made when first needed
+  root_strides: list                         # [its view's strides over a row-major root of the shape], the same
+
+
+def _step(b: _Basic) -> V.Step:
+  """The view step of basic index b (kept on b: a loop indexes the same way every time)."""
+  if not b.step: b.step.append(V.Step(functools.partial(_basic_get, b=b), functools.partial(_basic_set, b=b)))
+  return b.step[0]
 
 
 def _basic(shape: tuple[int, ...], idx) -> _Basic | None:
@@ -356,7 +365,7 @@ def _make_basic(shape: tuple[int, ...], entries: list[_Entry], element: bool) ->
   out = tuple(m for m, e in zip(taken, entries) if e.kind != "int")
   return _Basic(tuple(entries), view, taken, out, window,
                 all(e.plan is None or e.plan.c == m for e, m in zip(entries, view)),
-                element)
+                element, [], [])
 
 
 def _basic_get(u: UOp, b: _Basic) -> UOp:

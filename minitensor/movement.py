@@ -47,18 +47,19 @@ class _Movement:
     Tensor
     """
     if order != "C": raise NotImplementedError("reshape: only order='C' is supported")
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
-    try: shape = tuple(operator.index(s) for s in shape)
-    except TypeError: raise TypeError(f"reshape: shape must be integers, got {shape!r}") from None
-    if shape.count(-1) > 1: raise ValueError("reshape: can only specify one unknown dimension")
-    if any(s < -1 for s in shape): raise ValueError(f"reshape: negative dimensions not allowed: {shape}")
+    if len(shape) == 1 and type(shape[0]) in (tuple, list): shape = tuple(shape[0])
+    if not all(type(s) is int for s in shape):        # (Python ints: the common case needs no conversion)
+      try: shape = tuple([operator.index(s) for s in shape])
+      except TypeError: raise TypeError(f"reshape: shape must be integers, got {shape!r}") from None
+    n = self.size
     if -1 in shape:
+      if shape.count(-1) > 1: raise ValueError("reshape: can only specify one unknown dimension")
       known = prod(s for s in shape if s != -1)
-      if known == 0 or self.size % known:
-        raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-      shape = tuple(self.size // known if s == -1 else s for s in shape)
+      if known == 0 or n % known or known < 0: raise ValueError(f"cannot reshape array of size {n} into shape {shape}")
+      shape = tuple([n // known if s == -1 else s for s in shape])
+    if min(shape, default=0) < 0: raise ValueError(f"reshape: negative dimensions not allowed: {shape}")
     check_shape(shape, "reshape")
-    if prod(shape) != self.size: raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+    if prod(shape) != n: raise ValueError(f"cannot reshape array of size {n} into shape {shape}")
     return V.reshaped(self, shape)
 
   def transpose(self, *axes) -> Tensor:

@@ -245,7 +245,8 @@ def assign(root: Tensor, value: UOp) -> None:
 
 def reshaped(t: Tensor, shape: tuple[int, ...]) -> Tensor:
   """t.reshape(shape) as NumPy does it: a view when the strides allow one, else a new root (a copy)."""
-  st = reshape_strides(t.shape, strides_of(t), shape) if 0 not in t.shape else c_strides(shape)
+  # (a root is row-major: its reshape's strides are the new shape's own)
+  st = c_strides(shape) if t._link is None or 0 in t.shape else reshape_strides(t.shape, t._link.strides, shape)
   if st is None: return _tensor(type(t), t.uop.reshape(shape))
   return make_view(t, Step(lambda u: u.reshape(shape), lambda src, v: v.reshape(src.shape)), st)
 
