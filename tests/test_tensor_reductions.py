@@ -6,6 +6,7 @@ ValueError for a duplicate axis or an empty max/argmax). Float data are drawn fr
 are exact in any order (so NumPy's pairwise summation and minitensor's loops must agree to the last bit, zero
 signs included); integer data span the whole range (sums and products wrap identically in any order).
 """
+import math
 import warnings
 import numpy as np
 import pytest
@@ -346,3 +347,47 @@ def test_bool_lanes_follow_the_compared_data():
     assert _bool_lanes(mt.isfinite(t).uop) is (lanes if d != np.int8 else None)
   assert _bool_lanes(mt.asarray(np.zeros(3, bool)).uop) is None
   assert _bool_lanes((mt.asarray(np.zeros(3, bool)) & (mt.asarray(np.zeros(3)) > 0)).uop) is dtypes.int64
+
+
+def _f32_rows(rows: int, n: int, kind: str, seed: int) -> np.ndarray:
+  rng = np.random.default_rng(seed)
+  x = rng.standard_normal((rows, n))
+  if kind == "mixed": x *= 10.0 ** rng.uniform(-4, 4, (rows, n))             # magnitudes over eight decades
+  elif kind == "cancel":                                                   # pairs that cancel, and a little noise
+    h = rng.standard_normal((rows, (n + 1) // 2)) * 1e4
+    x = rng.permuted(np.concatenate([h, -h], axis=1)[:, :n], axis=1) + rng.standard_normal((rows, n)) * 1e-3
+  elif kind == "offset": x += 1e4                                         # a large common part
+  return x.astype(np.float32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.floats(0, np.log2(1e6)), st.sampled_from(["normal", "mixed", "cancel", "offset"]),
+       st.integers(0, 2 ** 16))
+def test_float32_sums_stay_within_the_documented_bound(rows, log2n, kind, seed):
+  """float32 sum and mean along the rows (float32 partial sums over blocks, combined in float64: README,
+  Limitations) against exact sums of the same float32 values: |error| <= F32_SUM_BOUND * sum(|x|), up to 10^6
+  elements, with cancellation and mixed magnitudes; NumPy's own float32 error is reported in the message."""
+  from minitensor.backend.rangeify import F32_SUM_BOUND
+  x = _f32_rows(rows, int(2 ** log2n), kind, seed)
+  n = x.shape[1]
+  exact = np.array([math.fsum(r) for r in x.astype(np.float64)])
+  mags = np.array([math.fsum(r) for r in np.abs(x.astype(np.float64))])
+  got = mt.asarray(x).sum(axis=1).numpy().astype(np.float64)
+  err = np.abs(got - exact)
+  assert np.all(err <= F32_SUM_BOUND * mags), (err / mags, np.abs(x.sum(axis=1) - exact) / mags)
+  mean = mt.asarray(x).mean(axis=1).numpy().astype(np.float64)
+  assert np.all(np.abs(mean - exact / n) <= F32_SUM_BOUND * mags / n + np.spacing(np.float32(np.abs(exact / n))))
+
+
+def test_long_float32_rows_are_summed_in_float32_blocks_and_the_same_in_both_tiers(monkeypatch):
+  """A float32 row sum of 4096 elements in a graph above 65,536 elements (a small graph's program keeps float64
+  lanes only): the kernel keeps float32 partial sums beside its float64 lanes; tier 0 and tier 1 compile the same C,
+  so they give the same bits."""
+  x = _f32_rows(20, 4096, "mixed", 7)
+  src = "\n".join(k.source for k in mt.explain(mt.asarray(x).sum(axis=1)).kernels)
+  assert "float acc" in src and "double acc" in src, src
+  got = {}
+  for tier in ("0", "1"):
+    monkeypatch.setenv("MINITENSOR_TIER", tier)
+    got[tier] = (mt.asarray(x).sum(axis=1).numpy(), mt.asarray(x).mean(axis=1).numpy())
+  for a, b in zip(got["0"], got["1"]): np.testing.assert_array_equal(a, b)

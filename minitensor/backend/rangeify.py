@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 from minitensor.backend.closed_form import closed_form, closed_form_symbolic
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.ends import merge_ends
@@ -154,6 +155,7 @@ class Ctx:
   # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
   # included, so the two compute the same bits
   ordered: int = 0
+  blocked: dict = field(default_factory=dict)   # reduce key -> its float32 blocks' (hi, lo) loops (_f32_blocks)
 
   def size(self, n: int):
     """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:
@@ -451,15 +453,17 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   (outer, lanes), (lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-1] if r.op is Ops.RANGE] + [lane]
   ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
+  if (blocks := _f32_blocks(u, outer, lanes, ctx, rkey)) is not None:
+    return (yield from _reduce_blocked(u, idx, parts, blocks, ctx, rkey))
   v = yield (u.src[0], idx + ridx)
   if (f := _folded(u, v, real, ctx, rkey)) is not None: return f
   stash = yield from _stash_store(u, idx, ridx, ctx)
-  zero = UOp.const(identity(rop, u.dtype), u.dtype)
-  acc0, init = _lanes_acc(u, idx, lanes, zero, ctx)
+  ident = UOp.const(identity(rop, u.dtype), u.dtype)
+  acc0, init = _lanes_acc(u, idx, lanes, ident, ctx)
   accl = acc0.after(init, *real, *([stash] if stash is not None else []))
   upd = accl.index(lane).store(combine(rop, accl.index(lane).load(), v))
   apart = rkey in ctx.tails and any(r.op is Ops.RANGE for r, _ in parts[:-2])
-  tacc0, tinit = _lanes_acc(u, idx, lanes, zero, ctx) if apart else (None, None)
+  tacc0, tinit = _lanes_acc(u, idx, lanes, ident, ctx) if apart else (None, None)
   ended = yield from _tailed(u, idx, parts, upd, acc0, True, ctx, rkey, stash is not None,
                              into=tacc0.after(tinit) if apart else None)
   done = acc0.after(ended)
@@ -468,11 +472,83 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   return _tree(rop, vals)
 
 
-def _lanes_acc(u: UOp, idx: tuple[UOp, ...], lanes: int, zero: UOp, ctx: Ctx) -> tuple[UOp, UOp]:
-  """An accumulator of `lanes` elements living inside the loops of idx, and its initialization to zero."""
+F32_BLOCK = 16      # float32 terms a lane adds before its sum joins the float64 lanes (README, Limitations)
+# |sum - exact| <= F32_SUM_BOUND * sum(|x|) for a float32 sum of up to 2**28 elements: a block's float32 partial
+# (F32_BLOCK - 1 roundings), the float64 lanes and tree (n * 2**-53 <= 2**-25) and the final rounding to float32
+F32_SUM_BOUND = (F32_BLOCK + 1) * 2.0 ** -24
+
+
+class Blocks(NamedTuple):
+  """The loops of a float32 sum's lanes in blocks (_f32_blocks): hi over the whole blocks of `lo` steps of the
+  lanes' outer loop, then `rest` over the steps after them (None when there are none), from step `start`."""
+  hi: UOp
+  lo: UOp
+  rest: UOp | None
+  start: UOp
+
+
+def _f32_blocks(u: UOp, outer: UOp, lanes: int, ctx: Ctx, rkey: tuple) -> Blocks | None:
+  """The Blocks of REDUCE u's lanes when u is a float32 sum accumulating in float64 (a float64 ADD of a CAST of
+  float32) whose lanes' outer loop runs at least two blocks, outside a small graph's ordered lanes and a stash; else
+  None. Each lane adds F32_BLOCK float32 terms in float32, then that partial sum into its float64 lane: the
+  conversions, which bound such kernels, run once per block (_reduce_blocked)."""
+  if (b := ctx.blocked.get(rkey)) is not None: return b
+  x, n, f = u.src[0], u.src[0].shape[-1], F32_BLOCK
+  if u.arg[0] is not Ops.ADD or u.dtype is not dtypes.float64 or x.op is not Ops.CAST or \
+     x.src[0].dtype is not dtypes.float32 or outer.op is not Ops.RANGE or ctx.ordered or ctx.stash is not None or \
+     n < 2 * f * lanes:
+    return None
+  if ctx.symbolic(n):          # (the outer loop runs n // lanes steps: its VAR; the blocks n // (lanes * f))
+    q = ctx.sizes.derive(ctx.size(n), lanes * f, QUOTIENT)
+    hi = ctx._over(q, n // (lanes * f), AxisType.REDUCE)
+    ctx.next_range += 1
+    rest = range_(n // lanes % f, ctx.next_range - 1, AxisType.REDUCE, simplify((outer.arg.var - q * f).minimum(f - 1)))
+    start = q * f
+  else:
+    e = outer.arg.size
+    hi = ctx.rng(e // f, AxisType.REDUCE)
+    rest, start = (ctx.rng(e % f, AxisType.REDUCE) if e % f else None), UOp.const(e // f * f)
+  b = ctx.blocked[rkey] = Blocks(hi, ctx.rng(f, AxisType.REDUCE), rest, start)
+  return b
+
+
+def _reduce_blocked(u: UOp, idx: tuple[UOp, ...], parts: list, b: Blocks, ctx: Ctx, rkey: tuple):
+  """_reduce_lanes of a float32 sum in float64 lanes acc[lane] by float32 blocks (Blocks): in each iteration of
+  b.hi, a float32 accumulator part[lane] starts at 0.0 and adds the terms of b.lo's steps in order, then each lane
+  of it is added into acc[lane]; the steps after the blocks (b.rest) and the tail after the lanes' blocks
+  (ctx.tails) are added into acc in float64, and the lanes combined by the tree after the loops."""
+  (_, lanes), (lanes_loop, _) = parts[-2], parts[-1]
+  around_idx = tuple(r for r, _ in parts[:-2])
+  around = [r for r in around_idx if r.op is Ops.RANGE]
+  lane = ctx.like(lanes_loop, AxisType.VECTOR)        # (made after b.lo, so it is the innermost loop)
+  f32 = yield (u.src[0].src[0], idx + around_idx + ((b.hi * b.lo.arg.size + b.lo) * lanes + lane,))
+  if (f := _folded(u, f32.cast(dtypes.float64), around + [b.hi, b.lo, lane], ctx, rkey)) is not None: return f
+  acc0, init = _lanes_acc(u, idx, lanes, UOp.const(0.0, dtypes.float64), ctx)
+  part = ctx.alloc(dtypes.float32, lanes).after(*ranges_in(*idx), *around, b.hi)
+  li = ctx.rng(lanes, AxisType.VECTOR)
+  partl = part.after(part.index(li).store(UOp.const(0.0, dtypes.float32)).end(li), b.lo, lane)
+  added = partl.index(lane).store(partl.index(lane).load() + f32).end(b.lo, lane)
+  fl = ctx.rng(lanes, AxisType.VECTOR)
+  accf = acc0.after(init, added, fl)
+  done = accf.index(fl).store(accf.index(fl).load() + part.after(added, fl).index(fl).load().cast(dtypes.float64))
+  done = done.end(fl).end(b.hi)
+  for loop, at in ([(b.rest, (b.start + b.rest) * lanes)] if b.rest is not None else []) + \
+                  ([(t.loop, t.start)] if (t := ctx.tails.get(rkey)) is not None else []):
+    k = ctx.like(lane, AxisType.VECTOR) if loop is b.rest else loop      # (the tail: into the first lanes)
+    v = yield (u.src[0], idx + around_idx + (at + k if loop is b.rest else at + loop,))
+    acct = acc0.after(done, loop, *([k] if k is not loop else []))
+    done = acct.index(k).store(acct.index(k).load() + v).end(*([loop, k] if k is not loop else [loop]))
+  if around: done = done.end(*around)
+  done = acc0.after(done)
+  return _tree(Ops.ADD, [done.index(k).load() for k in range(lanes)])
+
+
+def _lanes_acc(u: UOp, idx: tuple[UOp, ...], lanes: int, ident: UOp, ctx: Ctx) -> tuple[UOp, UOp]:
+  """An accumulator of `lanes` elements living inside the loops of idx, and its initialization to ident (the
+  reduce's identity)."""
   acc0 = ctx.alloc(u.dtype, lanes).after(*ranges_in(*idx))
   li = ctx.rng(lanes, AxisType.VECTOR)
-  return acc0, acc0.index(li).store(zero).end(li)
+  return acc0, acc0.index(li).store(ident).end(li)
 
 
 def _stash_store(u: UOp, idx: tuple[UOp, ...], ridx: tuple[UOp, ...], ctx: Ctx):
