@@ -375,19 +375,29 @@ def test_float32_sums_stay_within_the_documented_bound(rows, log2n, kind, seed):
   got = mt.asarray(x).sum(axis=1).numpy().astype(np.float64)
   err = np.abs(got - exact)
   assert np.all(err <= F32_SUM_BOUND * mags), (err / mags, np.abs(x.sum(axis=1) - exact) / mags)
+  cols = mt.asarray(np.ascontiguousarray(x.T)).sum(axis=0).numpy().astype(np.float64)      # down the columns
+  assert np.all(np.abs(cols - exact) <= F32_SUM_BOUND * mags), np.abs(cols - exact) / mags
   mean = mt.asarray(x).mean(axis=1).numpy().astype(np.float64)
   assert np.all(np.abs(mean - exact / n) <= F32_SUM_BOUND * mags / n + np.spacing(np.float32(np.abs(exact / n))))
 
 
 def test_long_float32_rows_are_summed_in_float32_blocks_and_the_same_in_both_tiers(monkeypatch):
-  """A float32 row sum of 4096 elements in a graph above 65,536 elements (a small graph's program keeps float64
-  lanes only): the kernel keeps float32 partial sums beside its float64 lanes; tier 0 and tier 1 compile the same C,
-  so they give the same bits."""
+  """float32 sums along rows of 4096 and down columns of 4096 x 20 in a graph above 65,536 elements (a small
+  graph's program keeps float64 lanes only): the kernels keep float32 partial sums beside their float64 lanes; a
+  program's tier-0 and tier-1 functions (the C compiler at -O1 or tcc, and at -O3) give the same bits."""
+  import dataclasses
+  from minitensor.backend import realize as R
   x = _f32_rows(20, 4096, "mixed", 7)
-  src = "\n".join(k.source for k in mt.explain(mt.asarray(x).sum(axis=1)).kernels)
-  assert "float acc" in src and "double acc" in src, src
-  got = {}
-  for tier in ("0", "1"):
-    monkeypatch.setenv("MINITENSOR_TIER", tier)
-    got[tier] = (mt.asarray(x).sum(axis=1).numpy(), mt.asarray(x).mean(axis=1).numpy())
-  for a, b in zip(got["0"], got["1"]): np.testing.assert_array_equal(a, b)
+  for a, axis in ((x, 1), (np.ascontiguousarray(x.T), 0)):
+    src = "\n".join(k.source for k in mt.explain(mt.asarray(a).sum(axis=axis)).kernels)
+    assert "float acc" in src and "double acc" in src, src
+    calls = []
+    monkeypatch.setattr(R.Compiled, "__call__", lambda p, inputs, sizes=(), f=R.Compiled.__call__:
+                        calls.append((p, inputs, sizes)) or f(p, inputs, sizes))
+    want = mt.asarray(a).sum(axis=axis).numpy()
+    monkeypatch.undo()
+    monkeypatch.setenv("MINITENSOR_TIER", "1")          # (no tier-1 compile started by the runs below)
+    (p, inputs, sizes), = calls
+    for tier in (0, 1):
+      q = dataclasses.replace(p, fns=R._functions(p.plan, tier, False), tier=tier, frames={})
+      np.testing.assert_array_equal(q(inputs, sizes)[0].reshape(want.shape), want)

@@ -145,7 +145,7 @@ def _scan(k: KernelBody) -> Lowered | None:
 
 def _loops(k: KernelBody) -> Lowered:
   ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact, k.sizes is not None, k.lanes) if k.optimize else Opts(),
-            ordered=k.lanes)
+            ordered=k.lanes, f32_blocks=k.optimize and not k.exact)
   return _looped("loops", k, ctx, lower(k.body, k.out, ctx))
 
 

@@ -155,7 +155,10 @@ class Ctx:
   # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
   # included, so the two compute the same bits
   ordered: int = 0
-  blocked: dict = field(default_factory=dict)   # reduce key -> its float32 blocks' (hi, lo) loops (_f32_blocks)
+  # float32 sums may add in float32 blocks (_f32_blocks): set for a kernel whose bits no other program must equal
+  # (a small graph's symbolic program and its specializations must give the same bits: their sums do not)
+  f32_blocks: bool = False
+  blocked: dict = field(default_factory=dict)   # reduce key -> its float32 sum's Blocks (_f32_blocks)
 
   def size(self, n: int):
     """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:
@@ -453,7 +456,7 @@ def _reduce_lanes(u: UOp, idx: tuple[UOp, ...], parts: list, ctx: Ctx, rkey: tup
   (outer, lanes), (lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-1] if r.op is Ops.RANGE] + [lane]
   ridx = tuple(r for r, _ in parts[:-2]) + (outer * lanes + lane,)
-  if (blocks := _f32_blocks(u, outer, lanes, ctx, rkey)) is not None:
+  if (blocks := _f32_blocks(u, outer, lanes, 1, ctx, rkey)) is not None:
     return (yield from _reduce_blocked(u, idx, parts, blocks, ctx, rkey))
   v = yield (u.src[0], idx + ridx)
   if (f := _folded(u, v, real, ctx, rkey)) is not None: return f
@@ -487,16 +490,17 @@ class Blocks(NamedTuple):
   start: UOp
 
 
-def _f32_blocks(u: UOp, outer: UOp, lanes: int, ctx: Ctx, rkey: tuple) -> Blocks | None:
-  """The Blocks of REDUCE u's lanes when u is a float32 sum accumulating in float64 (a float64 ADD of a CAST of
-  float32) whose lanes' outer loop runs at least two blocks, outside a small graph's ordered lanes and a stash; else
-  None. Each lane adds F32_BLOCK float32 terms in float32, then that partial sum into its float64 lane: the
-  conversions, which bound such kernels, run once per block (_reduce_blocked)."""
+def _f32_blocks(u: UOp, outer: UOp, stride: int, per_step: int, ctx: Ctx, rkey: tuple) -> Blocks | None:
+  """The Blocks of the loop `outer` over REDUCE u's innermost axis (index outer * stride + ..., each lane adding
+  per_step terms a step: 1 in lanes along the axis, j in a jammed column loop) when u is a float32 sum accumulating
+  in float64 (a float64 ADD of a CAST of float32) and the loop runs at least two blocks, in a kernel that allows it
+  (Ctx.f32_blocks) outside a small graph's ordered lanes and a stash; else None. A block is F32_BLOCK terms per
+  lane, added in float32, then that partial sum into the lane's float64 accumulator: the conversions, which bound
+  such kernels, run once per block."""
   if (b := ctx.blocked.get(rkey)) is not None: return b
-  x, n, f = u.src[0], u.src[0].shape[-1], F32_BLOCK
-  if u.arg[0] is not Ops.ADD or u.dtype is not dtypes.float64 or x.op is not Ops.CAST or \
-     x.src[0].dtype is not dtypes.float32 or outer.op is not Ops.RANGE or ctx.ordered or ctx.stash is not None or \
-     n < 2 * f * lanes:
+  n, f, lanes = u.src[0].shape[-1], max(F32_BLOCK // per_step, 1), stride
+  if u.arg[0] is not Ops.ADD or u.dtype is not dtypes.float64 or _f32_source(u.src[0]) is None or \
+     outer.op is not Ops.RANGE or not ctx.f32_blocks or ctx.ordered or ctx.stash is not None or n < 2 * f * lanes:
     return None
   if ctx.symbolic(n):          # (the outer loop runs n // lanes steps: its VAR; the blocks n // (lanes * f))
     q = ctx.sizes.derive(ctx.size(n), lanes * f, QUOTIENT)
@@ -512,6 +516,12 @@ def _f32_blocks(u: UOp, outer: UOp, lanes: int, ctx: Ctx, rkey: tuple) -> Blocks
   return b
 
 
+def _f32_source(x: UOp) -> UOp | None:
+  """The float32 value that x, a float64 CAST of it (through PERMUTEs: a column sum's), converts, or None."""
+  if x.op is Ops.PERMUTE: return None if (s := _f32_source(x.src[0])) is None else s.permute(x.arg)
+  return x.src[0] if x.op is Ops.CAST and x.dtype is dtypes.float64 and x.src[0].dtype is dtypes.float32 else None
+
+
 def _reduce_blocked(u: UOp, idx: tuple[UOp, ...], parts: list, b: Blocks, ctx: Ctx, rkey: tuple):
   """_reduce_lanes of a float32 sum in float64 lanes acc[lane] by float32 blocks (Blocks): in each iteration of
   b.hi, a float32 accumulator part[lane] starts at 0.0 and adds the terms of b.lo's steps in order, then each lane
@@ -521,7 +531,7 @@ def _reduce_blocked(u: UOp, idx: tuple[UOp, ...], parts: list, b: Blocks, ctx: C
   around_idx = tuple(r for r, _ in parts[:-2])
   around = [r for r in around_idx if r.op is Ops.RANGE]
   lane = ctx.like(lanes_loop, AxisType.VECTOR)        # (made after b.lo, so it is the innermost loop)
-  f32 = yield (u.src[0].src[0], idx + around_idx + ((b.hi * b.lo.arg.size + b.lo) * lanes + lane,))
+  f32 = yield (_f32_source(u.src[0]), idx + around_idx + ((b.hi * b.lo.arg.size + b.lo) * lanes + lane,))
   if (f := _folded(u, f32.cast(dtypes.float64), around + [b.hi, b.lo, lane], ctx, rkey)) is not None: return f
   acc0, init = _lanes_acc(u, idx, lanes, UOp.const(0.0, dtypes.float64), ctx)
   part = ctx.alloc(dtypes.float32, lanes).after(*ranges_in(*idx), *around, b.hi)
@@ -592,6 +602,9 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   reduce axis (Opts.jam, a part of factor j) steps by j, and one update combines its j values in order, so each
   lane's accumulator is read and written once per j steps (the same terms in the same order)."""
   rop = u.arg[0]
+  j = parts[-3][1]
+  if 1 <= j <= F32_BLOCK and (blocks := _f32_blocks(u, parts[-3][0], j, j, ctx, rkey)) is not None:
+    return (yield from _reduce_vector_blocked(u, idx, lane, parts, blocks, ctx, rkey))
   (upd_lane, _), (init_lane, _) = parts[-2], parts[-1]
   real = [r for r, _ in parts[:-2] if r.op is Ops.RANGE]
   at = tuple(simplify(i.substitute({lane: upd_lane})) for i in idx)
@@ -607,6 +620,50 @@ def _reduce_vector(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, ctx: Ct
   for v in vals: e = combine(rop, e, v)
   upd = accl.index(upd_lane).store(e)
   done = yield from _tailed(u, idx, parts[:-2], upd, acc0, True, ctx, rkey, False, (upd_lane, lane))
+  return acc0.after(done).index(lane).load()
+
+
+def _reduce_vector_blocked(u: UOp, idx: tuple[UOp, ...], lane: UOp, parts: list, b: Blocks, ctx: Ctx, rkey: tuple):
+  """_reduce_vector of a float32 sum in float64 by float32 blocks (Blocks, over the steps of its innermost reduce
+  axis, jammed by j): in each iteration of b.hi a float32 accumulator part[lane] starts at 0.0 and adds b.lo's
+  steps (each its j values in order), then every lane of it is added into the float64 acc[lane]; the steps after
+  the blocks (b.rest) and the axis's tail (ctx.tails) are added into acc in float64. Each update runs in a VECTOR
+  loop of its own, innermost."""
+  j, init_lane = parts[-3][1], parts[-1][0]
+  around_idx = tuple(r for r, _ in parts[:-3])
+  around = [r for r in around_idx if r.op is Ops.RANGE]
+  at = lambda k: tuple(simplify(i.substitute({lane: k})) for i in idx) + around_idx
+  outside = [r for r in ranges_in(*idx) if r is not lane]
+  ul = ctx.like(lane, AxisType.VECTOR)
+  vals = []
+  x = _f32_source(u.src[0])
+  for c in range(j): vals.append((yield (x, at(ul) + ((b.hi * b.lo.arg.size + b.lo) * j + c,))))
+  if j == 1 and (f := _folded(u, vals[0].cast(dtypes.float64).substitute({ul: lane}), around + [b.hi, b.lo, ul], ctx,
+                              rkey)) is not None:
+    return f
+  acc0 = ctx.alloc(dtypes.float64, extent_max(lane)).after(*outside)
+  init = acc0.index(init_lane).store(UOp.const(0.0, dtypes.float64)).end(init_lane)
+  part = ctx.alloc(dtypes.float32, extent_max(lane)).after(*outside, *around, b.hi)
+  pl = ctx.like(lane, AxisType.VECTOR)
+  partl = part.after(part.index(pl).store(UOp.const(0.0, dtypes.float32)).end(pl), b.lo, ul)
+  e = partl.index(ul).load()
+  for v in vals: e = e + v
+  added = partl.index(ul).store(e).end(b.lo, ul)
+  fl = ctx.like(lane, AxisType.VECTOR)
+  accf = acc0.after(init, added, fl)
+  done = accf.index(fl).store(accf.index(fl).load() + part.after(added, fl).index(fl).load().cast(dtypes.float64))
+  done = done.end(fl).end(b.hi)
+  steps = ([(b.rest, [(b.start + b.rest) * j + c for c in range(j)])] if b.rest is not None else []) + \
+          ([(t.loop, [t.start + t.loop])] if (t := ctx.tails.get(rkey)) is not None else [])
+  for loop, rows in steps:
+    k = ctx.like(lane, AxisType.VECTOR)
+    vs = []
+    for r in rows: vs.append((yield (u.src[0], at(k) + (r,))))
+    acct = acc0.after(done, loop, k)
+    e = acct.index(k).load()
+    for v in vs: e = e + v
+    done = acct.index(k).store(e).end(loop, k)
+  if around: done = done.end(*around)
   return acc0.after(done).index(lane).load()
 
 
