@@ -399,5 +399,5 @@ def test_long_float32_rows_are_summed_in_float32_blocks_and_the_same_in_both_tie
     monkeypatch.setenv("MINITENSOR_TIER", "1")          # (no tier-1 compile started by the runs below)
     (p, inputs, sizes), = calls
     for tier in (0, 1):
-      q = dataclasses.replace(p, fns=R._functions(p.plan, tier, False), tier=tier, frames={})
+      q = dataclasses.replace(p, fns=R._functions(p.plan, tier, p.checked), tier=tier, frames={})
       np.testing.assert_array_equal(q(inputs, sizes)[0].reshape(want.shape), want)
