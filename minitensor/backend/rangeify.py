@@ -542,12 +542,15 @@ def _reduce_blocked(u: UOp, idx: tuple[UOp, ...], parts: list, b: Blocks, ctx: C
   accf = acc0.after(init, added, fl)
   done = accf.index(fl).store(accf.index(fl).load() + part.after(added, fl).index(fl).load().cast(dtypes.float64))
   done = done.end(fl).end(b.hi)
-  for loop, at in ([(b.rest, (b.start + b.rest) * lanes)] if b.rest is not None else []) + \
-                  ([(t.loop, t.start)] if (t := ctx.tails.get(rkey)) is not None else []):
-    k = ctx.like(lane, AxisType.VECTOR) if loop is b.rest else loop      # (the tail: into the first lanes)
-    v = yield (u.src[0], idx + around_idx + (at + k if loop is b.rest else at + loop,))
-    acct = acc0.after(done, loop, *([k] if k is not loop else []))
-    done = acct.index(k).store(acct.index(k).load() + v).end(*([loop, k] if k is not loop else [loop]))
+  if b.rest is not None:              # the steps after the whole blocks, in float64 lanes
+    k = ctx.like(lane, AxisType.VECTOR)
+    v = yield (u.src[0], idx + around_idx + ((b.start + b.rest) * lanes + k,))
+    acct = acc0.after(done, b.rest, k)
+    done = acct.index(k).store(acct.index(k).load() + v).end(b.rest, k)
+  if (t := ctx.tails.get(rkey)) is not None:      # the tail after the lanes' blocks: into the first lanes
+    v = yield (u.src[0], idx + around_idx + (t.start + t.loop,))
+    acct = acc0.after(done, t.loop)
+    done = acct.index(t.loop).store(acct.index(t.loop).load() + v).end(t.loop)
   if around: done = done.end(*around)
   done = acc0.after(done)
   return _tree(Ops.ADD, [done.index(k).load() for k in range(lanes)])
