@@ -28,9 +28,12 @@ import numpy as np
 
 MIN_BYTES = 1 << 17       # glibc's default threshold for mapping an allocation by itself
 POOL_BYTES = 1 << 28      # the most spare memory the pool keeps
-# results from RESULT_MIN_BYTES are lent: leasing costs a few microseconds a result, which a 128 KiB attention output
-# (W8) felt (+2.5%); from 1 MiB on, the page faults saved outweigh it
-RESULT_MIN_BYTES = 1 << 20
+# results from RESULT_MIN_BYTES are lent (leasing costs about 3 us a result). Below 1 MiB it depends on glibc's state
+# whether a freed result's pages stay mapped: its dynamic thresholds rise only after NumPy frees a large array, and
+# until then a process of minitensor work gives its heap's top back at every free (3 brk calls per W1 N=256 call,
+# 410 us against 280 us with the result lent, Sapphire Rapids); W1 and W8 in run.py's process, where NumPy's work
+# had raised them, ran at the same time either way
+RESULT_MIN_BYTES = MIN_BYTES
 
 _spare: OrderedDict[tuple[int, np.dtype], list[np.ndarray]] = OrderedDict()
 _held = 0

@@ -129,6 +129,18 @@ def test_a_result_returns_to_the_pool_when_its_last_view_dies():
   assert small.base is None                       # (small results are NumPy's own arrays)
 
 
+def test_results_from_the_pools_threshold_on_are_lent():
+  # (a W1 N=256 product, 256 KiB, is lent: glibc may give a freed result's pages back at each free below 1 MiB)
+  n = buffers.RESULT_MIN_BYTES // F32.itemsize
+  assert buffers.RESULT_MIN_BYTES <= 1 << 17
+  assert isinstance(buffers.result(n, F32).base, buffers.Lease)
+  assert buffers.result(n - 1, F32).base is None
+  t = mt.asarray(np.ones((256, 256), np.float32))
+  r = np.asarray(t @ t)
+  assert isinstance(r.base.base, buffers.Lease)          # (np.asarray gives a read-only view of the result)
+  np.testing.assert_array_equal(r, np.full((256, 256), 256, np.float32))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["new", "view", "drop"]), st.integers(0, 7), st.sampled_from([1, 2])),
                 min_size=1, max_size=40))
