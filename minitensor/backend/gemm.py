@@ -379,9 +379,10 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
           f"            int64_t rn = mcb - ir * MR < MR ? mcb - ir * MR : MR;\n"
           f"            int64_t qn = ncb - jr * NR < NR ? ncb - jr * NR : NR;\n"
           f"            const int64_t *ro = roff + ic + ir * MR, *co = coff + jc + jr * NR;\n"
-          # the output rows are fetched while the tile is computed (they come from L3 or memory)
+          # the output rows are fetched into L2 while the tile is computed (they come from L3 or memory; fetched
+          # into L1, the 14 rows of a tile 4 KiB apart (N=1024 float32) share one set and evict each other)
           f"            for (int64_t r = 0; r < rn; r++) {{ {ct}* p = data{g.out} + boff[b] + ro[r] + co[0]; "
-          f"__builtin_prefetch(p, 1); __builtin_prefetch(p + qn - 1, 1); }}\n"
+          f"__builtin_prefetch(p, 0, 2); __builtin_prefetch(p + qn - 1, 0, 2); }}\n"
           f"            {name}_micro(kc, pa + ir * MR * kc, pbuf + jr * NR * kc, tile);\n"
           + ("" if checked else
           f"            if (rn == MR && qn == NR && co[NR - 1] - co[0] == NR - 1) {{\n"
