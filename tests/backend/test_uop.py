@@ -33,6 +33,17 @@ def test_equal_structure_is_same_object():
   assert b.reshape((3, 4)) is not b.reshape((4, 3))
 
 
+@given(st.lists(st.integers(0, 5), max_size=4), st.sampled_from([dtypes.float32, dtypes.int64, dtypes.bool]))
+def test_filled_is_the_reshape_and_expand_of_a_scalar(shape, dtype):
+  # (UOp.filled skips the rules' checks: the same nodes, hash-consed, with the same dtype, shape and depth)
+  shape, c = tuple(shape), UOp.const(7, dtype)
+  got = c.filled(shape)                     # (made first: the plain builders must find the nodes it made)
+  assert got.dtype is dtype and got.shape == shape
+  assert got.depth == (0 if not shape else 1 if all(n == 1 for n in shape) else 2)
+  assert c.reshape((1,) * len(shape)).expand(shape) is got
+  assert c.filled(shape) is got
+
+
 def test_const_identity_by_value_and_dtype():
   assert UOp.const(1.0) is UOp.const(1.0, dtypes.float32)
   assert UOp.const(1.0, dtypes.float32) is UOp.const(1, dtypes.float32)      # the arg is converted to the dtype
