@@ -486,7 +486,7 @@ def apply_ufunc(ufunc: np.ufunc, *operands, dtype=None) -> Tensor:
             build, (da, db), out = r
             if (shape := ua.shape) == ub.shape: return _lazy(build(ua.cast(da), ub.cast(db)).cast(out))
             shape = broadcast_shapes(shape, ub.shape, op=ufunc.__name__)
-            return _lazy(build(U._broadcast(ua.cast(da), shape), U._broadcast(ub.cast(db), shape)).cast(out))
+            return _lazy(build(ua.cast(da).broadcast(shape), ub.cast(db).broadcast(shape)).cast(out))
         elif type(b) in _PY:
           if (r := _FAST.get(k := (ufunc, ua.dtype, type(b)), _FAST)) is _FAST: r = U.loop(k)
           if r is not None:
@@ -532,7 +532,7 @@ def _apply(ufunc: np.ufunc, operands: tuple, dtype) -> Tensor:
   shape = broadcast_shapes(*[t.shape for t in tensors if type(t) not in _PY], op=ufunc.__name__)
   if ufunc in U.COMPARISONS and (c := U.out_of_range(ufunc, tensors, ins)) is not None:
     return Tensor(U._broadcast(c, shape))
-  uops = [U._broadcast(t.uop.cast(d), shape) if type(t) not in _PY else U.scalar(t, d, shape, ufunc.__name__)
+  uops = [t.uop.cast(d).broadcast(shape) if type(t) not in _PY else U.scalar(t, d, shape, ufunc.__name__)
           for t, d in zip(tensors, ins)]
   if ufunc is np.power and ins[1].is_int and isinstance(e := operands[1], (int, np.integer)) and e < 0:
     raise ValueError("Integers to negative integer powers are not allowed.")
@@ -627,5 +627,6 @@ def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
       raise OverflowError(f"where: Python int {v} too large to convert to int64")
   d = dtypes.from_numpy(np.result_type(*(v.dtype if isinstance(v, Tensor) else v for v in xs)))
   shape = broadcast_shapes(c.shape, *(v.shape for v in xs if isinstance(v, Tensor)), op="where")
-  a, b = (U._broadcast(v.uop.cast(d) if isinstance(v, Tensor) else UOp.const(d.python(v), d), shape) for v in xs)
-  return Tensor(U._broadcast(c.uop, shape).where(a, b))
+  a, b = (v.uop.cast(d).broadcast(shape) if isinstance(v, Tensor) else UOp.const(d.python(v), d).broadcast(shape)
+          for v in xs)
+  return Tensor(c.uop.broadcast(shape).where(a, b))

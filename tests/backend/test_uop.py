@@ -44,6 +44,24 @@ def test_filled_is_the_reshape_and_expand_of_a_scalar(shape, dtype):
   assert c.filled(shape) is got
 
 
+@given(st.lists(st.integers(0, 4), max_size=4), st.lists(st.integers(0, 4), max_size=4))
+def test_broadcast_is_the_reshape_and_expand_of_numpys_rule(a, b):
+  # (UOp.broadcast trusts its shape, numpy_rules.broadcast_shapes's: the nodes the plain builders make)
+  from minitensor.numpy_rules import broadcast_shapes
+  a, b = tuple(a), tuple(b)
+  try: shape = broadcast_shapes(a, b)
+  except ValueError: return
+  x = buf(0, math.prod(a) or 1).reshape(a) if math.prod(a) else UOp.const(0.5, dtypes.float32).filled(a)
+  got = x.broadcast(shape)
+  assert got.shape == shape and got.dtype is x.dtype
+  assert got is x.reshape((1,) * (len(shape) - len(a)) + a).expand(shape)
+
+
+def test_broadcast_keeps_numpys_size_limit():
+  x = UOp.const(1.0, dtypes.float64).filled((1, 1))
+  with pytest.raises(ValueError, match="too big|maximum"): x.broadcast((2 ** 31, 2 ** 31))
+
+
 def test_const_identity_by_value_and_dtype():
   assert UOp.const(1.0) is UOp.const(1.0, dtypes.float32)
   assert UOp.const(1.0, dtypes.float32) is UOp.const(1, dtypes.float32)      # the arg is converted to the dtype
