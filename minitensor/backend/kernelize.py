@@ -38,6 +38,7 @@ for its shapes, tuned by opt.py; an elementwise kernel over whole operands (lowe
 as one loop over n = prod(shape) with n an argument, so large elementwise kernels compile once for every shape and rank.
 """
 from __future__ import annotations
+import time
 from dataclasses import dataclass, replace
 from minitensor.backend import gemm, plans
 from minitensor.backend.attention import stage_operands
@@ -73,6 +74,7 @@ class Schedule:
   shapes: tuple[tuple[int, ...], ...] = ()    # the shape of every schedule buffer after the inputs
   derived: tuple[tuple[int, int, int], ...] = ()   # the sizes its kernels take derived from the graph's (sizes.py)
   lanes: int = 0                              # the lanes of its ordered reduces (sizes.order_lanes; 0: none)
+  lower_seconds: float = 0.0                  # of the seconds `schedule` took, those spent lowering its kernels
 
 
 def fanout_cuts(outputs: list[UOp]) -> list[UOp]:
@@ -193,11 +195,15 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
   for u in staged:
     if u not in slot: stage(u)
   lowered: dict[UOp, tuple] = {}     # staged node -> (KernelSpec, node to stage next or None, the nodes inside)
+  lowering = 0.0
   while True:
     order = [u for u in nodes if u in slot and prod(u.shape)]
     new = None
     for u in order:
-      if u not in lowered: lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat, exact, lanes)
+      if u not in lowered:
+        t = time.perf_counter()
+        lowered[u] = _kernel(u, bufs, slot[u], optimize, sizes, flat, exact, lanes)
+        lowering += time.perf_counter() - t
       if (new := lowered[u][1]) is not None and new not in slot: break
       new = None
     if new is None and (new := _shared_heavy(nodes, lowered, slot)) is None: break
@@ -206,7 +212,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
   kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
   return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot),
-                  sizes.table() if sizes is not None else (), lanes or 0)
+                  sizes.table() if sizes is not None else (), lanes or 0, lowering)
 
 
 def sized_choices(outputs: list[UOp], first: bool = False) -> bool:

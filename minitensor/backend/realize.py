@@ -96,8 +96,9 @@ class Compiled:
   streak: int = 0
   streak_time: float = 0.0
   want: tuple | None = None
-  # the first call's seconds per stage: key, plan (the disk's plan looked up), schedule (kernelize and lower),
-  # render, compile (the C compiler), load (the library found or installed, dlopen), run; MINITENSOR_DEBUG logs them
+  # the first call's seconds per stage: key, plan (the disk's plan looked up), import (of the lowering stages, by a
+  # process's first compile), kernelize (finding the kernels), lower (each kernel), render, compile (the C compiler),
+  # load (the library found or installed, dlopen), run; MINITENSOR_DEBUG logs them
   stages: dict = field(default_factory=dict)
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
@@ -308,8 +309,12 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   large: tiers.eager)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
+  import minitensor.backend.kernelize  # noqa: F401  (the lowering stages: a process's first compile imports them)
+  imported = time.perf_counter()
   sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large, lanes)
-  stages = {"schedule": time.perf_counter() - t}
+  scheduled = time.perf_counter() - t      # (kernelize: finding the kernels; lower: lowering each)
+  stages = {"import": imported - t, "kernelize": scheduled - (imported - t) - sched.lower_seconds,
+            "lower": sched.lower_seconds}
   # kernels with the same Program (the pieces of a long chain cut by the kernelizer) share one function
   names: dict[Program, str] = {}
   for k in sched.kernels: names.setdefault(k.program, k.name)
@@ -322,7 +327,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
   plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived, sched.lanes)
-  stages["render"] = time.perf_counter() - t - stages["schedule"]
+  stages["render"] = time.perf_counter() - t - scheduled
   return Compiled(plan, n_inputs, _functions(plan, tier, checked, stages), time.perf_counter() - t, checked=checked,
                   tier=tier, work=work, stages=stages)
 
@@ -474,7 +479,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
   return res
 
 
-STAGES = ("key", "plan", "schedule", "render", "compile", "load", "run")
+STAGES = ("key", "plan", "import", "kernelize", "lower", "render", "compile", "load", "run")
 
 
 def _first_call(prog: Compiled, run: float) -> None:
