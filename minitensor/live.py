@@ -38,11 +38,19 @@ class Held:
   def discard(self, t) -> None: self.refs.pop(id(t), None)
 
   def add(self, t) -> None:
-    if (k := id(t)) not in self.refs: self.refs[k] = weakref.ref(t, lambda r, k=k, refs=self.refs: _drop(refs, k, r))
+    if (k := id(t)) not in self.refs:
+      r = self.refs[k] = _Ref(t, _drop)
+      r.refs, r.key = self.refs, k
 
 
-def _drop(refs: dict, k: int, r: weakref.ref) -> None:
-  if refs.get(k) is r: del refs[k]
+class _Ref(weakref.ref):
+  """A Held entry: a weakref of a Tensor that knows its set and key, so one callback serves every entry (a lambda
+  made per entry cost about 0.3 us of each operation on a deep graph)."""
+  __slots__ = ("refs", "key")
+
+
+def _drop(r: _Ref) -> None:
+  if r.refs.get(r.key) is r: del r.refs[r.key]
 
 
 ROOTS = Held()
