@@ -168,6 +168,21 @@ def test_the_pool_never_lends_memory_a_live_array_uses(steps):
         if s != u: assert not np.shares_memory(a, b)
 
 
+def test_lent_arrays_interfaces_go_with_the_pools_arrays(monkeypatch):
+  # (Lease keeps each pool array's __array_interface__; an array the pool drops takes its entry with it)
+  buffers.clear()
+  monkeypatch.setattr(buffers, "POOL_BYTES", 4 << 20)
+  for n in range(1, 40):
+    r = buffers.result(n << 16, F32)                  # n * 256 KiB: 39 sizes, ten times the pool's 4 MiB
+    r[:] = n
+    assert (np.asarray(r) == n).all() and r.ctypes.data == r.base.raw.ctypes.data
+    del r
+    assert buffers.held() <= buffers.POOL_BYTES
+    assert len(buffers._faces) <= sum(len(v) for v in buffers._spare.values())
+  buffers.clear()
+  assert not buffers._faces
+
+
 @contextlib.contextmanager
 def small_pool():
   old = buffers.MIN_BYTES, buffers.RESULT_MIN_BYTES
