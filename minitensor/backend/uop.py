@@ -96,7 +96,8 @@ def _dropped(e: _Entry) -> None: _uncons(_CONS, e.key)
 
 def _node(op: Ops, x: UOp, shape: tuple[int, ...]) -> UOp:
   """The movement node UOp(op, (x,), shape) of a RESHAPE or EXPAND whose result is `shape` (its argument) in x's
-  dtype, for a caller that has checked it (UOp.filled): UOp.__new__'s common path without the rule."""
+  dtype, for a caller that has checked it (UOp.filled, UOp.broadcast): UOp.__new__'s common path without the rule
+  (the same cons key and fields: a change to one is a change to both)."""
   key = (op, (x,), shape, None)
   if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
   u = object.__new__(UOp)
@@ -178,12 +179,13 @@ class UOp:
     return u
 
   def filled(self, shape: tuple[int, ...]) -> UOp:
-    """This scalar (a node of shape ()) broadcast to `shape`, a tuple of non-negative ints within NumPy's size limit
-    for this dtype: the RESHAPE to ones and the EXPAND that UOp.reshape and UOp.expand would make, built without
-    their rules' checks, which a scalar's always pass (a loop multiplying by a new number each step, `p * i`, builds
-    the two every time: 5.6 -> 1.6 us, Sapphire Rapids)."""
+    """This scalar (a node of shape ()) broadcast to `shape`, a tuple of non-negative ints: the RESHAPE to ones and
+    the EXPAND that UOp.reshape and UOp.expand would make, built without their rules' checks but NumPy's size limit
+    (a loop multiplying by a new number each step, `p * i`, builds the two every time: 5.6 -> 1.6 us, Sapphire
+    Rapids)."""
     if not shape: return self
     ones = (1,) * len(shape)
+    if not fits(shape, self.dtype.itemsize): return self.reshape(ones).expand(shape)      # (the rule's ValueError)
     r = _node(Ops.RESHAPE, self, ones)
     return r if ones == shape else _node(Ops.EXPAND, r, shape)
 

@@ -60,6 +60,7 @@ def test_broadcast_is_the_reshape_and_expand_of_numpys_rule(a, b):
 def test_broadcast_keeps_numpys_size_limit():
   x = UOp.const(1.0, dtypes.float64).filled((1, 1))
   with pytest.raises(ValueError, match="too big|maximum"): x.broadcast((2 ** 31, 2 ** 31))
+  with pytest.raises(ValueError, match="too big|maximum"): UOp.const(1.0, dtypes.float64).filled((2 ** 31, 2 ** 31))
 
 
 def test_const_identity_by_value_and_dtype():
