@@ -8,7 +8,7 @@ from minitensor import ufuncs as U
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.uop import Ops, UOp, prod
 from minitensor.numpy_rules import PRODUCT_ACC, broadcast_shapes
-from minitensor.tensor import Tensor, asarray, defers, foreign, tensor_methods
+from minitensor.tensor import Tensor, _lazy, asarray, defers, foreign, tensor_methods
 
 
 def matmul(a, b) -> Tensor:
@@ -23,6 +23,12 @@ def matmul(a, b) -> Tensor:
   -------
   Tensor
   """
+  if type(a) is Tensor and type(b) is Tensor and len(sa := (ua := a.uop).shape) == 2 and \
+      len(sb := (ub := b.uop).shape) == 2 and (d := ua.dtype) is ub.dtype and d in _FLOATS and (k := sa[1]) == sb[0] \
+      and k:      # (two matrices of float32 or float64: the graph below, without its general steps; 26 -> 17 us)
+    m, n = sa[0], sb[1]
+    return _lazy((ua.reshape((m, 1, k)).broadcast((m, n, k)) *
+                  ub.permute((1, 0)).reshape((1, n, k)).broadcast((m, n, k))).reduce(Ops.ADD, 1))
   a, b = asarray(a), asarray(b)
   ua, ub = a.uop, b.uop
   sa, sb = ua.shape, ub.shape
@@ -49,6 +55,7 @@ def matmul(a, b) -> Tensor:
 
 
 _RESULT: dict = {}      # (DType, DType) -> NumPy's result dtype of the two (asked of NumPy once)
+_FLOATS = frozenset((dtypes.float32, dtypes.float64))       # (accumulated in their own dtype: PRODUCT_ACC)
 
 
 def _complex_matmul(a: Tensor, b: Tensor) -> Tensor:

@@ -48,3 +48,23 @@ def test_random_float16_products_match_numpy_to_one_rounding(seed):
   rng = np.random.default_rng(seed)
   a, b = (rng.standard_normal((30, 30)).astype(np.float16) for _ in range(2))
   check_all(a, b, rtol=F16_ULP)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", [(3, 5, 7), (1, 1, 1), (64, 1, 2), (5, 8, 1)])
+def test_the_matrix_fast_path_builds_the_general_graph_and_numpys_values(dtype, m, k, n):
+  # (products.matmul's path for two float matrices: the nodes of its general steps, so the same kernels)
+  from minitensor.backend.uop import Ops
+  rng = np.random.default_rng(m * 100 + k * 10 + n)
+  a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+  ta, tb = mt.asarray(a), mt.asarray(b)
+  got = ta @ tb
+  ua, ub = ta.uop, tb.uop
+  want = (ua.reshape((m, 1, k)).expand((m, n, k)) * ub.permute((1, 0)).reshape((1, n, k)).expand((m, n, k)))
+  assert got.uop is want.reduce(Ops.ADD, 1) and got.dtype == dtype and got.shape == (m, n)
+  np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+  for x, y in ((ta, mt.asarray(b.astype(np.float16))), (ta[:, :0], tb[:0]), (ta, tb.T)):   # the general path
+    if x.shape[-1] == y.shape[0]:
+      np.testing.assert_allclose(np.asarray(x @ y), np.asarray(x) @ np.asarray(y), rtol=1e-2, atol=1e-3)
+    else:
+      with pytest.raises(ValueError, match="matmul"): x @ y
