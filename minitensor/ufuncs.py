@@ -247,12 +247,12 @@ _SCALARS_MAX = 4096
 def scalar(v, d, shape: tuple[int, ...], op: str) -> UOp:
   """A weak Python scalar as a CONST of d broadcast to shape. The last _SCALARS_MAX of them are kept: the cons
   table holds nodes weakly, and a loop that multiplies by the same 0.1 would otherwise build them every time."""
-  if v != v: return scalar_uop(v, d, op).filled(shape)     # NaN: no key equals it
+  if v != v: return scalar_uop(v, d, op).broadcast(shape)     # NaN: no key equals it
   sign = math.copysign(1.0, v) if type(v) is float else repr(v) if type(v) is complex else 0   # -0.0 and 0.0 differ
   key = (type(v), v, sign, d, shape)
   if (u := _SCALARS.get(key)) is None:
     if len(_SCALARS) >= _SCALARS_MAX: _SCALARS.clear()
-    u = _SCALARS[key] = scalar_uop(v, d, op).filled(shape)     # (shape: an operand's, or the operands' broadcast)
+    u = _SCALARS[key] = scalar_uop(v, d, op).broadcast(shape)     # (shape: an operand's, or the operands' broadcast)
   return u
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 MIN_BYTES = 1 << 17       # glibc's default threshold for mapping an allocation by itself
 POOL_BYTES = 1 << 28      # the most spare memory the pool keeps
-# results from RESULT_MIN_BYTES are lent (leasing costs about 3 us a result). Below 1 MiB it depends on glibc's state
+# results from RESULT_MIN_BYTES are lent (leasing costs about 2 us a result). Below 1 MiB it depends on glibc's state
 # whether a freed result's pages stay mapped: its dynamic thresholds rise only after NumPy frees a large array, and
 # until then a process of minitensor work gives its heap's top back at every free (3 brk calls per W1 N=256 call,
 # 410 us against 280 us with the result lent, Sapphire Rapids); W1 and W8 in run.py's process, where NumPy's work

@@ -96,7 +96,7 @@ def _dropped(e: _Entry) -> None: _uncons(_CONS, e.key)
 
 def _node(op: Ops, x: UOp, shape: tuple[int, ...]) -> UOp:
   """The movement node UOp(op, (x,), shape) of a RESHAPE or EXPAND whose result is `shape` (its argument) in x's
-  dtype, for a caller that has checked it (UOp.filled, UOp.broadcast): UOp.__new__'s common path without the rule
+  dtype, for a caller that has checked it (UOp.broadcast): UOp.__new__'s common path without the rule
   (the same cons key and fields: a change to one is a change to both)."""
   key = (op, (x,), shape, None)
   if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
@@ -178,22 +178,12 @@ class UOp:
     _CONS[key] = e
     return u
 
-  def filled(self, shape: tuple[int, ...]) -> UOp:
-    """This scalar (a node of shape ()) broadcast to `shape`, a tuple of non-negative ints: the RESHAPE to ones and
-    the EXPAND that UOp.reshape and UOp.expand would make, built without their rules' checks but NumPy's size limit
-    (a loop multiplying by a new number each step, `p * i`, builds the two every time: 5.6 -> 1.6 us, Sapphire
-    Rapids)."""
-    if not shape: return self
-    ones = (1,) * len(shape)
-    if not fits(shape, self.dtype.itemsize): return self.reshape(ones).expand(shape)      # (the rule's ValueError)
-    r = _node(Ops.RESHAPE, self, ones)
-    return r if ones == shape else _node(Ops.EXPAND, r, shape)
-
   def broadcast(self, shape: tuple[int, ...]) -> UOp:
     """self broadcast to `shape` by NumPy's rule, where `shape` is the broadcast of self's shape with others'
-    (numpy_rules.broadcast_shapes computed it, so it holds): the RESHAPE adding leading ones and the EXPAND that
-    UOp.reshape and UOp.expand would make, built without their rules' checks but NumPy's size limit (ValueError as
-    theirs). An operator on operands of two shapes builds these for each (x.T - x: 2.1 -> 0.5 us a node)."""
+    (numpy_rules.broadcast_shapes computed it, or self is a scalar: either way it holds): the RESHAPE adding leading
+    ones and the EXPAND that UOp.reshape and UOp.expand would make, built without their rules' checks but NumPy's
+    size limit (ValueError as theirs). An operator on operands of two shapes builds these for each (x.T - x: 2.1 ->
+    0.5 us a node), and a loop multiplying by a new number each step (`p * i`) for the number (5.6 -> 1.6 us)."""
     if (have := self.shape) == shape: return self
     if not fits(shape, self.dtype.itemsize): return self.reshape((1,) * (len(shape) - len(have)) + have).expand(shape)
     u = self if len(have) == len(shape) else _node(Ops.RESHAPE, self, (1,) * (len(shape) - len(have)) + have)

@@ -34,14 +34,14 @@ def test_equal_structure_is_same_object():
 
 
 @given(st.lists(st.integers(0, 5), max_size=4), st.sampled_from([dtypes.float32, dtypes.int64, dtypes.bool]))
-def test_filled_is_the_reshape_and_expand_of_a_scalar(shape, dtype):
-  # (UOp.filled skips the rules' checks: the same nodes, hash-consed, with the same dtype, shape and depth)
+def test_a_scalars_broadcast_is_its_reshape_and_expand(shape, dtype):
+  # (UOp.broadcast skips the rules' checks: the same nodes, hash-consed, with the same dtype, shape and depth)
   shape, c = tuple(shape), UOp.const(7, dtype)
-  got = c.filled(shape)                     # (made first: the plain builders must find the nodes it made)
+  got = c.broadcast(shape)                  # (made first: the plain builders must find the nodes it made)
   assert got.dtype is dtype and got.shape == shape
   assert got.depth == (0 if not shape else 1 if all(n == 1 for n in shape) else 2)
   assert c.reshape((1,) * len(shape)).expand(shape) is got
-  assert c.filled(shape) is got
+  assert c.broadcast(shape) is got
 
 
 @given(st.lists(st.integers(0, 4), max_size=4), st.lists(st.integers(0, 4), max_size=4))
@@ -51,16 +51,16 @@ def test_broadcast_is_the_reshape_and_expand_of_numpys_rule(a, b):
   a, b = tuple(a), tuple(b)
   try: shape = broadcast_shapes(a, b)
   except ValueError: return
-  x = buf(0, math.prod(a) or 1).reshape(a) if math.prod(a) else UOp.const(0.5, dtypes.float32).filled(a)
+  x = buf(0, math.prod(a) or 1).reshape(a) if math.prod(a) else UOp.const(0.5, dtypes.float32).broadcast(a)
   got = x.broadcast(shape)
   assert got.shape == shape and got.dtype is x.dtype
   assert got is x.reshape((1,) * (len(shape) - len(a)) + a).expand(shape)
 
 
 def test_broadcast_keeps_numpys_size_limit():
-  x = UOp.const(1.0, dtypes.float64).filled((1, 1))
+  x = UOp.const(1.0, dtypes.float64).broadcast((1, 1))
   with pytest.raises(ValueError, match="too big|maximum"): x.broadcast((2 ** 31, 2 ** 31))
-  with pytest.raises(ValueError, match="too big|maximum"): UOp.const(1.0, dtypes.float64).filled((2 ** 31, 2 ** 31))
+  with pytest.raises(ValueError, match="too big|maximum"): UOp.const(1.0, dtypes.float64).broadcast((2 ** 31, 2 ** 31))
 
 
 def test_const_identity_by_value_and_dtype():
