@@ -619,6 +619,16 @@ def where(cond, x=None, y=None, /) -> Tensor | tuple[Tensor, ...]:
   if x is None or y is None:
     if x is not y: raise ValueError("where: either both or neither of x and y should be given")
     return (cond if isinstance(cond, Tensor) else asarray(cond)).nonzero()
+  if type(cond) is Tensor and type(x) is Tensor and (uc := cond.uop).dtype is dtypes.bool and \
+      (d := x.uop.dtype).is_float:   # (a mask, a float Tensor, a Tensor of its dtype or a weak Python number)
+    # (a Python int becomes x's float dtype directly, as NumPy's: 2**70 is 1.2e21, inf in float16)
+    uy = y.uop if type(y) is Tensor and y.uop.dtype is d else UOp.const(d.python(y), d) \
+      if type(y) is float or type(y) is int else None
+    if uy is not None:
+      ux = x.uop
+      shape = ux.shape if uc.shape == ux.shape and not uy.shape else broadcast_shapes(uc.shape, ux.shape, uy.shape,
+                                                                                        op="where")
+      return _lazy(uc.broadcast(shape).where(ux.broadcast(shape), uy.broadcast(shape)))
   c = asarray(cond) if not isinstance(cond, Tensor) else cond
   if c.uop.dtype is not dtypes.bool: c = c.astype(bool)
   xs = [v if isinstance(v, Tensor) or U.is_weak(v) else asarray(v) for v in (x, y)]

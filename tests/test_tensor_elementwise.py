@@ -163,6 +163,25 @@ def test_where_clip_round(d):
   for what, got, want in cases: assert_same(got, want, f"{what} on {d}")
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([np.float16, np.float32, np.float64]), st.sampled_from([(5, 4), (4,), (5, 1), ()]),
+       st.sampled_from([(5, 4), (4,), (1, 4), ()]),
+       st.sampled_from(["same", "other", 2.5, -0.0, float("nan"), float("-inf"), 3, -7, 2**70, 2**2000, True, "np"]),
+       st.integers(0, 2**16))
+def test_where_of_a_mask_and_a_float_tensor_matches_numpy(dtype, cshape, xshape, y, seed):
+  # (tensor.where's path for a bool Tensor, a float Tensor and a Tensor of its dtype or a Python number)
+  rng = np.random.default_rng(seed)
+  c, x = rng.random(cshape) < 0.5, rng.standard_normal(xshape).astype(dtype)
+  y = {"same": rng.standard_normal(xshape).astype(dtype), "other": rng.standard_normal(xshape).astype(np.float64),
+       "np": np.float32(1.5)}.get(y, y) if isinstance(y, str) else y
+  ty = mt.asarray(y) if isinstance(y, np.ndarray) else y
+  want = numpy_or_error(lambda: np.where(c, x, y))
+  what = f"where({cshape}, {dtype.__name__}{xshape}, {y!r})"
+  if isinstance(want, type):
+    with pytest.raises(want): mt.where(mt.asarray(c), mt.asarray(x), ty)
+  else: assert_same(mt.where(mt.asarray(c), mt.asarray(x), ty), want, what)
+
+
 # ---------------------------------------------------------------------- scalars: NEP 50 weak Python scalars
 PY_SCALARS = [0, 1, -1, 7, 1000, -129, 2**40, 1.5, -0.0, float("nan"), float("inf"), True, False]
 NP_SCALARS = [np.int8(-3), np.uint8(200), np.int64(5), np.uint64(5), np.float16(0.5), np.float32(2.5), np.float64(-1.0),

@@ -231,12 +231,17 @@ def infer_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
     if a.dtype is b.dtype and a.shape == b.shape and (dt := _ALU_SEEN.get((op, a.dtype, 2))) is not None:
       return dt, a.shape
   elif n == 1 and (dt := _ALU_SEEN.get((op, src[0].dtype, 1))) is not None: return dt, src[0].shape
+  elif n == 3:            # (a WHERE: its condition's dtype and the values' one)
+    a, b, c = src
+    if b.dtype is c.dtype and a.shape == b.shape == c.shape and \
+        (dt := _ALU_SEEN.get((op, a.dtype, b.dtype))) is not None: return dt, a.shape
   dt, shape = _check_alu(op, src)
-  if n < 3: _ALU_SEEN[(op, src[0].dtype, n)] = dt
+  _ALU_SEEN[(op, src[0].dtype, n) if n < 3 else (op, src[0].dtype, src[1].dtype)] = dt
   return dt, shape
 
 
-_ALU_SEEN: dict[tuple, DType] = {}     # (op, operand dtype, arity) that passed _check_alu -> the result dtype
+# (op, operand dtype, arity) that passed _check_alu -> the result dtype; a ternary op: (op, condition, values' dtype)
+_ALU_SEEN: dict[tuple, DType] = {}
 
 
 def _check_alu(op: Ops, src: tuple[UOp, ...]) -> tuple[DType, tuple[int, ...]]:
