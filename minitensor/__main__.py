@@ -59,7 +59,7 @@ def _conv_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _parse_opts(text: str):
-  from minitensor.backend.rangeify import Opts
+  from minitensor.backend.ranges import Opts
   o = Opts()
   for part in filter(None, text.split(",")):
     key, _, val = part.partition("=")
@@ -74,7 +74,8 @@ def _parse_opts(text: str):
 
 def _compile(args) -> int:
   from minitensor.backend.linearize import linearize
-  from minitensor.backend.rangeify import Ctx, lower
+  from minitensor.backend.rangeify import lower
+  from minitensor.backend.ranges import Ctx
   from minitensor.backend.render_c import render_c
   from minitensor.backend.uir import parse, print_uir
   from minitensor.backend.uop import Ops, buf, prod

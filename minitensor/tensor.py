@@ -159,7 +159,8 @@ class Tensor:
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
     if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
        and not element:    # a lazy root (what _realized would say): _realize_held's common case and _commit inlined
-      a = _realize([u])[0] if not L.WRITTEN.refs and u.depth <= L.DEEP else _realize_held([u])[0]
+      if (a := u.data) is None:      # (else realized before: hash-consing gave an equal graph its node)
+        a = _realize([u])[0] if not L.WRITTEN.refs and u.depth <= L.DEEP else _realize_held([u])[0]
       _writes_lock()                 # (their two calls took 0.2 us of W9's 7)
       try:
         if self._uop is u:

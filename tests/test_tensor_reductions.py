@@ -367,7 +367,7 @@ def test_float32_sums_stay_within_the_documented_bound(rows, log2n, kind, seed):
   """float32 sum and mean along the rows (float32 partial sums over blocks, combined in float64: README,
   Limitations) against exact sums of the same float32 values: |error| <= F32_SUM_BOUND * sum(|x|), up to 10^6
   elements, with cancellation and mixed magnitudes; NumPy's own float32 error is reported in the message."""
-  from minitensor.backend.rangeify import F32_SUM_BOUND
+  from minitensor.backend.reduce_rule import F32_SUM_BOUND
   x = _f32_rows(rows, int(2 ** log2n), kind, seed)
   n = x.shape[1]
   exact = np.array([math.fsum(r) for r in x.astype(np.float64)])

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
-from minitensor.backend.rangeify import INDEX_MAPS, apply_movement_op, ravel
+from minitensor.backend.ranges import INDEX_MAPS, apply_movement_op, ravel
 from minitensor.backend.render_c import literal, vector_type
 from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import Ops, UOp, prod, range_

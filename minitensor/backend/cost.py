@@ -2,7 +2,7 @@
 this reads them once the program is built)."""
 from __future__ import annotations
 from dataclasses import dataclass
-from minitensor.backend.rangeify import Ctx
+from minitensor.backend.ranges import Ctx
 from minitensor.backend.uop import ALU, AxisType, Ops, UOp, prod
 
 
@@ -27,7 +27,7 @@ def summarize(ctx: Ctx, program: UOp) -> Lowering:
   work: dict[UOp, int] = {}
   for (u, rs), parts in ctx.reduce_ranges.items():
     enclosing = closure(rs)
-    # (a split's tail loop runs after the blocks, inside the same loops: rangeify._tailed)
+    # (a split's tail loop runs after the blocks, inside the same loops: reduce_rule._tailed)
     tail = [t.loop] if (t := ctx.tails.get((u, rs))) is not None else []
     for r in [r for r, _ in parts] + tail:
       if r.op is Ops.RANGE: around[r] = enclosing

@@ -11,7 +11,8 @@ import gc
 import numpy as np
 from minitensor.backend import uop
 from minitensor.backend.linearize import variables
-from minitensor.backend.rangeify import Ctx, Opts, lower
+from minitensor.backend.rangeify import lower
+from minitensor.backend.ranges import Ctx, Opts
 from minitensor.backend.render_c import render_c
 from minitensor.backend.runtime import compile_c, native
 from minitensor.backend.uop import Ops, UOp, buf, prod

@@ -45,7 +45,7 @@ from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.opt import divisor
-from minitensor.backend.rangeify import across_rows
+from minitensor.backend.reduce_rule import across_rows
 from minitensor.backend.sizes import Sizes, order_lanes
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 

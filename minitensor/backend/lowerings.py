@@ -31,7 +31,8 @@ from minitensor.backend.cost import Lowering, summarize
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.linearize import iterations, operations, variables
 from minitensor.backend.ops import TRANSCENDENTAL
-from minitensor.backend.rangeify import Ctx, Opts, lower
+from minitensor.backend.rangeify import lower
+from minitensor.backend.ranges import Ctx, Opts
 from minitensor.backend.render_c import render_function
 from minitensor.backend.scan import lower_scan
 from minitensor.backend.search import opts_for

@@ -58,7 +58,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum, auto
 from minitensor.backend.machine import machine
-from minitensor.backend.rangeify import Ctx, Opts, ordered, rangeify
+from minitensor.backend.rangeify import rangeify
+from minitensor.backend.ranges import Ctx, Opts
+from minitensor.backend.reduce_rule import ordered
 from minitensor.backend.uop import Ops, UOp, prod
 
 THREAD_WORK = 1 << 17

@@ -12,7 +12,9 @@ The first step combines with the identity instead of a load: -0.0 + x and 1 * x 
 except a complex 1 * x (NumPy's product makes NaN of 0 * inf): a complex product scan selects x itself there.
 """
 from __future__ import annotations
-from minitensor.backend.rangeify import Ctx, combine, identity, rangeify, ranges_in, ravel
+from minitensor.backend.rangeify import rangeify
+from minitensor.backend.ranges import Ctx, ranges_in, ravel
+from minitensor.backend.reduce_rule import combine, identity
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import AxisType, Ops, UOp, prod, sink
 

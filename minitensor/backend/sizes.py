@@ -20,7 +20,7 @@ ORDER_WORK = 4096
 
 
 def order_lanes(reduced: int) -> int:
-  """The lanes of the ordered reduces (rangeify.ordered) of a small graph's symbolic program whose reductions read
+  """The lanes of the ordered reduces (reduce_rule.ordered) of a small graph's symbolic program whose reductions read
   `reduced` elements in all: ORDER_LANES from ORDER_WORK on, else 0 (each adds its terms in order). The class is part
   of the graph's structural key (realize.structure), so each symbolic program serves graphs of one class; its plan
   keeps its lanes, which its specializations take (realize.specialize)."""

@@ -21,8 +21,8 @@ from minitensor.backend import kernelize, lowerings
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.kernelize import Schedule
 from minitensor.backend.linearize import linearize
-from minitensor.backend.rangeify import F32_SUM_BOUND
 from minitensor.backend.realize import normalize
+from minitensor.backend.reduce_rule import F32_SUM_BOUND
 from minitensor.backend.render_c import render_function
 from minitensor.backend.uop import ALU, Ops, prod
 
