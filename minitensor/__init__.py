@@ -8,7 +8,8 @@
 """
 __version__ = "0.1.0"
 
-from minitensor.tensor import (Tensor, asarray, array, full, zeros, ones, empty, realize, where, broadcast_shapes)
+from minitensor.tensor import (Tensor, asarray, array, realize, where, broadcast_shapes)
+from minitensor.creation import full, zeros, ones, empty
 # the families of Tensor's methods (tensor.py's docstring): each adds its methods to Tensor when imported
 from minitensor import operators, movement, reductions, products, indexing, interop, methods, ndarray_attrs  # noqa: F401
 from minitensor.movement import expand_dims

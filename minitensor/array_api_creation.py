@@ -101,7 +101,7 @@ def empty(shape, dtype=None, *, device=None) -> Tensor:
   Tensor
   """
   _device(device, "empty")
-  return T.empty(shape, dtype)
+  return C.empty(shape, dtype)
 
 
 def full(shape, fill_value, dtype=None, *, device=None) -> Tensor:
@@ -110,7 +110,7 @@ def full(shape, fill_value, dtype=None, *, device=None) -> Tensor:
   Parameters
   ----------
   shape, fill_value, dtype
-      As minitensor.tensor.full.
+      As minitensor.creation.full.
   device : None or "cpu", optional
       The only device; anything else raises ValueError.
 
@@ -119,7 +119,7 @@ def full(shape, fill_value, dtype=None, *, device=None) -> Tensor:
   Tensor
   """
   _device(device, "full")
-  return T.full(shape, fill_value, dtype)
+  return C.full(shape, fill_value, dtype)
 
 
 def ones(shape, dtype=None, *, device=None) -> Tensor:
@@ -137,7 +137,7 @@ def ones(shape, dtype=None, *, device=None) -> Tensor:
   Tensor
   """
   _device(device, "ones")
-  return T.ones(shape, dtype)
+  return C.ones(shape, dtype)
 
 
 def zeros(shape, dtype=None, *, device=None) -> Tensor:
@@ -155,7 +155,7 @@ def zeros(shape, dtype=None, *, device=None) -> Tensor:
   Tensor
   """
   _device(device, "zeros")
-  return T.zeros(shape, dtype)
+  return C.zeros(shape, dtype)
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None) -> Tensor:

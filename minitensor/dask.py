@@ -47,8 +47,9 @@ from dask.tokenize import normalize_token
 from dask.utils import Dispatch
 from minitensor import extra, manipulation, products
 from minitensor.backend.uop import Ops
+from minitensor.creation import full
 from minitensor.einsum import einsum
-from minitensor.tensor import Tensor, asarray, full, realize
+from minitensor.tensor import Tensor, asarray, realize
 
 __all__ = ["from_array", "optimize", "to_minitensor_dispatch", "RandomState", "PCG64", "MinitensorBackendEntrypoint"]
 

@@ -17,10 +17,11 @@ import operator
 import numpy as np
 from minitensor import views as V
 from minitensor.backend.uop import Ops, UOp, prod
+from minitensor.creation import full
 from minitensor.manipulation import _axis, concatenate
 from minitensor.numpy_rules import PRODUCT_ACC, _acc_dtype, _dtype, broadcast_shapes
 from minitensor.products import tensordot
-from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
+from minitensor.tensor import Tensor, apply_ufunc, asarray, where
 
 __all__ = ["cumsum", "cumprod", "cumulative_sum", "diff", "tril", "triu", "diagonal", "trace", "diag", "take",
            "take_along_axis", "meshgrid", "outer", "inner", "vecdot", "isclose", "allclose"]

@@ -15,9 +15,10 @@
 from __future__ import annotations
 import numpy as np
 from minitensor import views as V
+from minitensor.creation import zeros
 from minitensor.extra import take
 from minitensor.interop import to_numpy
-from minitensor.tensor import Tensor, asarray, where, zeros
+from minitensor.tensor import Tensor, asarray, where
 
 __all__ = ["unravel_index", "ravel_multi_index", "indices", "mgrid", "ogrid", "r_", "c_", "ndenumerate", "ndindex",
            "nditer", "bincount", "argpartition", "partition", "put", "place", "putmask"]

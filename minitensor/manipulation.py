@@ -26,9 +26,10 @@ from numpy.exceptions import AxisError
 from minitensor.backend.composite import move_axis
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.uop import Ops, UOp
+from minitensor.creation import full
 from minitensor.numpy_rules import _dtype
 from minitensor.rearranging import _axis, _plain, _window, _wrap, atleast_1d, atleast_2d, atleast_3d
-from minitensor.tensor import Tensor, asarray, full
+from minitensor.tensor import Tensor, asarray
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "split",
            "array_split", "hsplit", "vsplit", "dsplit", "unstack"]

@@ -3,7 +3,8 @@ deferring to another library's array where NumPy's operators would (tensor.defer
 from __future__ import annotations
 import numpy as np
 from minitensor import views as V
-from minitensor.tensor import Tensor, apply_ufunc, asarray, binop, defers, foreign, full, tensor_methods
+from minitensor.creation import full
+from minitensor.tensor import Tensor, apply_ufunc, asarray, binop, defers, foreign, tensor_methods
 
 
 @tensor_methods

@@ -17,9 +17,10 @@ from minitensor.backend.composite import move_axis
 from minitensor.backend.dtype import DType
 from minitensor.backend.uop import UOp
 from minitensor.backend.uop import prod as _prod
+from minitensor.creation import full
 from minitensor.movement import expand_dims
 from minitensor.numpy_rules import broadcast_shapes
-from minitensor.tensor import Tensor, asarray, full
+from minitensor.tensor import Tensor, asarray
 
 __all__ = ["pad", "flip", "roll", "repeat", "tile", "moveaxis", "swapaxes", "transpose", "permute_dims", "reshape",
            "ravel", "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d",

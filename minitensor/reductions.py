@@ -11,8 +11,9 @@ import numpy as np
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.uop import Ops, UOp
 from minitensor.backend.uop import prod as _prod
+from minitensor.creation import full
 from minitensor.numpy_rules import WIDER, _acc_dtype, _dtype, normalize_axes
-from minitensor.tensor import Tensor, apply_ufunc, asarray, full, tensor_methods
+from minitensor.tensor import Tensor, apply_ufunc, asarray, tensor_methods
 from minitensor.tensor import where as where_
 
 _IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True}

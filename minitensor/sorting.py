@@ -11,8 +11,9 @@
 from __future__ import annotations
 from typing import NamedTuple
 import numpy as np
+from minitensor.creation import full
 from minitensor.extra import take
-from minitensor.tensor import Tensor, apply_ufunc, asarray, full, where
+from minitensor.tensor import Tensor, apply_ufunc, asarray, where
 
 __all__ = ["nonzero", "argsort", "sort", "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "searchsorted", "isin"]

@@ -14,11 +14,12 @@ the scale inf, as in NumPy: zeros become NaN, other entries +-inf.
 from __future__ import annotations
 import warnings
 import numpy as np
+from minitensor.creation import full
 from minitensor.extra import diagonal
 from minitensor.functions import clip
 from minitensor.manipulation import _concatenate
 from minitensor.products import matmul
-from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray, full
+from minitensor.tensor import Tensor, _dtype, apply_ufunc, asarray
 
 __all__ = ["tri", "cov", "corrcoef"]
 

@@ -26,7 +26,6 @@ class is complete before any of its code is called. The core reaches the familie
 (`self @ x`, `self[i]`, `t.nonzero()`), never by importing them: the package's import graph has no cycles.
 """
 from __future__ import annotations
-import operator
 import warnings
 from types import FunctionType
 from typing import Any
@@ -363,52 +362,6 @@ array = asarray
 def _unpickle(a: np.ndarray) -> Tensor:
   """Tensor.__reduce__'s inverse: the unpickled array (a fresh one, nobody else's) held without a copy."""
   return Tensor._of(a) if a.flags.c_contiguous and a.dtype.isnative else asarray(a)
-
-
-def full(shape, fill_value, dtype=None) -> Tensor:
-  """A Tensor of `shape` with every element fill_value (a broadcast constant: no memory until realized).
-
-  Parameters
-  ----------
-  shape : int or tuple of ints
-  fill_value : scalar or Tensor
-      A complex value for a real dtype keeps its real part (NumPy's ComplexWarning).
-  dtype : dtype-like, optional
-      Default: fill_value's NumPy dtype.
-
-  Returns
-  -------
-  Tensor
-  """
-  shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(s) for s in shape)
-  if any(s < 0 for s in shape): raise ValueError(f"full: negative dimensions are not allowed: {shape}")
-  if isinstance(fill_value, Tensor):
-    return Tensor(U._broadcast(fill_value.uop.cast(_dtype(dtype)) if dtype else fill_value.uop, shape))
-  d = _dtype(dtype) if dtype is not None else dtypes.from_numpy(np.asarray(fill_value).dtype)
-  check_shape(shape, "full")
-  if isinstance(fill_value, complex) and not d.is_complex:       # NumPy's unsafe cast: the real part, with a warning
-    if not d.is_bool:
-      warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
-                    stacklevel=2)
-    fill_value = bool(fill_value) if d.is_bool else fill_value.real
-  c = U.scalar_uop(fill_value, d, "full") if isinstance(fill_value, int) and not isinstance(fill_value, bool) else \
-    UOp.const(fill_value, d)
-  return Tensor(c.reshape((1,) * len(shape)).expand(shape) if shape else c)
-
-
-def zeros(shape, dtype=None) -> Tensor:
-  """A Tensor of `shape` filled with 0 (float64 by default): full(shape, 0, dtype)."""
-  return full(shape, 0, float if dtype is None else dtype)
-
-
-def ones(shape, dtype=None) -> Tensor:
-  """A Tensor of `shape` filled with 1 (float64 by default): full(shape, 1, dtype)."""
-  return full(shape, 1, float if dtype is None else dtype)
-
-
-def empty(shape, dtype=None) -> Tensor:
-  """A Tensor of `shape` (float64 by default); its values are zeros, as the graph has no uninitialized memory."""
-  return full(shape, 0, float if dtype is None else dtype)
 
 
 # ---------------------------------------------------------------------- ufuncs on Tensors

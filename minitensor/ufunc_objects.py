@@ -28,10 +28,11 @@ from __future__ import annotations
 import inspect
 import numpy as np
 from minitensor.backend.uop import Ops
+from minitensor.creation import full
 from minitensor.interop import copyto, to_numpy, ufunc_at
 from minitensor.manipulation import concatenate
 from minitensor.numpy_rules import broadcast_shapes, normalize_axes
-from minitensor.tensor import Tensor, apply_ufunc, asarray, full
+from minitensor.tensor import Tensor, apply_ufunc, asarray
 from minitensor.tensor import where as select
 
 __all__ = ["ufunc"]

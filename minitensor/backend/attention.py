@@ -31,7 +31,7 @@ out = acc / l. No L x S value is ever stored. A NaN logit is passed over by the 
 is its row, as NumPy's. A row with every logit -inf subtracts 0 instead of -inf (so p = 0, not NaN) and ends as
 0 / 0 = NaN, as NumPy's composition gives; logits are never exponentiated above the running maximum, so large ones
 do not overflow. The summation order differs from the composition's (blocks), within float rounding. The two
-products are register tiles of GCC vector types (render_c.vector_type: TR rows of two vectors, one FMA per
+products are register tiles of GCC vector types (prelude.vector_type: TR rows of two vectors, one FMA per
 accumulator and step, the tile in registers; written as arrays of scalars, gcc kept three of its accumulators on
 the stack, and L=512 took 2.4-3.7 ms on one core instead of 1.1-1.7 ms). tcc has no vector types, so tiers.py
 compiles the kernel with the C compiler in both tiers; sums are in fixed lanes, so both tiers give the same bits
@@ -41,8 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
+from minitensor.backend.prelude import vector_type
 from minitensor.backend.ranges import INDEX_MAPS, apply_movement_op, ravel
-from minitensor.backend.render_c import literal, vector_type
+from minitensor.backend.render_c import literal
 from minitensor.backend.symbolic import affine, simplify
 from minitensor.backend.uop import Ops, UOp, prod, range_
 

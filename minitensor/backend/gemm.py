@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import variables
 from minitensor.backend.machine import Machine, machine
+from minitensor.backend.prelude import vector_type
 from minitensor.backend.rangeify import rangeify
 from minitensor.backend.ranges import Ctx, unravel
-from minitensor.backend.render_c import render_function, vector_type
+from minitensor.backend.render_c import render_function
 from minitensor.backend.symbolic import simplify
 from minitensor.backend.uop import ALU, MOVEMENT, AxisType, Ops, ParamArg, UOp, buf, prod, range_, sink, var
 

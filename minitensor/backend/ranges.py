@@ -119,8 +119,8 @@ class Ctx:
   # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
   # included, so the two compute the same bits
   ordered: int = 0
-  # float32 sums may add in float32 blocks (reduce_rule's blocks): set for a kernel whose bits no other program must equal
-  # (a small graph's symbolic program and its specializations must give the same bits: their sums do not)
+  # float32 sums may add in float32 blocks (reduce_rule's Blocks): set for a kernel whose bits no other program must
+  # equal (a small graph's symbolic program and its specializations must give the same bits: their sums do not)
   f32_blocks: bool = False
   blocked: dict = field(default_factory=dict)   # reduce key -> its float32 sum's Blocks (reduce_rule)
 

@@ -42,7 +42,7 @@ from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
 )
 from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
-from minitensor.backend.render_c import PRELUDE
+from minitensor.backend.prelude import PRELUDE
 from minitensor.backend.runtime import UNIT_BREAK, CompileError, Kernel, Once, compile_units, log, native, stats
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.sizes import Sizes, extend

@@ -33,9 +33,10 @@ from minitensor.backend import plans
 from minitensor.backend.linearize import iterations
 from minitensor.backend.machine import machine
 from minitensor.backend.opt import EXACT, KernelInfo, Opt, OptOps, OptRefused, apply_opt, build, heuristic
+from minitensor.backend.prelude import PRELUDE
 from minitensor.backend.rangeify import lower
 from minitensor.backend.ranges import Ctx, Opts
-from minitensor.backend.render_c import PRELUDE, render_function
+from minitensor.backend.render_c import render_function
 from minitensor.backend.runtime import FLAGS, CompileError, compile_c, compiler, log, native
 from minitensor.backend.uop import Ops, UOp, buf, prod
 
