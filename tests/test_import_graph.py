@@ -159,3 +159,9 @@ def test_import_does_not_load_the_compiler():
   assert loaded <= GRAPH_BUILDING, f"imported by `import minitensor` and a graph: {sorted(loaded - GRAPH_BUILDING)}"
   for stage in ("realize", "kernelize", "rangeify", "render_c", "runtime", "gemm", "attention"):
     assert f"minitensor.backend.{stage}" in _modules()         # (the names above are the package's)
+
+
+def test_no_module_is_over_600_lines():
+  """One stage per file, each short enough to read whole (issue 29): a file past 600 lines is split by concern."""
+  long = {name: n for name, p in _modules().items() if (n := len(p.read_text().splitlines())) > 600}
+  assert not long, f"modules over 600 lines: {long}"
