@@ -40,7 +40,7 @@ class Bound:
   the nodes it computes stay uncomputed (a node realized since is a leaf of a new walk: run() then declines), and
   while its program has no specialization to start or to run for its sizes (realize does those)."""
   __slots__ = ("srcs", "fresh", "interior", "prog", "ptrs", "counts", "dtypes", "calls", "output", "keep", "pointer",
-               "one", "sizes", "full", "small", "consts", "slots")
+               "one", "sizes", "full", "small", "consts", "slots", "run")
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                keep: bool, sig: tuple):
@@ -78,9 +78,47 @@ class Bound:
       k = sl.index(len(inputs))
       self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
       self.slots = (sl[:k], sl[k + 1:])
+    # run(o): realize([o]) by this plan, None when the plan does not hold for o (other sources, or one since
+    # realized); an elementwise op over sources that are no constants has a runner of its own
+    self.run = self._one() if self.one is not None and not self.consts and self.keep else self._run
 
-  def run(self, o: UOp) -> list[np.ndarray] | None:
-    """realize([o]) by this plan; None when the plan does not hold for o (other sources, or one since realized)."""
+  def _one(self):
+    """_run for one kernel writing one buffer, no constant sources and a value kept on its node (W9's a + b), with
+    everything it reads that a run cannot change bound once: each run then does the checks, the allocation and
+    the kernel call with local names only (Bound.run 2.75 -> 2.25 us in W9)."""
+    srcs, fresh, interior, prog, sizes = self.srcs, self.fresh, self.interior, self.prog, self.sizes
+    (pre, post), (n, dt), small = self.one, (self.counts[0], self.dtypes[0]), self.small
+    ptrs, full, (fb, chars) = self.ptrs, self.full, pointer()     # (not self: no cycle through run)
+    empty, result, flags, clock = np.empty, buffers.result, fpstatus.FLAGS, time.perf_counter
+
+    def run(o: UOp) -> list[np.ndarray] | None:
+      src = o.src
+      for r, s in zip(srcs, src):
+        if r() is not s: return None
+      for k in fresh:
+        if src[k].data is not None: return None
+      for u in interior:
+        if u.data is not None: return None
+      if prog.specializable:
+        if prog.want is not None or prog.special.get(sizes): return None
+        timed = True
+      else: timed = prog.tier != 1
+      stats.graph_hits += 1
+      stats.replays += 1
+      t = clock() if timed else 0.0
+      fp = flags.word
+      r = empty(n, dt) if small else result(n, dt)
+      prog.fns[0][0].fn(*pre, fb(chars, r, False), *post, fp)       # (read each run: the tier-1 swap replaces it)
+      if fp[0]: _report(prog, o, fp, ptrs, full)
+      if timed: prog.ran(t, sizes)
+      else: prog.runs += 1
+      if r.shape != o.shape: r = r.reshape(o.shape)
+      if o._tree is not None: keys.realized(o)
+      o.data = r
+      return [r]
+    return run
+
+  def _run(self, o: UOp) -> list[np.ndarray] | None:
     src = o.src
     for r, s in zip(self.srcs, src):
       if r is not None and r() is not s: return None
@@ -115,10 +153,7 @@ class Bound:
       for (k, _, _, _), (pick, tail) in zip(prog.fns, self.calls): k.fn(*pick(ptrs), *tail, fp)
       r = bufs[out]
       buffers.give(bufs[:out] + bufs[out + 1:])
-    if fp[0]:
-      if fpstatus.QUIET: fpstatus.realizing((o,))
-      prog.flags(fp, ins, self.full)
-      if fpstatus.QUIET: fpstatus.realizing(None)
+    if fp[0]: _report(prog, o, fp, ins, self.full)
     if timed: prog.ran(t, self.sizes)
     else: prog.runs += 1
     if r.shape != o.shape: r = r.reshape(o.shape)
@@ -126,6 +161,13 @@ class Bound:
       if o._tree is not None: keys.realized(o)
       o.data = r
     return [r]
+
+
+def _report(prog: Compiled, o: UOp, fp, ins: list, full: tuple) -> None:
+  """A run's floating-point flags `fp` reported as NumPy would (np.errstate's mode where o's operation was built)."""
+  if fpstatus.QUIET: fpstatus.realizing((o,))
+  prog.flags(fp, ins, full)
+  if fpstatus.QUIET: fpstatus.realizing(None)
 
 
 def _constant(s: UOp) -> UOp:
