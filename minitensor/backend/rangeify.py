@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.ends import merge_ends
+from minitensor.backend.machine import machine
 from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.ranges import (
   INDEX_MAPS,
@@ -199,6 +200,8 @@ def _output_parts(ctx: Ctx, shape: tuple[int, ...], tiled: dict, blocked: dict, 
       inner, t = tiled[k] // f, outer[k]
       if k in blocked: t = blocks[k] * (blocked[k] // tiled[k]) + t          # the tile's index along the axis
       parts[k] = (t * inner + ctx.rng(inner) if inner > 1 else t, f)
+    elif k in vec and ctx.symbolic(shape[k]) and kind(k) is AxisType.THREAD and (c := machine().cores) > 1:
+      parts[k] = (ctx.stretches(shape[k], vec[k], c, AxisType.VECTOR), 1)
     elif k in vec and ctx.symbolic(shape[k]):
       block, lane = ctx.cover(shape[k], vec[k], kind(k), AxisType.VECTOR)
       parts[k] = (block * vec[k] + lane, 1)

@@ -166,6 +166,24 @@ class Ctx:
     self.next_range += 1
     return block, range_(f, self.next_range - 1, lanes, simplify((v - block * f).minimum(f)))
 
+  def stretches(self, n: int, f: int, threads: int, lanes: AxisType) -> UOp:
+    """The index of an axis of symbolic graph size n shared by `threads` threads in equal stretches: a THREAD loop
+    t over them, each covering its q = ceil(n / threads) indices in ceil(q / f) blocks of f, the last one partial
+    (lanes: min(f, its stretch's rest)); index t * q + block * f + lane. cover's ceil(n / f) blocks would give one
+    thread twice another's work wherever they do not divide among the threads (a (4100, 1030) column sum in
+    blocks of 512: two blocks and six columns, 0.8 against 0.45 ms, Sapphire Rapids)."""
+    v = self.size(n)
+    q = self.sizes.derive(v, threads, CEILING)
+    t = self.rng(threads, AxisType.THREAD)
+    span = simplify((v - t * q).minimum(q))                # (the last thread's stretch may be shorter)
+    self.next_range += 1
+    # (sized for the cost model as whole blocks only: threads times blocks times lanes at most n elements)
+    # (ceil(q / f) = ceil(n / (threads * f)): a loop's extent has no division)
+    block = range_(n // (threads * f), self.next_range - 1, AxisType.LOOP, self.sizes.derive(v, threads * f, CEILING))
+    self.next_range += 1
+    lane = range_(f, self.next_range - 1, lanes, simplify((span - block * f).minimum(f)))
+    return t * q + block * f + lane
+
   def like(self, r: UOp, kind: AxisType) -> UOp:
     """A new loop of r's extent (its size, or its symbolic extent)."""
     self.next_range += 1

@@ -271,8 +271,8 @@ class _Renderer:
         r = s.u
         size = f"n{r.arg.idx}" if self.sized else self.index(r.arg.var) if r.arg.var is not None else r.arg.size
         if self.stream is not None and r is self.stream[0]: start, n = len(self.lines), size
-        if (v := r.arg.var) is not None and v.op is Ops.MIN and v.src[1].op is Ops.CONST and len(v.src[0].ranges) == 1:
-          block = next(iter(v.src[0].ranges))
+        if (v := r.arg.var) is not None and v.op is Ops.MIN and v.src[1].op is Ops.CONST and v.src[0].ranges:
+          block = max(v.src[0].ranges, key=lambda b: b.arg.idx)     # (innermost: a thread's stretch is outside)
           partial.setdefault(block, ([], self.index(v.src[0]), self.index(v.src[1])))[0].append(size)
         if r.arg.kind is AxisType.THREAD:
           cond = f"!mt_serial && {size} >= {SIZED_THREAD_MIN}" if self.sized else \
@@ -338,8 +338,8 @@ class _Renderer:
 
 
 def _versions(body: list[str], sizes: list[str], rest: str, f: str, ind: str) -> list[str]:
-  """The body of a block loop over an axis covered by whole blocks of f and a partial last one (rangeify's
-  Ctx.cover: its lane loops run `sizes` = min(rest, f) iterations) as two versions: for a whole block, every lane
+  """The body of a block loop over an axis covered by whole blocks of f and a partial last one (Ctx.cover and
+  Ctx.stretches: its lane loops run `sizes` = min(rest, f) iterations) as two versions: for a whole block, every lane
   loop with the constant trip count f (the C compiler vectorizes it without a remainder), else as it is."""
   whole = list(body)
   for size in sizes: whole = [x.replace(f"< {size};", f"< {f};") for x in whole]

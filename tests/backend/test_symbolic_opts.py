@@ -132,3 +132,23 @@ def test_the_heuristic_proposes_actions_at_symbolic_sizes(name):
   got = _run(root, build(acts, info), order, values, reps, arrays, shape_of(root.shape))
   plain = _run(root, Opts(), order, values, reps, arrays, shape_of(root.shape))
   np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cols", [1030, 1056, 1024, 997, 5])
+def test_a_threaded_column_block_at_a_symbolic_size_splits_equal_stretches(cols):
+  """A VECTOR axis shared by threads at a symbolic size runs one stretch of ceil(n / cores) columns per thread
+  (Ctx.stretches), however n divides into blocks: (70, 1030) in blocks of 512 is 515 columns a thread, not two
+  blocks for one thread and six columns for the other. The sums are NumPy's, at sizes other than the lowered ones."""
+  from minitensor.backend.machine import machine
+  cores = machine().cores
+  if cores < 2: pytest.skip("one core: no thread loop")
+  reps = [(64, 1024)]
+  order = _sizes_of(reps)
+  root = _col_sum(buf(0, prod(reps[0]), dtypes.float32).reshape(reps[0]))
+  opts = build([Opt(V, 0, 512), Opt(TH, 0, 0)], KernelInfo.of(root, True))
+  sink = lower(root, buf(1, 1024, dtypes.float64), Ctx(sizes=Sizes(order, LARGE_MAX), opts=opts))
+  threads = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg.kind.name == "THREAD"]
+  assert [(t.arg.size, t.arg.var) for t in threads] == [(cores, None)]       # (not ceil(n / 512) blocks)
+  x = np.random.default_rng(cols).standard_normal((70, cols)).astype(np.float32)
+  got = _run(root, opts, order, (70, cols), reps, [x], (cols,))
+  np.testing.assert_allclose(got, x.astype(np.float64).sum(0), rtol=1e-12, atol=1e-12)
