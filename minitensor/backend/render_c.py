@@ -374,9 +374,10 @@ STATIC_PER_CORE = 4           # a thread loop of fewer iterations per core (at t
 
 
 def _symbolic_work(prog: list) -> dict[UOp, str]:
-  """Per THREAD loop of symbolic extent, the C expression of the iterations it runs, its own and those of the loops
-  inside it (a loop's extent times the sum of its children's, at least 1): the loop starts threads only for at
-  least SIZED_THREAD_MIN of them, as a sized kernel does (a symbolic program also serves small sizes)."""
+  """Per THREAD loop of symbolic extent, or around loops of symbolic extent, the C expression of the iterations it
+  runs, its own and those of the loops inside it (a loop's extent times the sum of its children's, at least 1): the
+  loop starts threads only for at least SIZED_THREAD_MIN of them, as a sized kernel does (a symbolic program also
+  serves small sizes)."""
   children: dict[UOp | None, list[UOp]] = {}
   stack: list[UOp | None] = [None]
   for s in prog:
@@ -389,8 +390,9 @@ def _symbolic_work(prog: list) -> dict[UOp, str]:
     ext = str(r.arg.size) if v is None else f"s{v.arg.idx}" if v.op is Ops.VAR else str(v.vmax)
     inner = [count(c) for c in children.get(r, ())]
     return ext if not inner else f"{ext}*({' + '.join(inner)})"
-  return {r: count(r) for rs in children.values() for r in rs
-          if r.arg.kind is AxisType.THREAD and r.arg.var is not None}
+  # (a THREAD loop of one iteration per core, Ctx.stretches, runs symbolic loops inside: its work is theirs)
+  work = {r: count(r) for rs in children.values() for r in rs if r.arg.kind is AxisType.THREAD}
+  return {r: w for r, w in work.items() if r.arg.var is not None or "s" in w}
 
 
 def render_function(sink: UOp, name: str = "kernel", checked: bool = False, sized: bool = False) -> str:

@@ -140,6 +140,7 @@ def test_a_threaded_column_block_at_a_symbolic_size_splits_equal_stretches(cols)
   (Ctx.stretches), however n divides into blocks: (70, 1030) in blocks of 512 is 515 columns a thread, not two
   blocks for one thread and six columns for the other. The sums are NumPy's, at sizes other than the lowered ones."""
   from minitensor.backend.machine import machine
+  from minitensor.backend.render_c import SIZED_THREAD_MIN, render_function
   cores = machine().cores
   if cores < 2: pytest.skip("one core: no thread loop")
   reps = [(64, 1024)]
@@ -149,6 +150,8 @@ def test_a_threaded_column_block_at_a_symbolic_size_splits_equal_stretches(cols)
   sink = lower(root, buf(1, 1024, dtypes.float64), Ctx(sizes=Sizes(order, LARGE_MAX), opts=opts))
   threads = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg.kind.name == "THREAD"]
   assert [(t.arg.size, t.arg.var) for t in threads] == [(cores, None)]       # (not ceil(n / 512) blocks)
+  # (a symbolic program also serves small sizes: the threads start only for enough work, counted at run time)
+  assert f">= {SIZED_THREAD_MIN})" in render_function(sink, "k").split("#pragma omp parallel", 1)[1].split("\n")[0]
   x = np.random.default_rng(cols).standard_normal((70, cols)).astype(np.float32)
   got = _run(root, opts, order, (70, cols), reps, [x], (cols,))
   np.testing.assert_allclose(got, x.astype(np.float64).sum(0), rtol=1e-12, atol=1e-12)
