@@ -385,14 +385,15 @@ def _symbolic_work(prog: list) -> dict[UOp, str]:
       children.setdefault(stack[-1], []).append(s.u)
       stack.append(s.u)
     elif s.kind == "close": stack.pop()
-  def count(r: UOp) -> str:
+  def count(r: UOp) -> tuple[str, bool]:
+    """(r's iterations as C, whether r or a loop inside it has a symbolic extent)"""
     v = r.arg.var
     ext = str(r.arg.size) if v is None else f"s{v.arg.idx}" if v.op is Ops.VAR else str(v.vmax)
     inner = [count(c) for c in children.get(r, ())]
-    return ext if not inner else f"{ext}*({' + '.join(inner)})"
+    return ext if not inner else f"{ext}*({' + '.join(c for c, _ in inner)})", v is not None or any(s for _, s in inner)
   # (a THREAD loop of one iteration per core, Ctx.stretches, runs symbolic loops inside: its work is theirs)
   work = {r: count(r) for rs in children.values() for r in rs if r.arg.kind is AxisType.THREAD}
-  return {r: w for r, w in work.items() if r.arg.var is not None or "s" in w}
+  return {r: c for r, (c, symbolic) in work.items() if symbolic}
 
 
 def render_function(sink: UOp, name: str = "kernel", checked: bool = False, sized: bool = False) -> str:
