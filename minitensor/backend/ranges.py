@@ -176,12 +176,10 @@ class Ctx:
     q = self.sizes.derive(v, threads, CEILING)
     t = self.rng(threads, AxisType.THREAD)
     span = simplify((v - t * q).minimum(q))                # (the last thread's stretch may be shorter)
-    self.next_range += 1
-    # (sized for the cost model as whole blocks only: threads times blocks times lanes at most n elements)
-    # (ceil(q / f) = ceil(n / (threads * f)): a loop's extent has no division)
-    block = range_(n // (threads * f), self.next_range - 1, AxisType.LOOP, self.sizes.derive(v, threads * f, CEILING))
-    self.next_range += 1
-    lane = range_(f, self.next_range - 1, lanes, simplify((span - block * f).minimum(f)))
+    # (ceil(q / f) is ceil(n / (threads * f)): a loop's extent has no division. Sized for the cost model as whole
+    # blocks only: threads times blocks times lanes at most n elements)
+    block = self._over(self.sizes.derive(v, threads * f, CEILING), n // (threads * f), AxisType.LOOP)
+    lane = self._over(simplify((span - block * f).minimum(f)), f, lanes)
     return t * q + block * f + lane
 
   def like(self, r: UOp, kind: AxisType) -> UOp:
