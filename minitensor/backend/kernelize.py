@@ -133,6 +133,32 @@ COLUMN_MIN = 1 << 20
 COLUMN_PARTS = 16
 
 
+def unmerged(outputs: list[UOp]) -> list[UOp]:
+  """The graphs with every elementwise op over values reshaped from one shape of more axes computed in that shape
+  and reshaped after it, and every chain of reshapes as one: the same values, but a loop over a merged shape reads
+  each of those sources at an unravelled index (a division and a remainder per element at a symbolic size, no
+  lanes), where in their own shape it reads them in order. A boolean mask that holds everywhere reads `r[m]` as
+  r flattened, so `r[m] = r[m] ** -1.5` computed its powers over a flat loop dividing its index by r's row length
+  (an N-body step's staged powers at (100, 100): 41 -> 35 us). Broadcast scalars (a lifted constant) and flat
+  buffers (an input, read at the index of the wider shape) go along."""
+  return list(rewrite(UOp(Ops.SINK, tuple(outputs)), _unmerge).src)
+
+
+def _unmerge(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+  if u.op is Ops.RESHAPE and src[0].op is Ops.RESHAPE: return src[0].src[0].reshape(u.shape)
+  if u.op not in ALU: return None
+  shape = None
+  for s in src:
+    if s.op is Ops.RESHAPE:
+      if shape is None: shape = s.src[0].shape
+      elif s.src[0].shape != shape: return None
+    elif s.op is not Ops.BUFFER and (s.op is not Ops.EXPAND or prod(s.src[0].shape) != 1): return None
+  if shape is None or len(shape) <= len(u.shape): return None
+  ones = (1,) * len(shape)
+  return u.replace(src=tuple([s.src[0] if s.op is Ops.RESHAPE else s.reshape(shape) if s.op is Ops.BUFFER else
+                              s.src[0].reshape(ones).expand(shape) for s in src])).reshape(u.shape)
+
+
 def split_reduces(outputs: list[UOp]) -> list[UOp]:
   """Every REDUCE to a single value over R >= SPLIT_MIN elements as two: C partial reductions of R/C
   consecutive elements (staged: a kernel whose C outputs the threads share, each reduced in vector lanes),
@@ -171,6 +197,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
   its results are bit-identical to the symbolic program's (a specialization of it: realize.specialize).
   lanes: the lanes of the ordered reduces of an exact schedule (its symbolic program's, Schedule.lanes); a small
   graph's symbolic schedule (not optimized) chooses them by its reductions' size (sizes.order_lanes)."""
+  outputs = unmerged(outputs)
   if optimize and not exact and sizes is None: outputs = stage_operands(split_reduces(outputs))
   nodes = UOp(Ops.SINK, tuple(outputs)).toposort()
   if not exact:

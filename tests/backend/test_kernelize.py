@@ -635,3 +635,39 @@ def test_a_power_shared_by_kernels_is_computed_once():
   assert evaluations(sched(s0, s1), Ops.EXP2) + evaluations(sched(s0, s1), Ops.EXP) <= 30 * 20
   close(s0, (np.exp(x) - 1).sum(axis=0), rtol=1e-12)
   close(s1, (np.exp(x) - 1).max(axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [40, 300])          # (symbolic sizes; concrete sizes above SYMBOLIC_MAX)
+def test_elementwise_ops_over_flattened_values_are_computed_in_their_own_shape(n):
+  """r[m] with a mask that holds everywhere is r flattened: its powers are computed in r's own shape (loops over
+  rows and columns, no division of a flat index by the row length). Values against NumPy."""
+  rng = np.random.default_rng(5)
+  a, c = rng.standard_normal((n, 1)), rng.standard_normal((n, 1))
+  def step(xp, a, c):
+    d = a.T - a
+    r = d * d + 0.5
+    r[r > 0] = r[r > 0] ** -1.5
+    return xp.hstack(((d * r) @ c, (r * r) @ c, (d * d * r) @ c))
+  x, w = mt.asarray(a), mt.asarray(c)
+  t = step(mt, x, w)
+  for k in mt.explain(t).kernels: assert not re.search(r"ridx\d+\)? ?[/%]", k.source), k.source
+  np.testing.assert_allclose(np.asarray(t), step(np, a, c), rtol=1e-12)
+  flat = (x.T - x).reshape(-1) + mt.arange(n * n, dtype=np.float64)      # (one source not reshaped: as built)
+  np.testing.assert_allclose(np.asarray(flat), (a.T - a).reshape(-1) + np.arange(n * n), rtol=1e-15)
+
+
+def test_unmerged_rewrites_only_elementwise_ops_over_reshapes_from_one_wider_shape():
+  """kernelize.unmerged: an ALU over two values reshaped from the same (4, 6) shape becomes that ALU in (4, 6)
+  reshaped; reshapes of one shape into another chain into one; sources reshaped from different shapes, or from a
+  shape of fewer axes (a leaf's flat buffer), stay."""
+  from minitensor.backend.uop import UOp, buf
+  exp = lambda x: UOp(Ops.EXP, (x,))
+  a, b = exp(buf(0, 24, dtypes.float64).reshape((4, 6))), buf(1, 24, dtypes.float64)
+  (u,) = kernelize.unmerged([a.reshape((24,)) * 2.0 + b])
+  assert u.op is Ops.RESHAPE and u.src[0].op is Ops.ADD and u.src[0].shape == (4, 6)
+  assert u.src[0].src[1].op is Ops.RESHAPE and u.src[0].src[1].src[0] is b          # (the flat buffer, read in 2-D)
+  assert kernelize.unmerged([a.reshape((6, 4)).reshape((3, 8))])[0] is a.reshape((3, 8))
+  mixed = a.reshape((24,)) + exp(buf(2, 24, dtypes.float64).reshape((2, 12))).reshape((24,))
+  assert kernelize.unmerged([mixed])[0] is mixed
+  flat = exp(buf(0, 24, dtypes.float64)) * b
+  assert kernelize.unmerged([flat])[0] is flat
