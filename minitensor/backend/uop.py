@@ -333,7 +333,15 @@ class UOp:
   def __radd__(self, x): return self._operand(x).alu(Ops.ADD, self)
   def __mul__(self, x): return self.alu(Ops.MUL, x)
   def __rmul__(self, x): return self._operand(x).alu(Ops.MUL, self)
-  def __neg__(self): return self * -1
+  def __neg__(self):
+    # a broadcast number negated is the negated number broadcast (`x - 2.0` is x + -2.0: one lifted constant, what
+    # replay's constant key recognizes, instead of a product of two built anew at each call)
+    c = self
+    while c.op is Ops.EXPAND or c.op is Ops.RESHAPE: c = c.src[0]
+    if c.op is Ops.CONST and c.data is None and not c.src and (d := c.dtype).kind in "iuf" and \
+        type(v := c.arg) in (int, float):
+      return self.const_like(-float(v) if d.kind == "f" else d.python(-v))
+    return self * -1
   def __sub__(self, x): return self + (-self._operand(x))
   def __rsub__(self, x): return self._operand(x) + (-self)
   def __truediv__(self, x): return self.alu(Ops.FDIV, x)

@@ -100,6 +100,32 @@ def test_a_number_that_changes_every_call_is_an_argument_of_the_plan(counted):
   with np.errstate(over="ignore"): np.testing.assert_array_equal(got, big * np.float32(1e10))
 
 
+def test_subtracting_a_changing_number_is_an_argument_of_the_plan_too(counted):
+  """`x - c` adds the negated number (one broadcast constant, not a product built anew each call), so a loop over
+  c replays one plan; the values are NumPy's bit for bit, signed zeros and integer wrap-around included."""
+  x = np.random.default_rng(5).standard_normal((5, 4))
+  t = mt.asarray(x)
+  for c in (2.0, 3.0, 4.0): np.asarray(t - c)
+  walks, replays = counted["structure"], stats.replays
+  for c in (5.0, 6.5, -7.0, 1e300, 8.25):
+    np.testing.assert_array_equal(np.asarray(t - c), x - c)
+  assert stats.replays - replays == 5 and counted["structure"] == walks
+  zeros = np.array([-0.0, 0.0, 1.5, -np.inf])
+  for c in (0.0, -0.0, 0, 2, np.inf, np.nan):
+    got, want = np.asarray(mt.asarray(zeros) - c), zeros - c
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+  for dt in (np.int8, np.uint8, np.int32, np.uint64, np.float32, np.float16):
+    a = np.array([0, 1, 7, 100, 127], dt)
+    for c in (0, 1, -1, 3, 100, 127):
+      if c < 0 and dt in (np.uint8, np.uint64): continue       # (NumPy 2 raises OverflowError, as below)
+      got, want = np.asarray(mt.asarray(a) - c), a - c
+      assert got.dtype == want.dtype
+      np.testing.assert_array_equal(got, want)
+  with pytest.raises(OverflowError):
+    mt.asarray(np.array([1, 2], np.uint8)) - 300
+
+
 def test_one_number_in_two_places_and_a_number_read_elsewhere_keep_their_values():
   """Two sources of one constant are one program input, two constants two: `t * i + i` and `t * i + j` are
   other plans; a constant that an unrealized source also reads (`q = t * 5`, then `q + 5`) is no argument."""
