@@ -63,7 +63,7 @@ def main(argv=None) -> int:
   def l_key():
     for _ in range(BATCH): R.structure([g])
   skey, leaves, sizes = R.structure([g])
-  prog = R._schedules.get(R.ProgramKey(skey, R._modes()), lambda: None)
+  prog = R._schedules.get(R.ProgramKey(skey, R.modes()), lambda: None)
   n = native()
   out = np.empty(16, np.float32)
   k, slots, extra, vs = prog.fns[0]

@@ -170,7 +170,7 @@ def writeable(t: Tensor) -> bool:
 def set_writeable(t: Tensor, flag: bool) -> None:
   """NumPy's `flags.writeable = flag`: False makes t read-only; True undoes that (ValueError for a view NumPy
   makes read-only, or of a read-only root)."""
-  if not flag: _READONLY[id(t)] = weakref.ref(t, lambda _, k=id(t): _READONLY.pop(k, None))
+  if not flag: _READONLY[id(t)] = weakref.ref(t, lambda _, k=id(t), held=_READONLY: held.pop(k, None))
   elif t._link is not None and (t._link.readonly or _readonly(t._link.root)):
     raise ValueError(f"cannot set WRITEABLE flag to True of this array (a read-only view, shape {t.shape})")
   else: _READONLY.pop(id(t), None)

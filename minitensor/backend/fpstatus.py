@@ -187,7 +187,7 @@ def note_quiet(u: UOp, bits: int) -> None:
   movements directly below it (one NumPy call's own nodes), are quiet for them."""
   for _ in range(4):
     if u.data is None and (u.op in ALU_OPS or u.op in (Ops.CAST, Ops.REDUCE)):
-      QUIET[id(u)] = (weakref.ref(u, lambda _, k=id(u): QUIET.pop(k, None)), bits)
+      QUIET[id(u)] = (weakref.ref(u, lambda _, k=id(u), held=QUIET: held.pop(k, None)), bits)
     if not u.src or u.op not in (Ops.CAST, Ops.RESHAPE, Ops.EXPAND): break
     u = u.src[0]
 

@@ -43,7 +43,7 @@ _borrowed: dict[int, weakref.ref] = {}
 
 def borrow(a: np.ndarray) -> np.ndarray:
   """Mark a as a user's memory wrapped without a copy (`asarray(a, copy=False)`): results are never views of it."""
-  _borrowed[id(a)] = weakref.ref(a, lambda _, k=id(a): _borrowed.pop(k, None))
+  _borrowed[id(a)] = weakref.ref(a, lambda _, k=id(a), held=_borrowed: held.pop(k, None))
   return a
 
 

@@ -44,7 +44,7 @@ class Bound:
 
   def __init__(self, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list[np.ndarray], sizes: tuple[int, ...],
                keep: bool, sig: tuple):
-    drop = lambda _, k=sig: bound.pop(k, None)
+    drop = lambda _, k=sig, plans=bound: plans.pop(k, None)    # (not a global: gone at interpreter exit)
     const = [type(k) is tuple for k in sig[4:]]          # (source_key: a broadcast lifted constant)
     self.srcs = tuple([None if c else weakref.ref(s, drop) for s, c in zip(o.src, const)])
     known = set(leaves)
