@@ -145,16 +145,23 @@ def _scan(k: KernelBody) -> Lowered | None:
 
 
 def _loops(k: KernelBody) -> Lowered:
-  ctx = Ctx(sizes=k.sizes, opts=opts_for(k.body, k.exact, k.sizes is not None, k.lanes) if k.optimize else Opts(),
-            ordered=k.lanes, f32_blocks=k.optimize and not k.exact)
-  return _looped("loops", k, ctx, lower(k.body, k.out, ctx))
+  make = lambda share: Ctx(sizes=k.sizes, share=share, ordered=k.lanes, f32_blocks=k.optimize and not k.exact,
+                           opts=opts_for(k.body, k.exact, k.sizes is not None, k.lanes) if k.optimize else Opts())
+  ctx = make(True)
+  sink = lower(k.body, k.out, ctx)
+  # what to materialize is decided on the lowering without shared reduce loops (Ctx.share): a value that three
+  # reductions read is staged as before, and its evaluation leaves the reduction loop (`r ** -1.5` over contiguous
+  # rows runs in lanes; inside a chain of FMAs it cannot: 35 us of pow against 155 for the kernel, N-body forces)
+  seed = (c := make(False), lower(k.body, k.out, c)) if ctx.shares() else None
+  return _looped("loops", k, ctx, sink, seed)
 
 
-def _looped(kind: str, k: KernelBody, ctx: Ctx, sink: UOp, **kw) -> Lowered:
-  """A kernel lowered by loops: its cost summary (counted as lowered, before any index split) and the cut it asks
-  for: a value its loops would compute more than once (_recomputed), else a contraction worth blocking that it
-  reads through an epilogue (gemm.inner), materialized so that it becomes a GEMM kernel."""
-  summary = summarize(ctx, sink)
+def _looped(kind: str, k: KernelBody, ctx: Ctx, sink: UOp, seed: tuple[Ctx, UOp] | None = None, **kw) -> Lowered:
+  """A kernel lowered by loops: its cost summary (counted as lowered, before any index split, and without shared
+  reduce loops: `seed`, the lowering that counts when ctx's shares loops) and the cut it asks for: a value its loops
+  would compute more than once (_recomputed), else a contraction worth blocking that it reads through an epilogue
+  (gemm.inner), materialized so that it becomes a GEMM kernel."""
+  summary = summarize(*(seed or (ctx, sink)))
   cut = _recomputed(k.body, summary)
   if cut is None and k.optimize: cut = gemm.inner(k.body)
   p, slots = _program(kind, split_loops(sink) if k.optimize else sink, opts=ctx.opts.actions, **kw)

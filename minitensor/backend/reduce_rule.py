@@ -6,8 +6,9 @@ VECTOR loop, combined by a fixed balanced tree), split into an outer and an inne
 an output VECTOR loop, with one accumulator per output lane (`_reduce_vector`, jammed by `jam`). A float32 sum
 accumulating in float64 adds blocks of F32_BLOCK terms in float32 first (README, Limitations: F32_SUM_BOUND). At a
 symbolic size a split axis's remainder runs as a tail loop after its whole blocks (`_tailed`). No loop at all when
-the value does not change along the reduced axes and the closed form is exact (`_folded`). The rule is a generator
-like rangeify's others: `yield (x, idx)` is the value of x at idx.
+the value does not change along the reduced axes and the closed form is exact (`_folded`). Reduces over the same
+reduced shape at the same output index that do not read each other share their plain loops (`_shared`). The rule is
+a generator like rangeify's others: `yield (x, idx)` is the value of x at idx.
 """
 from __future__ import annotations
 import math
@@ -82,8 +83,12 @@ def reduce_rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
     lanes = ctx.ordered if ctx.ordered > 1 and n_in > 1 and ordered(u) else fits(ctx.opts.unroll, n_in, ctx)
-    parts = [axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
-    parts += _lane_parts(ctx, u, n_in, lanes, rkey) if lanes > 1 else _split(ctx, n_in, rkey)
+    plain = ctx.share and lanes <= 1 and fits(ctx.opts.local, n_in, ctx) <= 1 and \
+      (ctx.stash is None or ctx.stash.reduce is not u)
+    if not plain or (parts := _shared(u, rshape, rkey, ctx)) is None:
+      parts = [axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
+      parts += _lane_parts(ctx, u, n_in, lanes, rkey) if lanes > 1 else _split(ctx, n_in, rkey)
+      if plain: ctx.shared.setdefault((rshape, rkey[1]), []).append(([u], parts))
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
@@ -102,6 +107,21 @@ def reduce_rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   # ...and is read once more after the loops end
   done = yield from _tailed(u, idx, parts, upd, acc0, False, ctx, rkey, stash is not None)
   return acc0.after(done).index(0).load()
+
+
+def _shared(u: UOp, rshape: tuple[int, ...], rkey: tuple, ctx: Ctx) -> list | None:
+  """The plain loops (no lanes, no split) of earlier reduces over the same reduced shape at the same output index
+  that u can run in: none of them reads u's value and u reads none of theirs. merge_ends then makes their ENDs one
+  loop updating one accumulator each: the three matrix-vector products of `hstack((dx * r) @ m, (dy * r) @ m, ...)`
+  run as three independent chains of FMAs in one loop, each adding its terms in its own order (the same bits as
+  three loops), instead of three loops each waiting on one chain's latency."""
+  below = set(u.src[0].toposort())
+  for group in ctx.shared.get((rshape, rkey[1]), ()):
+    reduces, parts = group
+    if not any(v in below or u in v.src[0].toposort() for v in reduces):
+      reduces.append(u)
+      return parts
+  return None
 
 
 def across_rows(x: UOp) -> bool:
