@@ -255,6 +255,7 @@ def sized_choices(outputs: list[UOp], first: bool = False) -> bool:
   if first and (plans.search_width() or any(u.op is Ops.PAD or (u.op is Ops.REDUCE and prod(u.shape) == 1 and
                                                                  prod(u.src[0].shape) >= SPLIT_MIN) for u in nodes)):
     return True
+  if not any(u.op is Ops.REDUCE for u in nodes): return False       # (neither attention nor a contraction)
   if any(a is not b for a, b in zip(outputs, stage_operands(outputs))): return True
   return any(u.op is Ops.REDUCE and gemm.worth(u, graph=True) for u in nodes)
 

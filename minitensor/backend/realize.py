@@ -418,7 +418,9 @@ def polymorphic(outputs: list[UOp], key: ProgramKey) -> tuple[ProgramKey, tuple[
   skey, _, sizes = r
   first = _first_shape.setdefault(skey, key) == key
   if len(_first_shape) > CACHE_SIZE: _first_shape.popitem(last=False)
-  if plans.load(plans.plan_key(key)) is not None: return None
+  # (only the first shape of a structure is compiled for its sizes, so only its plan may be on disk: a loop whose
+  # mask count changes every step reads no file per step)
+  if first and plans.load(plans.plan_key(key)) is not None: return None
   from minitensor.backend.kernelize import sized_choices  # (a lowering stage: imported at the first compile)
   if sized_choices(outputs, first): return None
   _served[key] = out = (ProgramKey(skey, key.mode, large=True), sizes)

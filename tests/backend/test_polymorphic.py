@@ -36,6 +36,27 @@ def test_a_masked_update_loop_compiles_twice():
   assert counts[-1] == counts[2], counts
 
 
+def test_a_new_mask_count_reads_no_plan_from_disk_and_schedules_nothing(monkeypatch):
+  """After its first shape a structure's new shapes go to its symbolic program without a look at the disk (only a
+  first shape is compiled for its sizes, so only its plan can be stored) and without the kernelizer's look for a
+  GEMM or attention (an elementwise graph has no reduction); the values stay NumPy's."""
+  from minitensor.backend import kernelize, plans
+  rng = np.random.default_rng(1)
+  z = rng.standard_normal(N)
+  t = mt.asarray(z.copy())
+  loads, stages = [], []
+  load, stage = plans.load, kernelize.stage_operands
+  monkeypatch.setattr(plans, "load", lambda *a, **k: loads.append(a) or load(*a, **k))
+  monkeypatch.setattr(kernelize, "stage_operands", lambda *a, **k: stages.append(a) or stage(*a, **k))
+  for step in range(8):
+    m = rng.random(N) < 0.3 + 0.05 * step
+    z[m] = z[m] * 3 - 1
+    t[m] = t[m] * 3 - 1
+    if step == 1: loads.clear(), stages.clear()
+  np.testing.assert_array_equal(np.asarray(t), z)
+  assert not loads and not stages, (len(loads), len(stages))
+
+
 def test_a_sliding_window_loop_compiles_no_program_per_position():
   """The sum of a window (integers: a reduction whose order does not matter) and a write at a moving offset. (A
   symbolic key says which sizes are equal: positions where an offset equals another size, i = 7 or 50 here, are
