@@ -83,12 +83,11 @@ def reduce_rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     return (yield from _reduce_vector(u, idx, vec[0], parts, ctx, rkey))
   if parts is None:
     lanes = ctx.ordered if ctx.ordered > 1 and n_in > 1 and ordered(u) else fits(ctx.opts.unroll, n_in, ctx)
-    plain = ctx.share and lanes <= 1 and fits(ctx.opts.local, n_in, ctx) <= 1 and \
-      (ctx.stash is None or ctx.stash.reduce is not u)
-    if not plain or (parts := _shared(u, rshape, rkey, ctx)) is None:
+    share = _share_key(u, rshape, rkey, lanes, ctx)
+    if share is None or (parts := _shared(u, share, ctx)) is None:
       parts = [axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
       parts += _lane_parts(ctx, u, n_in, lanes, rkey) if lanes > 1 else _split(ctx, n_in, rkey)
-      if plain: ctx.shared.setdefault((rshape, rkey[1]), []).append(([u], parts))
+      if share is not None: ctx.shared.setdefault(share, []).append(([u], parts))
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
@@ -109,14 +108,27 @@ def reduce_rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
   return acc0.after(done).index(0).load()
 
 
-def _shared(u: UOp, rshape: tuple[int, ...], rkey: tuple, ctx: Ctx) -> list | None:
-  """The plain loops (no lanes, no split) of earlier reduces over the same reduced shape at the same output index
-  that u can run in: none of them reads u's value and u reads none of theirs. merge_ends then makes their ENDs one
-  loop updating one accumulator each: the three matrix-vector products of `hstack((dx * r) @ m, (dy * r) @ m, ...)`
-  run as three independent chains of FMAs in one loop, each adding its terms in its own order (the same bits as
-  three loops), instead of three loops each waiting on one chain's latency."""
+def _share_key(u: UOp, rshape: tuple[int, ...], rkey: tuple, lanes: int, ctx: Ctx) -> tuple | None:
+  """What the loops of REDUCE u must be for another reduce to share them (_shared), or None when they are not to
+  be shared: plain loops (no lanes, no split), or lanes that divide a concrete axis (no tail, which each reduce
+  runs after its blocks) over the same kind of lane loop; not a float32 sum (its blocks are loops of its own), not
+  the stash's reduce (its loop also stores the stash)."""
+  n = rshape[-1]
+  if not ctx.share or (ctx.stash is not None and ctx.stash.reduce is u): return None
+  if lanes <= 1: return (rshape, rkey[1], 1, None) if fits(ctx.opts.local, n, ctx) <= 1 else None
+  if ctx.symbolic(n) or n % lanes or (u.arg[0] is Ops.ADD and _f32_source(u.src[0]) is not None): return None
+  nested = ctx.ordered > 1 and ordered(u) and any(x.op is Ops.REDUCE for x in u.src[0].toposort())
+  return (rshape, rkey[1], lanes, nested)
+
+
+def _shared(u: UOp, key: tuple, ctx: Ctx) -> list | None:
+  """The loops (_share_key) of earlier reduces over the same reduced shape at the same output index that u can
+  run in: none of them reads u's value and u reads none of theirs. merge_ends then makes their ENDs one loop
+  updating one accumulator each: the three matrix-vector products of `hstack((dx * r) @ m, (dy * r) @ m, ...)` run
+  as three independent chains of FMAs in one loop, each adding its terms in its own order (the same bits as three
+  loops), instead of three loops each waiting on one chain's latency."""
   below = set(u.src[0].toposort())
-  for group in ctx.shared.get((rshape, rkey[1]), ()):
+  for group in ctx.shared.get(key, ()):
     reduces, parts = group
     if not any(v in below or u in v.src[0].toposort() for v in reduces):
       reduces.append(u)

@@ -5,10 +5,23 @@ from __future__ import annotations
 import re
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import minitensor as mt
+from minitensor.backend import lowerings
 from minitensor.backend.ranges import Ctx
+
+
+@pytest.fixture
+def unshared(cache, monkeypatch):
+  """value(build): np.asarray(build()) from programs lowered without shared loops (checked mode, whose programs are
+  their own, in a fresh cache: the same arithmetic as unchecked mode's): the bits that sharing must keep."""
+  def value(build):
+    with monkeypatch.context() as m:
+      m.setenv("MINITENSOR_CHECK", "1")
+      m.setattr(lowerings, "Ctx", lambda **kw: Ctx(**{**kw, "share": False}))
+      return np.asarray(build())
+  return value
 
 
 def _reduce_loops(t: mt.Tensor) -> list[int]:
@@ -25,25 +38,54 @@ def _forces(xp, pos, mass):
 
 
 @pytest.mark.parametrize("n", [40, 200])          # (symbolic sizes: concrete ones run these reduces in lanes)
-def test_three_matrix_vector_products_run_in_one_loop_with_the_same_bits(n):
-  """hstack of three (n, n) @ (n, 1) products over one staged value: one reduce loop, three accumulators; each
-  column is bit for bit the product realized alone, and the staged power is still staged (2 kernels)."""
+def test_three_matrix_vector_products_run_in_one_loop_with_the_same_bits(n, unshared):
+  """hstack of three (n, n) @ (n, 1) products over one staged value: one reduce loop, three accumulators, the bits
+  of the lowering without shared loops, and the staged power is still staged (2 kernels)."""
   rng = np.random.default_rng(n)
   pos, mass = rng.standard_normal((n, 3)), np.abs(rng.standard_normal((n, 1))) + 0.5
-  t, alone = _forces(mt, mt.asarray(pos), mt.asarray(mass))
+  t, _ = _forces(mt, mt.asarray(pos), mt.asarray(mass))
   assert _reduce_loops(t) == [0, 1], str(mt.explain(t))
   got = np.asarray(t)
-  np.testing.assert_array_equal(got[:, :1], np.asarray(alone))
+  np.testing.assert_array_equal(got, unshared(lambda: _forces(mt, mt.asarray(pos.copy()), mt.asarray(mass))[0]))
   np.testing.assert_allclose(got, _forces(np, pos, mass)[0], rtol=1e-11)
 
 
-def test_reduces_in_lanes_keep_loops_of_their_own():
-  """At concrete sizes (above SYMBOLIC_MAX) the products run in lanes: no shared loop, NumPy's values."""
+def test_reduces_in_lanes_share_their_lane_loops_at_concrete_sizes():
+  """At concrete sizes (above SYMBOLIC_MAX) the products run in lanes that divide the axis: the three share one lane
+  loop (one `omp simd` loop updating three lane arrays), NumPy's values."""
   rng = np.random.default_rng(3)
   pos, mass = rng.standard_normal((300, 3)), np.abs(rng.standard_normal((300, 1))) + 0.5
   t, _ = _forces(mt, mt.asarray(pos), mt.asarray(mass))
-  assert _reduce_loops(t)[-1] == 0 and len(mt.explain(t).kernels) == 2
+  src = mt.explain(t).kernels[-1].source
+  assert len(re.findall(r"for \([^\n]*\) \{\n\s*\w+ \w+ = acc\d+\[", src)) == 1, src
+  assert len(re.findall(r"acc\d+\[\w+\] = fma", src)) == 3, src
   np.testing.assert_allclose(np.asarray(t), _forces(np, pos, mass)[0], rtol=1e-11)
+
+
+def test_products_in_lanes_that_read_each_other_at_a_concrete_size():
+  """p1 reads p0, p2 reads neither, at (264, 264) (lanes, no tail): two lane loops for the three (p0, read twice,
+  may be a kernel of its own: then p1 and p2 share one), NumPy's values. (Realized alone, a product at a concrete
+  size may be a GEMM kernel, whose sums are in another order: no bitwise comparison here.)"""
+  rng = np.random.default_rng(6)
+  x, w = rng.standard_normal((264, 264)), rng.standard_normal((264, 1))
+  def products(xp, x, w):
+    p0 = x @ w
+    return [p0, (x * p0.T) @ w, (x * x) @ w]
+  t = mt.hstack(products(mt, mt.asarray(x), mt.asarray(w)))
+  srcs = [k.source for k in mt.explain(t).kernels]
+  assert sum(len(re.findall(r"for \([^\n]*\) \{\n\s*\w+ \w+ = acc\d+\[", s)) for s in srcs) == 2, srcs
+  np.testing.assert_allclose(np.asarray(t), np.hstack(products(np, x, w)), rtol=1e-10, atol=1e-10)
+
+
+def test_a_float32_sum_and_a_lane_tail_keep_loops_of_their_own():
+  """Row sums of float32 (float32 blocks, loops of their own) and of a length no lane count divides (a tail per
+  reduce), which _share_key leaves unshared: the values against NumPy in float64."""
+  rng = np.random.default_rng(4)
+  for x, rtol in ((rng.standard_normal((300, 400)).astype(np.float32), 1e-5), (rng.standard_normal((300, 301)), 1e-12)):
+    t = mt.asarray(x)
+    out = mt.hstack((t.sum(axis=1, keepdims=True), (t * t).sum(axis=1, keepdims=True)))
+    w = np.hstack((x.astype(np.float64).sum(1, keepdims=True), (x.astype(np.float64) ** 2).sum(1, keepdims=True)))
+    np.testing.assert_allclose(np.asarray(out), w, rtol=rtol)
 
 
 def test_a_reduce_that_reads_another_reduce_keeps_its_own_loop():
@@ -59,11 +101,11 @@ def test_a_reduce_that_reads_another_reduce_keeps_its_own_loop():
   np.testing.assert_allclose(np.asarray(out), f(np, a, v, w), rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(2, 60), reads=st.lists(st.integers(-1, 3), min_size=2, max_size=5), seed=st.integers(0, 2 ** 16))
-def test_matrix_vector_products_that_read_each_other_or_not(n, reads, seed):
+def test_matrix_vector_products_that_read_each_other_or_not(unshared, n, reads, seed):
   """Products p_i = (x_i * p_j.T) @ w_i, where p_j is an earlier product (reads[i] = j) or none (-1), all in one
-  output at symbolic sizes: NumPy's values, each column equal to its product realized alone, and fewer accumulator
+  output at symbolic sizes: NumPy's values, the bits of the lowering without shared loops, and fewer accumulator
   loops than products exactly when two products read neither each other."""
   rng = np.random.default_rng(seed)
   xs = [rng.standard_normal((n, n)) for _ in reads]
@@ -72,14 +114,13 @@ def test_matrix_vector_products_that_read_each_other_or_not(n, reads, seed):
   def products(xp, xs, ws):
     ps = []
     for x, w, j in zip(xs, ws, deps): ps.append(((x * ps[j].T) if j >= 0 else x) @ w)
-    return ps
-  ts, vs = [mt.asarray(x) for x in xs], [mt.asarray(w) for w in ws]
-  out = mt.hstack(products(mt, ts, vs))
+    return xp.hstack(ps)
+  out = products(mt, [mt.asarray(x) for x in xs], [mt.asarray(w) for w in ws])
   loops = sum(_reduce_loops(out))
   got = np.asarray(out)
-  np.testing.assert_allclose(got, np.hstack(products(np, xs, ws)), rtol=1e-10, atol=1e-10)
-  for i, p in enumerate(products(mt, [mt.asarray(x) for x in xs], [mt.asarray(w) for w in ws])):
-    np.testing.assert_array_equal(got[:, i:i + 1], np.asarray(p))
+  np.testing.assert_allclose(got, products(np, xs, ws), rtol=1e-10, atol=1e-10)
+  np.testing.assert_array_equal(got, unshared(lambda: products(mt, [mt.asarray(x.copy()) for x in xs],
+                                                                [mt.asarray(w) for w in ws])))
   below = [{i} for i in range(len(deps))]
   for i, j in enumerate(deps):
     if j >= 0: below[i] |= below[j]
