@@ -17,6 +17,7 @@ import contextlib
 import functools
 import math
 import operator
+import sys
 import time
 import weakref
 from typing import TYPE_CHECKING
@@ -202,6 +203,7 @@ def source_key(s: UOp, srcs: tuple[UOp, ...]):
 
 
 _EXPAND, _RESHAPE, _CONST = Ops.EXPAND, Ops.RESHAPE, Ops.CONST
+_refs = sys.getrefcount
 
 
 def _picker(slots: tuple[int, ...]):
@@ -224,7 +226,13 @@ def remember(sig: tuple, o: UOp, prog: Compiled, leaves: list[UOp], inputs: list
   """Keep the realize plan of o (computed by prog into a buffer of its own, not an input's array) for the next root
   over the same sources: at the third realization of such a root, each within RECENT realizations of the last (a
   value asked for twice, a mask in `r[r > 0] = r[r > 0] ** p`, makes none; graphs over fresh sources, which never
-  repeat, only leave a few weakrefs in _seen). keep: whether realize keeps the value on the node."""
+  repeat, only leave a few weakrefs in _seen). keep: whether realize keeps the value on the node. A root with a
+  computed source that nothing but the root holds (`a - b`: its `-b`, built with it) keeps nothing: that source
+  dies with it, so no later root has the same sources (3 us of such a realization's 25)."""
+  src = o.src
+  for i in range(len(src)):     # (no zip: its reused result tuple would hold a reference too)
+    # (references: o.src, s, getrefcount's argument; a broadcast number counted by structure is no source)
+    if (s := src[i]).data is None and s.src and type(sig[4 + i]) is not tuple and _refs(s) <= 3: return
   now = _count[0] = _count[0] + 1
   seen = _seen.get(sig)
   if seen is not None and now - seen[0] <= RECENT and all(r is None or r() is s for r, s in zip(seen[1], o.src)):

@@ -150,6 +150,21 @@ def test_graphs_rebuilt_below_the_root_take_the_full_path():
   assert stats.replays == replays
 
 
+def test_a_root_over_a_source_built_with_it_keeps_no_plan_and_a_held_lazy_source_does():
+  """`a - b` (its source `-b` is built with it and dies with it) leaves nothing in replay's memory, while a lazy
+  source the user holds (`q + a`, q = a * 2 + b unrealized) is a source of a plan; values NumPy's throughout."""
+  a, b = _pair(seed=11)
+  t, u = mt.asarray(a), mt.asarray(b)
+  seen = len(replay._seen)
+  for _ in range(5): np.testing.assert_array_equal(np.asarray(t - u), a - b)
+  assert len(replay._seen) == seen
+  q = t * 2.0 + u
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(q + t), a * np.float32(2) + b + a)
+  replays = stats.replays
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(q + t), a * np.float32(2) + b + a)
+  assert stats.replays - replays == 3 and q._data is None
+
+
 def test_a_borrowed_array_changed_between_calls_is_read_as_it_is_now():
   a, b = _pair(seed=2)
   t, u = mt.asarray(a, copy=False), mt.asarray(b)
