@@ -51,6 +51,11 @@ def is_borrowed(a: np.ndarray) -> bool:
   return a is not None and (r := _borrowed.get(id(a))) is not None and r() is a
 
 
+def any_borrowed(leaves: list[UOp]) -> bool:
+  """Whether a leaf's data is a user's memory (is_borrowed; at once when no memory is borrowed at all)."""
+  return bool(_borrowed) and any(is_borrowed(b.data) for b in leaves)
+
+
 def lifted(u: UOp) -> bool:
   """Whether CONST u is a kernel argument rather than a literal in the C: every number a program may vary (a
   scale, an offset, a clip bound, a fill value) except 0, 1 and -1, which the simplifier folds (x*1, x+0, -x),

@@ -34,6 +34,7 @@ from minitensor.backend import buffers, fpstatus, keys, plans, replay, tiers
 from minitensor.backend.keys import structure  # noqa: F401 (this module's API)
 from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
   Unbound,
+  any_borrowed,
   array_of,
   borrow,
   buffer_of,
@@ -107,13 +108,15 @@ class Compiled:
     allocs, args, full, temps = frame
     bufs = list(inputs)      # (an output is lent from buffers' pool, an intermediate taken and given back)
     for count, d, out in allocs: bufs.append(buffers.result(count, d) if out else buffers.take(count, d))
-    t = time.perf_counter()
-    fp = fpstatus.slot()
+    timed = self.tier != 1 or self.specializable        # (ran reads the time of these runs only)
+    t = time.perf_counter() if timed else 0.0
+    fp = fpstatus.FLAGS.word
     fb, chars = _POINTER or _pointers()
     if DEBUG or self.checked: self._run_slow(bufs, full, fp)
     else:
       for (k, slots, _, _), ints in zip(self.fns, args): k.fn(*[fb(chars, bufs[i], False) for i in slots], *ints, fp)
-    self.ran(t, sizes)
+    if timed: self.ran(t, sizes)
+    else: self.runs += 1
     if temps: buffers.give([bufs[i] for i in temps])
     if fp[0]: self.flags(fp, [fb(chars, a, False) for a in inputs], full)
     return [bufs[o] for o in self.plan.outputs]
@@ -466,7 +469,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
     res = [r.reshape(o.shape) for r, o in zip(prog(inputs, sizes), outputs)]
     if first: _first_call(prog, time.perf_counter() - t)
     if fpstatus.QUIET: fpstatus.realizing(None)
-    borrowed = any(is_borrowed(b.data) for b in leaves)
+    borrowed = any_borrowed(leaves)
     if sig is not None and prog.plan.outputs[0] >= len(inputs):    # (not a value that is an input's array)
       keep = not borrowed and base_of(o).op is not Ops.CONST
       replay.remember(sig, o, prog, leaves, inputs, sizes, keep)
