@@ -123,14 +123,14 @@ class Ctx:
   # equal (a small graph's symbolic program and its specializations must give the same bits: their sums do not)
   f32_blocks: bool = False
   blocked: dict = field(default_factory=dict)   # reduce key -> its float32 sum's Blocks (reduce_rule)
-  # (reduced shape, output index ranges) -> [(reduces, their parts)]: plain loops that independent reduces share
-  # (reduce_rule._shared), unless share is off
+  # (reduced shape, output index ranges) -> [(reduces, the nodes each reads, their parts)]: loops that independent
+  # reduces share (reduce_rule._shared), unless share is off
   shared: dict = field(default_factory=dict)
   share: bool = True
 
   def shares(self) -> bool:
     """Whether a loop of this lowering serves more than one reduce (reduce_rule._shared)."""
-    return any(len(reduces) > 1 for groups in self.shared.values() for reduces, _ in groups)
+    return any(len(reduces) > 1 for groups in self.shared.values() for reduces, _, _ in groups)
 
   def size(self, n: int):
     """A size of the graph as index arithmetic uses it: its VAR in a symbolic lowering (0 and 1 stay numbers:

@@ -87,7 +87,7 @@ def reduce_rule(u: UOp, idx: tuple[UOp, ...], ctx: Ctx) -> UOp:
     if share is None or (parts := _shared(u, share, ctx)) is None:
       parts = [axis_parts(ctx, s, 1, AxisType.REDUCE) for s in rshape[:-1]]
       parts += _lane_parts(ctx, u, n_in, lanes, rkey) if lanes > 1 else _split(ctx, n_in, rkey)
-      if share is not None: ctx.shared.setdefault(share, []).append(([u], parts))
+      if share is not None: ctx.shared.setdefault(share, []).append(([u], [set(u.src[0].toposort())], parts))
     ctx.reduce_ranges[rkey] = parts
   if parts[-1][1] == 0: return (yield from _reduce_lanes(u, idx, parts, ctx, rkey))
   real = [r for r, _ in parts if r.op is Ops.RANGE]
@@ -128,10 +128,10 @@ def _shared(u: UOp, key: tuple, ctx: Ctx) -> list | None:
   as three independent chains of FMAs in one loop, each adding its terms in its own order (the same bits as three
   loops), instead of three loops each waiting on one chain's latency."""
   below = set(u.src[0].toposort())
-  for group in ctx.shared.get(key, ()):
-    reduces, parts = group
-    if not any(v in below or u in v.src[0].toposort() for v in reduces):
+  for reduces, belows, parts in ctx.shared.get(key, ()):     # (each member with the nodes it reads, found once)
+    if not any(v in below or u in b for v, b in zip(reduces, belows)):
       reduces.append(u)
+      belows.append(below)
       return parts
   return None
 
