@@ -46,7 +46,7 @@ from minitensor import views as V
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.leaves import buffer_of
 from minitensor.backend.uop import MOVEMENT, Ops, UOp, prod
-from minitensor.masks import Mask, mask_of, merged, positions, whole_mask
+from minitensor.masks import Mask, mask_of, merged, whole_mask
 from minitensor.tensor import Tensor, asarray, tensor_methods
 
 _BAD = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are "
@@ -97,7 +97,7 @@ def _item(x) -> Any:
   if isinstance(x, (list, tuple, range, np.ndarray, Tensor)):    # a range is a sequence of ints, as in NumPy
     a, seq = np.asarray(x), isinstance(x, (list, tuple, range))
     if seq and a.size == 0 and a.dtype.kind == "f": a = a.astype(np.int64)
-    if a.dtype.kind == "b": return bool(a) if a.ndim == 0 else Mask(a.shape, positions(a))
+    if a.dtype.kind == "b": return bool(a) if a.ndim == 0 else Mask(a.shape, a)
     if a.dtype.kind not in "iu":
       raise IndexError(_BAD if seq else "arrays used as indices must be of integer (or boolean) type")
     return int(a) if a.ndim == 0 else a
@@ -307,9 +307,9 @@ def _all_true(shape: tuple[int, ...], items: list) -> tuple[int, ...] | None:
   """The shape t[mask] has when the index is one boolean mask of t's leading axes with every element True (a guard
   that holds everywhere: `r[r > 0]`), else None: t's elements in order, read without a gather, and written back
   without one (setitem)."""
-  if len(items) != 1 or type(m := items[0]) is not Mask or m.shape != shape[:m.ndim] or m.flat.size != prod(m.shape):
+  if len(items) != 1 or type(m := items[0]) is not Mask or m.shape != shape[:m.ndim] or m.count != prod(m.shape):
     return None
-  return (m.flat.size,) + shape[m.ndim:]
+  return (m.count,) + shape[m.ndim:]
 
 
 class _Basic(NamedTuple):

@@ -474,5 +474,5 @@ def test_a_mask_true_everywhere_written_into_a_sole_buffer_keeps_readers():
   r[r > 0] = r[r > 0] ** -1.5
   want = base.copy()
   want[want > 0] = want[want > 0] ** -1.5
-  same(r, want)
+  np.testing.assert_allclose(np.asarray(r), want, rtol=4e-16)     # (pow: libm's and libmvec's differ by an ulp)
   same(old, base * 10)

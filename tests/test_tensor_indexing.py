@@ -337,3 +337,20 @@ def test_setitem_value_errors():
   with pytest.raises(ValueError): t[0] = float("nan")
   t[:] = np.ones((1, 1, 3))          # leading size-1 axes of the value are dropped, as NumPy
   same(t.numpy(), np.ones(3, np.int8))
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=24).flatmap(
+  lambda v: st.sampled_from([s for s in ((len(v),), (2, len(v) // 2), (len(v) // 3, 3)) if np.prod(s) == len(v)])
+  .map(lambda s: np.array(v).reshape(s))), st.booleans())
+def test_a_mask_counts_first_and_finds_its_positions_as_numpy(values, everywhere):
+  """masks.Mask: its count, flat positions and np.nonzero indices as NumPy's, for masks True everywhere too (their
+  positions are an arange made only when asked for); frozen positions are read-only."""
+  from minitensor.masks import Mask
+  if everywhere: values = np.ones_like(values)
+  m = Mask(values.shape, values, frozen=True)
+  assert m.count == np.count_nonzero(values)
+  np.testing.assert_array_equal(m.flat, np.flatnonzero(values))
+  assert m.flat.dtype == np.int64 and not m.flat.flags.writeable
+  for got, want in zip(m.indices, np.nonzero(values)): np.testing.assert_array_equal(got, want)
+  t = mt.asarray(np.arange(values.size, dtype=np.float64).reshape(values.shape))
+  np.testing.assert_array_equal(np.asarray(t[mt.asarray(values)]), np.asarray(t)[values])
