@@ -157,30 +157,37 @@ def _id(k: tuple) -> int:
   return i
 
 
-def _tree(u: UOp) -> tuple | None:
-  """u's memo (epoch, tree id, leaves, used), made now if it has none of this epoch; None when u's graph has no
-  tree key. used: whether a memo of another node counts u as computed (realizing u then starts an epoch)."""
+def _tree(u: UOp) -> list | None:
+  """u's memo [epoch, tree id, leaves, used], made now if it has none of this epoch; None when u's graph has no
+  tree key. used: whether a memo of another node counts u as computed (realizing u then starts an epoch). A memo
+  is a list so that marking it used costs no new object; a source whose memo holds is read without a call."""
   op = u.op
   if u.data is not None or (op is _CONST and lifted(u)):
-    if (t := u._tree) is None or t[0] != _LEAF: t = u._tree = (_LEAF, _id((u.dtype, u.shape)), (_ref(u),), False)
+    if (t := u._tree) is None or t[0] != _LEAF: t = u._tree = [_LEAF, _id((u.dtype, u.shape)), (_ref(u),), False]
     return t
   epoch = _epoch[0]
   if (t := u._tree) is not None and t[0] == epoch: return t if t[1] is not None else None
   if op is _BUFFER: return None                           # (a placeholder: realize raises Unbound)
-  key = (op, u.dtype, argkey(u.arg) if op in FLOAT_ARG else u.arg, u.shape)
+  arg = argkey(u.arg) if op in FLOAT_ARG else u.arg
   memos = []
   for s in u.src:
-    if (st := _tree(s)) is None:
-      u._tree = (epoch, None, None, False)
-      return None
-    if not st[3] and st[0] != _LEAF: st = s._tree = (st[0], st[1], st[2], True)
+    # (a memo of this epoch holds while s has no value; a leaf's holds for good)
+    if (st := s._tree) is None or not ((e := st[0]) == _LEAF or (e == epoch and s.data is None)) or st[1] is None:
+      if (st := _tree(s)) is None:
+        u._tree = [epoch, None, None, False]
+        return None
+    if not st[3] and st[0] != _LEAF: st[3] = True
     memos.append(st)
-  if (m := _merged(memos)) is None:
-    u._tree = (epoch, None, None, False)
+  if len(memos) == 2 and ((lb := memos[1][2]) is (la := memos[0][2]) or not lb or not la):    # (_merged's commonest)
+    key, leaves = (op, u.dtype, arg, u.shape, memos[0][1], memos[1][1], -1 if lb is la else -2 if not lb else -3), \
+      la or lb
+  elif len(memos) == 1: key, leaves = (op, u.dtype, arg, u.shape, memos[0][1]), memos[0][2]
+  elif (m := _merged(memos)) is None:
+    u._tree = [epoch, None, None, False]
     return None
-  key += m[0]
+  else: key, leaves = (op, u.dtype, arg, u.shape, *m[0]), m[1]
   if (i := _ids.get(key)) is None: i = _id(key)
-  t = u._tree = (epoch, i, m[1], False)
+  t = u._tree = [epoch, i, leaves, False]
   return t
 
 
@@ -219,7 +226,7 @@ def _key(outputs: list[UOp], mode) -> tuple[tuple, tuple] | None:
   for o in outputs:
     try: t = _tree(o)
     except RecursionError:           # (its nodes' memos made so far are kept: a later realization gets further)
-      o._tree = (_epoch[0], None, None, False)
+      o._tree = [_epoch[0], None, None, False]
       return None
     if t is None: return None
     memos.append(t)
