@@ -38,6 +38,7 @@ assignment adds a WHERE on top of t's graph: realize t now and then in a long lo
 from __future__ import annotations
 import functools
 import operator
+import weakref
 from typing import Any, NamedTuple
 import numpy as np
 from minitensor import tracing as T
@@ -269,8 +270,18 @@ def _gather(x: UOp, adv: list[int], arrays: list[np.ndarray], S: tuple[int, ...]
 
 
 def _leaf(a: np.ndarray) -> UOp:
-  """A graph leaf holding `a`, an array of this module's own (no copy: nothing writes it)."""
-  return buffer_of(a).reshape(a.shape)
+  """A graph leaf holding `a`, an array of this module's own (no copy: nothing writes it). A read-only one (a kept
+  mask's positions) is one leaf while it lives: the gathers of one mask (`z[m] ** 2 + c[m]`) read one buffer."""
+  if a.flags.writeable: return buffer_of(a).reshape(a.shape)
+  if (r := _LEAVES.get(id(a))) is not None and (u := r()) is not None and u.data is a: return u.reshape(a.shape)
+  u = buffer_of(a)
+  if u.data is a:                    # (the leaf holds a, so its id names a while the entry's leaf lives)
+    if len(_LEAVES) >= 256: _LEAVES.clear()
+    _LEAVES[id(a)] = weakref.ref(u)
+  return u.reshape(a.shape)
+
+
+_LEAVES: dict[int, weakref.ref] = {}      # id of a read-only index array -> its leaf (weakly)
 
 
 # ---------------------------------------------------------------------- public

@@ -170,10 +170,14 @@ def broadcasts(a: tuple, b: tuple) -> bool:
   except ValueError: return False
 
 
-def moderate(v: np.ndarray, limit: float | None = None) -> bool:
+def moderate(v: np.ndarray, limit: float | None = None, as_float: bool = False) -> bool:
   """Whether v's finite floats are small enough to reduce: NumPy's float16/float32 partial sums may overflow
-  where minitensor's (float32/float64) do not, and their rounding errors grow with the magnitudes."""
-  if v.dtype.kind != "f": return True
+  where minitensor's (float32/float64) do not, and their rounding errors grow with the magnitudes. as_float: v is
+  reduced in a float dtype (an integer operand of a float matmul), so its integers must be small as well (int64's
+  extremes cancel in one summation order and not in another)."""
+  if v.dtype.kind != "f":
+    if not (as_float and v.dtype.kind in "iu"): return True
+    v = v.astype(np.float64)
   f = np.abs(v[np.isfinite(v)])
   return not f.size or float(f.max()) <= (limit or (8 if v.dtype.itemsize <= 4 else 1e6))
 
@@ -302,7 +306,8 @@ def matmul(g: Gen) -> None:
   other = batch + (kdim,) + ((g.draw(st.integers(0, 3)),) if g.draw(st.integers(0, 3)) else ())
   d = g.draw(st.sampled_from(DTYPES))
   b = g.new_input(other, d)
-  if not moderate(g.vals[b], 8): return
+  in_float = g.vals[k].dtype.kind == "f" or d.kind == "f"        # (the product is summed in a float dtype)
+  if not moderate(g.vals[b], 8, in_float) or not moderate(g.vals[k], None, in_float): return
   a, b = (Ref(k), Ref(b))
   g.add(f"matmul(v{k}, v{b.k})", lambda ns, x, y: ns.matmul(x, y), (a, b),
         g.vals[k].dtype.kind != "f" and d.kind != "f")
