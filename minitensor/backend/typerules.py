@@ -356,7 +356,8 @@ def _pairs(arg: tuple, shape: tuple[int, ...], window: bool) -> bool:
 def argkey(arg):
   """arg as structure compares it: -0.0 and 0.0 differ, a NaN equals itself (Python's == says otherwise)."""
   t = type(arg)
-  if t is float: return ("f", math.copysign(1.0, arg), repr(arg))
+  if t is float:     # (hex tells signed zeros apart and is exact; a NaN's sign by copysign: hex says "nan")
+    return ("f", arg.hex()) if arg == arg else ("f", math.copysign(1.0, arg), "nan")
   if t is complex: return ("c", repr(arg))        # repr tells signed zeros apart, and names NaN parts
   if t is tuple and any(type(a) is not int for a in arg): return tuple(argkey(a) for a in arg)
   return arg
