@@ -168,7 +168,8 @@ def _tree(u: UOp) -> list | None:
   epoch = _epoch[0]
   if (t := u._tree) is not None and t[0] == epoch: return t if t[1] is not None else None
   if op is _BUFFER: return None                           # (a placeholder: realize raises Unbound)
-  arg = argkey(u.arg) if op in FLOAT_ARG else u.arg
+  # (a PAD's fill alone may be a float: its argument keyed as UOp.__new__ keys it)
+  arg = u.arg if op not in FLOAT_ARG else argkey(u.arg) if op is _CONST else (u.arg[0], argkey(u.arg[1]))
   memos = []
   for s in u.src:
     # (a memo of this epoch holds while s has no value; a leaf's holds for good)
@@ -195,11 +196,19 @@ def _merged(memos: list[tuple]) -> tuple[tuple, tuple] | None:
   """(the sources' part of a key, the leaves) of a node or a realization over the memos of its sources: their ids,
   and each source's leaves as positions among the distinct leaves of all (in order of first occurrence), unless
   every source has the one same tuple of leaves (a value and a movement of it: `x.T - x`), which the key marks
-  with -1, or one of two has none (-2: the second, -3: the first). None past LEAF_CAP distinct leaves."""
+  with -1, or one of two has none (-2: the second, -3: the first), or one of two has a prefix of the other's
+  (-4: the first, -5: the second; with the prefix's length) or leaves the other has none of (-6, with the first's
+  count). None past LEAF_CAP distinct leaves."""
   n = len(memos)
   if n == 1: return (memos[0][1],), memos[0][2]             # (the common cases first: a movement, a binary op)
-  if n == 2 and ((lb := memos[1][2]) is (la := memos[0][2]) or not lb or not la):
-    return (memos[0][1], memos[1][1], -1 if lb is la else -2 if not lb else -3), la or lb
+  if n == 2:
+    a, b = memos[0][1], memos[1][1]
+    if (lb := memos[1][2]) is (la := memos[0][2]) or not lb or not la:
+      return (a, b, -1 if lb is la else -2 if not lb else -3), la or lb
+    # (a value over a few leaves with another over a prefix of them, or over others: `dx * r`, `r + 0.01`)
+    if len(la) < len(lb) and lb[:len(la)] == la: return (a, b, -4, len(la)), lb
+    if len(lb) < len(la) and la[:len(lb)] == lb: return (a, b, -5, len(lb)), la
+    if len(la) + len(lb) <= 8 and set(la).isdisjoint(lb): return (a, b, -6, len(la)), la + lb
   if n == 0: return (), ()                                   # (a literal: no leaves)
   ids = tuple([t[1] for t in memos])
   first = memos[0][2]

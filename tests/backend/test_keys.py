@@ -29,6 +29,26 @@ def test_a_graph_of_fresh_nodes_is_found_without_a_walk(monkeypatch):
   assert walks == []
 
 
+@pytest.mark.parametrize("f", [
+  lambda a, b: (a * b) * ((a * b) + 0.5),          # one source's leaves a prefix of the other's
+  lambda a, b: ((a * b) + 0.5) * (a * b),          # ... of the first's
+  lambda a, b: (a * 1.5) * (b + 0.5),              # leaves the other has none of
+  lambda a, b: (a * 1.5) * (a + 0.5),              # ... sharing one (the general merge)
+], ids=["prefix-second", "prefix-first", "disjoint", "general"])
+def test_two_sources_over_different_leaves_find_their_program_without_a_walk(f, monkeypatch):
+  """keys._merged's cases of two sources whose leaves differ: the key tells them apart (each compiles its own
+  program, with NumPy's values), and a second realization over fresh arrays is found without a walk."""
+  rng = np.random.default_rng(2)
+  for _ in range(2): _value(f, rng.standard_normal(9), rng.standard_normal(9))
+  walks = []
+  real = keys.walk
+  monkeypatch.setattr(keys, "walk", lambda *a, **k: walks.append(1) or real(*a, **k))
+  for _ in range(2):
+    a, b = rng.standard_normal(9), rng.standard_normal(9)
+    np.testing.assert_allclose(_value(f, a, b), f(a, b), rtol=1e-12)
+  assert walks == []
+
+
 @pytest.mark.parametrize("order", [("ab", "aa"), ("aa", "ab")])
 def test_leaves_that_repeat_make_another_key(order):
   """f(a, b) and f(a, a) have one tree; their programs take two inputs and one: each finds its own."""
