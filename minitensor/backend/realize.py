@@ -390,7 +390,7 @@ def normalize(outputs: list[UOp]) -> tuple[tuple[UOp, ...], list[np.ndarray]]:
 
 def arrays_of(leaves: list[UOp]) -> list[np.ndarray]:
   """The input arrays of a schedule: each realized leaf's data, each lifted constant as a one-element array."""
-  return [b.data if b.data is not None else np.full(1, b.arg, b.dtype.np) for b in leaves]
+  return [b.data if b.data is not None else np.array((b.arg,), b.dtype.np) for b in leaves]   # (np.full: 3x)
 
 
 def _renumber(outputs: list[UOp], leaves: list[UOp]) -> tuple[UOp, ...]:
