@@ -154,3 +154,37 @@ def test_gcc_flags_follow_the_version_line(cache, tmp_path, monkeypatch):
   assert runtime._tuned(("-O1",), gcc) == ("-O1",)
   runtime._versions[gcc] = "Debian clang version 14.0.6"
   assert runtime._tuned(("-O3",), gcc) == ("-O3",)
+
+
+@pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
+def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, monkeypatch):
+  """runtime._preprocessed_headers: a tcc build's kernel.c starts with math.h, stdint.h and fenv.h preprocessed
+  (their macros too, not tcc's own predefined ones, which would warn as redefined), then a line marker of kernel.c;
+  tcc is asked for them once per process, the kernel it builds warns of nothing and computes NumPy's values."""
+  tcc = tiers.fast_compiler()
+  monkeypatch.setattr(runtime, "_headers", {})
+  calls, real = [], runtime._run_compiler
+  monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
+  src = "#include <math.h>\n#include <stdint.h>\nvoid k(float* x) { x[0] = isless(x[0], 0.0f) ? INFINITY : NAN; }\n"
+  k = compile_c(src, tiers.TCC_FLAGS, tcc, {"k": ("void*",)})["k"]
+  x = np.array([-1.0, 2.0], np.float32)
+  runtime.call(k, [x])
+  assert x[0] == np.inf
+  text = runtime._headers[tcc]
+  assert "#define _MATH_H" in text and "#define INFINITY" in text and "#define __TINYC__" not in text
+  assert text.endswith('# 1 "kernel.c"\n')
+  compile_c(src.replace("INFINITY", "-INFINITY"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 1
+  builds = [c for c in calls if "-E" not in c]
+  assert len(builds) == 2
+  (tmp_path / "kernel.c").write_text(text + src)
+  p = real([tcc, *tiers.TCC_FLAGS, "-o", str(tmp_path / "k.so"), "kernel.c"], str(tmp_path))
+  assert p.returncode == 0 and not p.stderr.strip(), p.stderr
+
+
+def test_another_compiler_reads_the_headers_itself(cache, monkeypatch):
+  """Only tcc gets the preprocessed headers: gcc's builds start with the source as it is."""
+  monkeypatch.setattr(runtime, "_headers", {})
+  compile_c("#include <math.h>\nvoid k(double* x) { x[0] = sqrt(x[0]); }\n", ("-O1", "-fPIC", "-shared"),
+            runtime.compiler(), {"k": ("void*",)})
+  assert runtime._headers.get(runtime.compiler()) == ""
