@@ -11,8 +11,8 @@
 
 $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
 `v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size), and the run plans that
-find them without lowering a graph (`<key>.plan`, plans.py), keep a search's result (`<key>.tune`, search.py) or a
-compiler's version line (`<key>.cc`, runtime.py).
+find them without lowering a graph (`<key>.plan`, plans.py), keep a search's result (`<key>.tune`, search.py), a
+compiler's version line (`<key>.cc`, runtime.py) or tcc's preprocessed system headers (`<key>.h`, runtime.py).
 Keys are made by the writers (runtime's also hashes VERSION). The threat model is in the README; the rules that
 enforce it:
 
@@ -301,15 +301,15 @@ def install(path: str, data: bytes) -> None:
 
 
 def _entries(root: str) -> Iterator[tuple[float, int, str]]:
-  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan`, `.tune` and `.cc` only, never
-  anything inside a build directory. Stale build directories met on the way are swept."""
+  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan`, `.tune`, `.cc` and `.h`
+  only, never anything inside a build directory. Stale build directories met on the way are swept."""
   with os.scandir(root) as shards:
     for s in shards:
       if len(s.name) != 2 or s.name.startswith(".") or not s.is_dir(follow_symlinks=False): continue
       _sweep(s.path)
       with os.scandir(s.path) as it:
         for e in it:
-          if e.name.endswith((".so", ".plan", ".tune", ".cc")) and not e.name.startswith(".") and \
+          if e.name.endswith((".so", ".plan", ".tune", ".cc", ".h")) and not e.name.startswith(".") and \
               e.is_file(follow_symlinks=False):
             with contextlib.suppress(OSError):
               st = e.stat(follow_symlinks=False)

@@ -388,33 +388,57 @@ def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
 
 
 # The system headers PRELUDE includes. tcc reads and preprocesses them in every compile, about half of its time (a
-# 13 KB kernel: 8.9 -> 4.1 ms, AMD EPYC Zen 4); a tcc build starts with their text preprocessed once per process
-# (declarations and macros: `tcc -E -dD`), so its own #include lines meet the headers' guards. The objects are the
-# same (the cache key, over the source, does not change).
+# 13 KB kernel: 8.9 -> 4.1 ms, AMD EPYC Zen 4); a tcc build starts with their text preprocessed (declarations and
+# macros: `tcc -E -dD`), so its own #include lines meet the headers' guards. The objects are the same (the cache
+# key, over the source, does not change). The text is kept on disk per compiler binary, with the stamps of the
+# files it was read from (a changed header makes it anew), so a process's first compile does not preprocess either.
 INLINED_HEADERS = ("math.h", "stdint.h", "fenv.h")
 _headers: dict[str, str] = {}
+_MARKER = re.compile(r'^# \d+ "(/[^"]+)"', re.M)
 
 
 def _preprocessed_headers(cc: str, work: str) -> str:
   """INLINED_HEADERS preprocessed by cc when it is tcc, followed by a line marker of kernel.c; "" for another
   compiler or when the preprocessing fails (the build then reads the headers itself)."""
   if (text := _headers.get(cc)) is not None: return text
-  text = ""
+  text, entry = "", None
   if _version_line(cc).startswith("tcc "):
-    import subprocess
-    probe = os.path.join(work, "headers.c")
-    with open(probe, "w") as f: f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS))
-    try: p = _run_compiler([cc, "-E", "-dD", "headers.c"], work)
-    except (OSError, subprocess.SubprocessError): p = None
-    if p is not None and p.returncode == 0 and "#define" in p.stdout:
-      lines, skip = [], False
-      for line in p.stdout.splitlines():       # (less the compiler's predefined macros: redefined, they warn)
-        if line.startswith('# 1 "<command line>"'): skip = True
-        elif skip and line.startswith("# ") and '"<command line>"' not in line: skip = False
-        if not skip: lines.append(line)
-      text = "\n".join(lines) + '\n# 1 "kernel.c"\n'
+    if (stamp := _stamp(shutil.which(cc) or cc)) is not None:
+      key = diskcache.sha256(f"headers {VERSION} {stamp} {INLINED_HEADERS}".encode()).hexdigest()[:32]
+      entry = os.path.join(entry_dir(key), key + ".h")
+      if (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)) is not None:
+        _headers[cc] = text
+        return text
+    text = _preprocess(cc, work)
+    if text and entry is not None and (files := sorted(set(_MARKER.findall(text)))):
+      head = "\n".join(f"{f}\t{_stamp(f)}" for f in files)
+      with contextlib.suppress(OSError): install(entry, f"{len(files)}\n{head}\n{text}".encode())
   _headers[cc] = text
   return text
+
+
+def _valid_headers(data: bytes) -> str | None:
+  """The kept text of an entry whose header files all still have the stamps it lists, else None."""
+  try:
+    n, rest = data.decode().split("\n", 1)
+    lines = rest.split("\n", int(n))
+    if any(_stamp(f) != st for f, st in (line.split("\t") for line in lines[:int(n)])): return None
+    return lines[int(n)]
+  except (ValueError, UnicodeDecodeError): return None
+
+
+def _preprocess(cc: str, work: str) -> str:
+  import subprocess
+  with open(os.path.join(work, "headers.c"), "w") as f: f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS))
+  try: p = _run_compiler([cc, "-E", "-dD", "headers.c"], work)
+  except (OSError, subprocess.SubprocessError): return ""
+  if p.returncode != 0 or "#define" not in p.stdout: return ""
+  lines, skip = [], False
+  for line in p.stdout.splitlines():       # (less the compiler's predefined macros: redefined, they warn)
+    if line.startswith('# 1 "<command line>"'): skip = True
+    elif skip and line.startswith("# ") and '"<command line>"' not in line: skip = False
+    if not skip: lines.append(line)
+  return "\n".join(lines) + '\n# 1 "kernel.c"\n'
 
 
 def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):

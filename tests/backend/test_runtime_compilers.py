@@ -160,7 +160,8 @@ def test_gcc_flags_follow_the_version_line(cache, tmp_path, monkeypatch):
 def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, monkeypatch):
   """runtime._preprocessed_headers: a tcc build's kernel.c starts with math.h, stdint.h and fenv.h preprocessed
   (their macros too, not tcc's own predefined ones, which would warn as redefined), then a line marker of kernel.c;
-  tcc is asked for them once per process, the kernel it builds warns of nothing and computes NumPy's values."""
+  tcc is asked for them once per cache (a new process reads them from the disk, unless a header changed), the
+  kernel it builds warns of nothing and computes NumPy's values."""
   tcc = tiers.fast_compiler()
   monkeypatch.setattr(runtime, "_headers", {})
   calls, real = [], runtime._run_compiler
@@ -174,9 +175,18 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   assert "#define _MATH_H" in text and "#define INFINITY" in text and "#define __TINYC__" not in text
   assert text.endswith('# 1 "kernel.c"\n')
   compile_c(src.replace("INFINITY", "-INFINITY"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
-  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 1
-  builds = [c for c in calls if "-E" not in c]
-  assert len(builds) == 2
+  monkeypatch.setattr(runtime, "_headers", {})             # (a new process: the text is read from the disk cache)
+  compile_c(src.replace("NAN", "-NAN"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 1 and runtime._headers[tcc] == text
+  assert len([c for c in calls if "-E" not in c]) == 3
+  # a header whose stamp changed (an upgrade) makes the text anew
+  (entry,) = _files(tmp_path / "cache", ".h")
+  with open(entry, "rb") as f: n, first, rest = f.read().split(b"\n", 2)
+  os.chmod(entry, 0o600)
+  with open(entry, "wb") as f: f.write(b"\n".join([n, first.split(b"\t")[0] + b"\tan older stamp", rest]))
+  monkeypatch.setattr(runtime, "_headers", {})
+  compile_c(src.replace("NAN", "NAN + 1"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 2 and runtime._headers[tcc] == text
   (tmp_path / "kernel.c").write_text(text + src)
   p = real([tcc, *tiers.TCC_FLAGS, "-o", str(tmp_path / "k.so"), "kernel.c"], str(tmp_path))
   assert p.returncode == 0 and not p.stderr.strip(), p.stderr
