@@ -428,17 +428,24 @@ def _valid_headers(data: bytes) -> str | None:
 
 
 def _preprocess(cc: str, work: str) -> str:
+  """tcc -E -dD of INLINED_HEADERS, less the predefined macros (redefined, they warn). tcc prints a macro's `##` as
+  its token number (`<a6>` in 0.9.27): a probe macro shows the spelling, which is put back; a text with another
+  unprintable token is not used ("")."""
   import subprocess
-  with open(os.path.join(work, "headers.c"), "w") as f: f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS))
+  with open(os.path.join(work, "headers.c"), "w") as f:
+    f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS) + "#define MT_PASTE_PROBE(a, b) a ## b\n")
   try: p = _run_compiler([cc, "-E", "-dD", "headers.c"], work)
   except (OSError, subprocess.SubprocessError): return ""
-  if p.returncode != 0 or "#define" not in p.stdout: return ""
-  lines, skip = [], False
-  for line in p.stdout.splitlines():       # (less the compiler's predefined macros: redefined, they warn)
+  probe = re.search(r"^#define MT_PASTE_PROBE\(a, ?b\) a ?(\S+?) ?b$", p.stdout, re.M) if p.returncode == 0 else None
+  if probe is None: return ""
+  lines, skip, paste = [], False, probe.group(1)
+  for line in p.stdout.splitlines():
     if line.startswith('# 1 "<command line>"'): skip = True
     elif skip and line.startswith("# ") and '"<command line>"' not in line: skip = False
-    if not skip: lines.append(line)
-  return "\n".join(lines) + '\n# 1 "kernel.c"\n'
+    if not skip and not line.startswith("#define MT_PASTE_PROBE"):
+      lines.append(line.replace(paste, " ## ") if line.startswith("#define") and paste != "##" else line)
+  text = "\n".join(lines)
+  return "" if re.search(r"<[0-9a-f]{2}>", text) else text + '\n# 1 "kernel.c"\n'
 
 
 def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):

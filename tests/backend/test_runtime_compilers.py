@@ -166,13 +166,16 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   monkeypatch.setattr(runtime, "_headers", {})
   calls, real = [], runtime._run_compiler
   monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
-  src = "#include <math.h>\n#include <stdint.h>\nvoid k(float* x) { x[0] = isless(x[0], 0.0f) ? INFINITY : NAN; }\n"
+  # (isgreaterequal's expansion pastes tokens: tcc prints a `##` in -dD's output as its token number)
+  src = ("#include <math.h>\n#include <stdint.h>\n"
+         "void k(float* x) { x[0] = isless(x[0], 0.0f) && isgreaterequal(x[1], 2.0f) ? INFINITY : NAN; }\n")
   k = compile_c(src, tiers.TCC_FLAGS, tcc, {"k": ("void*",)})["k"]
   x = np.array([-1.0, 2.0], np.float32)
   runtime.call(k, [x])
   assert x[0] == np.inf
   text = runtime._headers[tcc]
   assert "#define _MATH_H" in text and "#define INFINITY" in text and "#define __TINYC__" not in text
+  assert "#define __CONCAT(x,y) x ## y" in text and "MT_PASTE_PROBE" not in text
   assert text.endswith('# 1 "kernel.c"\n')
   compile_c(src.replace("INFINITY", "-INFINITY"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
   monkeypatch.setattr(runtime, "_headers", {})             # (a new process: the text is read from the disk cache)
