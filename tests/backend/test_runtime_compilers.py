@@ -201,3 +201,24 @@ def test_another_compiler_reads_the_headers_itself(cache, monkeypatch):
   compile_c("#include <math.h>\nvoid k(double* x) { x[0] = sqrt(x[0]); }\n", ("-O1", "-fPIC", "-shared"),
             runtime.compiler(), {"k": ("void*",)})
   assert runtime._headers.get(runtime.compiler()) == ""
+
+
+@pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
+def test_the_preprocessed_headers_expand_every_macro_as_the_headers_do(cache, tmp_path, monkeypatch):
+  """The macros kernels use (classification, quiet comparisons, infinities and NaN, floating-point exception flags,
+  integer limits) expand to the same tokens after the preprocessed text as after the headers themselves."""
+  tcc = tiers.fast_compiler()
+  monkeypatch.setattr(runtime, "_headers", {})
+  text = runtime._preprocessed_headers(tcc, str(tmp_path))
+  body = ("double probe(double x, float y) { return isnan(x) + isinf(y) + isfinite(x) + signbit(y) + isnormal(x)"
+          " + isgreater(x, y) + isgreaterequal(x, y) + isless(x, y) + islessequal(x, y) + islessgreater(x, y)"
+          " + isunordered(x, y) + fpclassify(x) + INFINITY + NAN + HUGE_VAL + HUGE_VALF + FE_INVALID + FE_DIVBYZERO"
+          " + FE_OVERFLOW + FE_UNDERFLOW + FE_ALL_EXCEPT + INT64_MIN + INT64_MAX + INT32_MIN + INT32_MAX"
+          " + UINT64_MAX + UINT32_MAX + INT8_MIN + UINT8_MAX + INT16_MAX; }\n")
+  includes = "".join(f"#include <{h}>\n" for h in runtime.INLINED_HEADERS)
+  expanded = []
+  for name, src in (("a.c", includes + body), ("b.c", text + includes + body)):
+    (tmp_path / name).write_text(src)
+    out = subprocess.run([tcc, "-E", name], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    expanded.append(out[out.index("double probe("):].split())
+  assert expanded[0] == expanded[1]
