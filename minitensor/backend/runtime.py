@@ -108,6 +108,7 @@ def _after_fork_in_child() -> None:
   _serial = True
   for k in list(_threaded): _set_serial(k.lib)
   for o in list(Once.instances): o.reset()
+  _preprocessing.clear()                  # (threads do not survive a fork: a child makes tcc's headers anew)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -390,31 +391,49 @@ def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
 # The system headers PRELUDE includes. tcc reads and preprocesses them in every compile, about half of its time (a
 # 13 KB kernel: 8.9 -> 4.1 ms, AMD EPYC Zen 4); a tcc build starts with their text preprocessed (declarations and
 # macros: `tcc -E -dD`), so its own #include lines meet the headers' guards. The objects are the same (the cache
-# key, over the source, does not change). The text is kept on disk per compiler binary, with the stamps of the
-# files it was read from (a changed header makes it anew), so a process's first compile does not preprocess either.
+# key, over the source, does not change). The text is made on a background thread at a process's first build (that
+# build, and any until the text is ready, read the headers themselves: a script's one compile costs no more), and
+# kept on disk per compiler binary with the stamps of the files it was read from (a changed header makes it anew).
 INLINED_HEADERS = ("math.h", "stdint.h", "fenv.h")
-_headers: dict[str, str] = {}
+_headers: dict[str, str] = {}                      # compiler -> its text ("": none, the build reads the headers)
+_preprocessing: dict[str, threading.Thread] = {}   # compiler -> the thread making its text (this process's)
 _MARKER = re.compile(r'^# \d+ "(/[^"]+)"', re.M)
 
 
-def _preprocessed_headers(cc: str, work: str) -> str:
-  """INLINED_HEADERS preprocessed by cc when it is tcc, followed by a line marker of kernel.c; "" for another
-  compiler or when the preprocessing fails (the build then reads the headers itself)."""
+def _preprocessed_headers(cc: str) -> str:
+  """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
+  else "" (the build reads the headers itself)."""
   if (text := _headers.get(cc)) is not None: return text
-  text, entry = "", None
-  if _version_line(cc).startswith("tcc "):
-    if (stamp := _stamp(shutil.which(cc) or cc)) is not None:
-      key = diskcache.sha256(f"headers {VERSION} {stamp} {INLINED_HEADERS}".encode()).hexdigest()[:32]
-      entry = os.path.join(entry_dir(key), key + ".h")
-      if (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)) is not None:
-        _headers[cc] = text
-        return text
-    text = _preprocess(cc, work)
-    if text and entry is not None and (files := sorted(set(_MARKER.findall(text)))):
-      head = "\n".join(f"{f}\t{_stamp(f)}" for f in files)
-      with contextlib.suppress(OSError): install(entry, f"{len(files)}\n{head}\n{text}".encode())
-  _headers[cc] = text
-  return text
+  entry = _headers_entry(cc)
+  if entry is not None and (data := diskcache.read_private(entry)) is not None and \
+      (text := _valid_headers(data)) is not None:
+    _headers[cc] = text
+    return text
+  if cc not in _preprocessing:            # (a forked child starts its own: _after_fork_in_child)
+    t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
+                                              name="minitensor-headers")
+    t.start()
+  return ""
+
+
+def _headers_entry(cc: str) -> str | None:
+  if (stamp := _stamp(shutil.which(cc) or cc)) is None: return None
+  key = diskcache.sha256(f"headers {VERSION} {stamp} {INLINED_HEADERS}".encode()).hexdigest()[:32]
+  return os.path.join(entry_dir(key), key + ".h")
+
+
+def _make_headers(cc: str, entry: str | None) -> None:
+  """The background half of _preprocessed_headers: the text made (when cc is tcc) and kept."""
+  text = ""
+  try:
+    if _version_line(cc).startswith("tcc "):
+      import tempfile
+      with tempfile.TemporaryDirectory(prefix="minitensor-headers-") as work: text = _preprocess(cc, work)
+      if text and entry is not None and (files := sorted(set(_MARKER.findall(text)))):
+        head = "\n".join(f"{f}\t{_stamp(f)}" for f in files)
+        with contextlib.suppress(OSError): install(entry, f"{len(files)}\n{head}\n{text}".encode())
+  except Exception: text = ""              # noqa: BLE001  (without the text, builds read the headers themselves)
+  finally: _headers[cc] = text
 
 
 def _valid_headers(data: bytes) -> str | None:
@@ -454,7 +473,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   try:
     with diskcache.build_dir(d) as work:
       with open(os.path.join(work, "kernel.c"), "w") as f:
-        f.write(f'{_preprocessed_headers(cc, work)}{src}\nconst char mt_cache_key[] = "{key}";\n')
+        f.write(f'{_preprocessed_headers(cc)}{src}\nconst char mt_cache_key[] = "{key}";\n')
       t = time.perf_counter()
       # relative names: the object's bytes depend only on the source, whichever process builds it
       try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)

@@ -156,20 +156,32 @@ def test_gcc_flags_follow_the_version_line(cache, tmp_path, monkeypatch):
   assert runtime._tuned(("-O3",), gcc) == ("-O3",)
 
 
+def _headers_anew(monkeypatch):
+  """runtime's header text forgotten, as in a new process; a function that waits for the background thread making
+  it."""
+  monkeypatch.setattr(runtime, "_headers", {})
+  monkeypatch.setattr(runtime, "_preprocessing", {})
+  return lambda: [t.join(60) for t in list(runtime._preprocessing.values())]
+
+
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
 def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, monkeypatch):
-  """runtime._preprocessed_headers: a tcc build's kernel.c starts with math.h, stdint.h and fenv.h preprocessed
-  (their macros too, not tcc's own predefined ones, which would warn as redefined), then a line marker of kernel.c;
-  tcc is asked for them once per cache (a new process reads them from the disk, unless a header changed), the
-  kernel it builds warns of nothing and computes NumPy's values."""
+  """runtime._preprocessed_headers: a process's first tcc build reads the headers itself and starts a thread that
+  preprocesses math.h, stdint.h and fenv.h (their macros too, not tcc's predefined ones, which would warn as
+  redefined); later builds start with that text and a line marker of kernel.c. tcc is asked for it once per cache
+  (a new process reads it from the disk, unless a header changed); the kernels warn of nothing and compute the
+  values."""
   tcc = tiers.fast_compiler()
-  monkeypatch.setattr(runtime, "_headers", {})
   calls, real = [], runtime._run_compiler
   monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
+  wait = _headers_anew(monkeypatch)
   # (isgreaterequal's expansion pastes tokens: tcc prints a `##` in -dD's output as its token number)
   src = ("#include <math.h>\n#include <stdint.h>\n"
          "void k(float* x) { x[0] = isless(x[0], 0.0f) && isgreaterequal(x[1], 2.0f) ? INFINITY : NAN; }\n")
-  k = compile_c(src, tiers.TCC_FLAGS, tcc, {"k": ("void*",)})["k"]
+  variants = iter([src.replace("INFINITY", v) for v in ("INFINITY", "-INFINITY", "2 * INFINITY", "3 * INFINITY")])
+  build = lambda: compile_c(next(variants), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})["k"]     # noqa: E731
+  k = build()
+  wait()
   x = np.array([-1.0, 2.0], np.float32)
   runtime.call(k, [x])
   assert x[0] == np.inf
@@ -177,29 +189,31 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   assert "#define _MATH_H" in text and "#define INFINITY" in text and "#define __TINYC__" not in text
   assert "#define __CONCAT(x,y) x ## y" in text and "MT_PASTE_PROBE" not in text
   assert text.endswith('# 1 "kernel.c"\n')
-  compile_c(src.replace("INFINITY", "-INFINITY"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
-  monkeypatch.setattr(runtime, "_headers", {})             # (a new process: the text is read from the disk cache)
-  compile_c(src.replace("NAN", "-NAN"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
-  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 1 and runtime._headers[tcc] == text
-  assert len([c for c in calls if "-E" not in c]) == 3
+  build()
+  _headers_anew(monkeypatch)                        # (a new process: the text is read from the disk cache)
+  build()
+  assert runtime._headers[tcc] == text and not runtime._preprocessing
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 1 and len([c for c in calls if "-E" not in c]) == 3
   # a header whose stamp changed (an upgrade) makes the text anew
   (entry,) = _files(tmp_path / "cache", ".h")
   with open(entry, "rb") as f: n, first, rest = f.read().split(b"\n", 2)
   os.chmod(entry, 0o600)
   with open(entry, "wb") as f: f.write(b"\n".join([n, first.split(b"\t")[0] + b"\tan older stamp", rest]))
-  monkeypatch.setattr(runtime, "_headers", {})
-  compile_c(src.replace("NAN", "NAN + 1"), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})
+  wait = _headers_anew(monkeypatch)
+  build()
+  wait()
   assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 2 and runtime._headers[tcc] == text
   (tmp_path / "kernel.c").write_text(text + src)
-  p = real([tcc, *tiers.TCC_FLAGS, "-o", str(tmp_path / "k.so"), "kernel.c"], str(tmp_path))
+  p = subprocess.run([tcc, *tiers.TCC_FLAGS, "-o", "k.so", "kernel.c"], cwd=tmp_path, capture_output=True, text=True)
   assert p.returncode == 0 and not p.stderr.strip(), p.stderr
 
 
 def test_another_compiler_reads_the_headers_itself(cache, monkeypatch):
   """Only tcc gets the preprocessed headers: gcc's builds start with the source as it is."""
-  monkeypatch.setattr(runtime, "_headers", {})
+  wait = _headers_anew(monkeypatch)
   compile_c("#include <math.h>\nvoid k(double* x) { x[0] = sqrt(x[0]); }\n", ("-O1", "-fPIC", "-shared"),
             runtime.compiler(), {"k": ("void*",)})
+  wait()
   assert runtime._headers.get(runtime.compiler()) == ""
 
 
@@ -208,8 +222,7 @@ def test_the_preprocessed_headers_expand_every_macro_as_the_headers_do(cache, tm
   """The macros kernels use (classification, quiet comparisons, infinities and NaN, floating-point exception flags,
   integer limits) expand to the same tokens after the preprocessed text as after the headers themselves."""
   tcc = tiers.fast_compiler()
-  monkeypatch.setattr(runtime, "_headers", {})
-  text = runtime._preprocessed_headers(tcc, str(tmp_path))
+  text = runtime._preprocess(tcc, str(tmp_path))
   body = ("double probe(double x, float y) { return isnan(x) + isinf(y) + isfinite(x) + signbit(y) + isnormal(x)"
           " + isgreater(x, y) + isgreaterequal(x, y) + isless(x, y) + islessequal(x, y) + islessgreater(x, y)"
           " + isunordered(x, y) + fpclassify(x) + INFINITY + NAN + HUGE_VAL + HUGE_VALF + FE_INVALID + FE_DIVBYZERO"
