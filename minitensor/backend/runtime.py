@@ -437,13 +437,14 @@ def _make_headers(cc: str, entry: str | None) -> None:
 
 
 def _valid_headers(data: bytes) -> str | None:
-  """The kept text of an entry whose header files all still have the stamps it lists, else None."""
+  """The kept text of an entry whose header files all still have the stamps it lists, else None (also for an entry
+  cut short: the text ends with its line marker of kernel.c)."""
   try:
     n, rest = data.decode().split("\n", 1)
     lines = rest.split("\n", int(n))
     if any(_stamp(f) != st for f, st in (line.split("\t") for line in lines[:int(n)])): return None
-    return lines[int(n)]
-  except (ValueError, UnicodeDecodeError): return None
+    return text if (text := lines[int(n)]).endswith('\n# 1 "kernel.c"\n') else None
+  except (ValueError, UnicodeDecodeError, IndexError): return None
 
 
 def _preprocess(cc: str, work: str) -> str:

@@ -203,6 +203,13 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   build()
   wait()
   assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 2 and runtime._headers[tcc] == text
+  # an entry cut short is not used (it would break every build): made anew
+  with open(entry, "rb") as f: data = f.read()
+  with open(entry, "wb") as f: f.write(data[:len(data) // 2])
+  wait = _headers_anew(monkeypatch)
+  assert runtime._preprocessed_headers(tcc) == ""
+  wait()
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 3 and runtime._headers[tcc] == text
   (tmp_path / "kernel.c").write_text(text + src)
   p = subprocess.run([tcc, *tiers.TCC_FLAGS, "-o", "k.so", "kernel.c"], cwd=tmp_path, capture_output=True, text=True)
   assert p.returncode == 0 and not p.stderr.strip(), p.stderr
