@@ -412,7 +412,8 @@ def _preprocessed_headers(cc: str) -> str:
   if cc not in _preprocessing:            # (a forked child starts its own: _after_fork_in_child)
     t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
                                               name="minitensor-headers")
-    t.start()
+    try: t.start()
+    except RuntimeError: _headers[cc] = ""     # (no new thread at interpreter shutdown: builds read the headers)
   return ""
 
 
