@@ -388,12 +388,10 @@ def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
   return CompileError(msg, kept)
 
 
-# The system headers PRELUDE includes. tcc reads and preprocesses them in every compile, about half of its time (a
-# 13 KB kernel: 8.9 -> 4.1 ms, AMD EPYC Zen 4); a tcc build starts with their text preprocessed (declarations and
-# macros: `tcc -E -dD`), so its own #include lines meet the headers' guards. The objects are the same (the cache
-# key, over the source, does not change). The text is made on a background thread at a process's first build (that
-# build, and any until the text is ready, read the headers themselves: a script's one compile costs no more), and
-# kept on disk per compiler binary with the stamps of the files it was read from (a changed header makes it anew).
+# PRELUDE's system headers: tcc preprocesses them in every compile, half its time (13 KB: 8.9 -> 4.1 ms, Zen 4). A tcc
+# build starts with their text preprocessed (`tcc -E -dD`: the #include lines then meet guards; the same objects and
+# keys), made on a background thread at a process's first build (builds until then read the headers) and kept on
+# disk per compiler binary with the stamps of the files it was read from (a changed header makes it anew).
 INLINED_HEADERS = ("math.h", "stdint.h", "fenv.h")
 _headers: dict[str, str] = {}                      # compiler -> its text ("": none, the build reads the headers)
 _preprocessing: dict[str, threading.Thread] = {}   # compiler -> the thread making its text (this process's)
@@ -405,11 +403,12 @@ def _preprocessed_headers(cc: str) -> str:
   else "" (the build reads the headers itself)."""
   if (text := _headers.get(cc)) is not None: return text
   entry = _headers_entry(cc)
-  if entry is not None and (data := diskcache.read_private(entry)) is not None and \
-      (text := _valid_headers(data)) is not None:
+  if entry is not None and (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)):
     _headers[cc] = text
     return text
-  if cc not in _preprocessing:            # (a forked child starts its own: _after_fork_in_child)
+  if "tcc" not in os.path.basename(os.path.realpath(shutil.which(cc) or cc)):   # (no thread for another compiler)
+    _headers[cc] = ""
+  elif cc not in _preprocessing:          # (a forked child starts its own: _after_fork_in_child)
     t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
                                               name="minitensor-headers")
     try: t.start()
@@ -424,9 +423,12 @@ def _headers_entry(cc: str) -> str | None:
 
 
 def _make_headers(cc: str, entry: str | None) -> None:
-  """The background half of _preprocessed_headers: the text made (when cc is tcc) and kept."""
+  """The background half of _preprocessed_headers: the text made (when cc is tcc) and kept. Ctrl-C is blocked here
+  (delivered to this thread, the main one waiting on a compiler's pipes would not see it until the compiler ends)."""
   text = ""
   try:
+    import signal
+    if hasattr(signal, "pthread_sigmask"): signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     if _version_line(cc).startswith("tcc "):
       import tempfile
       with tempfile.TemporaryDirectory(prefix="minitensor-headers-") as work: text = _preprocess(cc, work)
@@ -449,9 +451,8 @@ def _valid_headers(data: bytes) -> str | None:
 
 
 def _preprocess(cc: str, work: str) -> str:
-  """tcc -E -dD of INLINED_HEADERS, less the predefined macros (redefined, they warn). tcc prints a macro's `##` as
-  its token number (`<a6>` in 0.9.27): a probe macro shows the spelling, which is put back; a text with another
-  unprintable token is not used ("")."""
+  """tcc -E -dD of INLINED_HEADERS less the predefined macros (redefined, they warn); `##`, printed as a token number
+  (`<a6>` in 0.9.27), put back as a probe macro shows it; "" with another unprintable token."""
   import subprocess
   with open(os.path.join(work, "headers.c"), "w") as f:
     f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS) + "#define MT_PASTE_PROBE(a, b) a ## b\n")

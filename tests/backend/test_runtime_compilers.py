@@ -6,6 +6,7 @@ unusable one does. The compilers are shell scripts written by the tests around t
 from __future__ import annotations
 import errno
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -180,8 +181,12 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
          "void k(float* x) { x[0] = isless(x[0], 0.0f) && isgreaterequal(x[1], 2.0f) ? INFINITY : NAN; }\n")
   variants = iter([src.replace("INFINITY", v) for v in ("INFINITY", "-INFINITY", "2 * INFINITY", "3 * INFINITY")])
   build = lambda: compile_c(next(variants), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})["k"]     # noqa: E731
+  masks, preprocess = [], runtime._preprocess
+  monkeypatch.setattr(runtime, "_preprocess", lambda *a: masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+                      or preprocess(*a))
   k = build()
   wait()
+  assert len(masks) == 1 and signal.SIGINT in masks[0]        # (Ctrl-C goes to the main thread, not this one)
   x = np.array([-1.0, 2.0], np.float32)
   runtime.call(k, [x])
   assert x[0] == np.inf
