@@ -402,13 +402,14 @@ def _preprocessed_headers(cc: str) -> str:
   """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
   else "" (the build reads the headers itself)."""
   if (text := _headers.get(cc)) is not None: return text
+  if "tcc" not in os.path.basename(os.path.realpath(shutil.which(cc) or cc)):   # (another compiler: nothing to do)
+    _headers[cc] = ""
+    return ""
   entry = _headers_entry(cc)
   if entry is not None and (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)):
     _headers[cc] = text
     return text
-  if "tcc" not in os.path.basename(os.path.realpath(shutil.which(cc) or cc)):   # (no thread for another compiler)
-    _headers[cc] = ""
-  elif cc not in _preprocessing:          # (a forked child starts its own: _after_fork_in_child)
+  if cc not in _preprocessing:            # (a forked child starts its own: _after_fork_in_child)
     t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
                                               name="minitensor-headers")
     try: t.start()
