@@ -8,12 +8,13 @@ GB/s of the buffers it touched, and whether it came from the cache or how long c
 C source of each compiled translation unit. Silence it with logging.getLogger("minitensor").setLevel(...).
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from typing import NamedTuple
 from minitensor.backend.uop import Ops, UOp
 
 
-@dataclass(frozen=True)
-class KernelInfo:
+class KernelInfo(NamedTuple):
+  """One kernel of a realization: its name, output shape and dtype, loop iterations, the buffers it reads and
+  writes, its C source, the lowering that made it and the Opts actions applied."""
   name: str
   shape: tuple[int, ...]
   dtype: str
@@ -25,8 +26,7 @@ class KernelInfo:
   opts: tuple = ()                   # the Opts actions applied (opt.py)
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(NamedTuple):
   """The schedule of a realization: kernels in run order, buffers (inputs, then intermediates and outputs)."""
   kernels: tuple[KernelInfo, ...]
   inputs: tuple[tuple[tuple[int, ...], str], ...]

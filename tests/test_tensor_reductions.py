@@ -385,7 +385,6 @@ def test_long_float32_rows_are_summed_in_float32_blocks_and_the_same_in_both_tie
   """float32 sums along rows of 4096 and down columns of 4096 x 20 in a graph above 65,536 elements (a small
   graph's program keeps float64 lanes only): the kernels keep float32 partial sums beside their float64 lanes; a
   program's tier-0 and tier-1 functions (the C compiler at -O1 or tcc, and at -O3) give the same bits."""
-  import dataclasses
   from minitensor.backend import realize as R
   x = _f32_rows(20, 4096, "mixed", 7)
   for a, axis in ((x, 1), (np.ascontiguousarray(x.T), 0)):
@@ -399,5 +398,5 @@ def test_long_float32_rows_are_summed_in_float32_blocks_and_the_same_in_both_tie
     monkeypatch.setenv("MINITENSOR_TIER", "1")          # (no tier-1 compile started by the runs below)
     (p, inputs, sizes), = calls
     for tier in (0, 1):
-      q = dataclasses.replace(p, fns=R._functions(p.plan, tier, p.checked), tier=tier, frames={})
+      q = R.Compiled(p.plan, p.n_inputs, R._functions(p.plan, tier, p.checked), checked=p.checked, tier=tier)
       np.testing.assert_array_equal(q(inputs, sizes)[0].reshape(want.shape), want)

@@ -38,7 +38,7 @@ compiles the kernel with the C compiler in both tiers; sums are in fixed lanes, 
 except where libm and libmvec's exp differ.
 """
 from __future__ import annotations
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.machine import machine
 from minitensor.backend.prelude import vector_type
@@ -50,8 +50,7 @@ from minitensor.backend.uop import Ops, UOp, prod, range_
 _STEP_OPS = (Ops.ADD, Ops.MUL, Ops.FDIV, Ops.WHERE)
 
 
-@dataclass(frozen=True)
-class Read:
+class Read(NamedTuple):
   """A tensor read by the kernel: `base` (a BUFFER in a kernel, any node before staging; in an `Attention`, the
   position of the BUFFER in its SINK's sources) at flat position offset + sum(stride * counter) over the kernel's
   counters (b..., i, j, c, e); or a constant (base CONST)."""
@@ -60,8 +59,7 @@ class Read:
   strides: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
   batch: tuple[int, ...]
   L: int; S: int; D: int; DV: int
   dtype: DType
@@ -133,7 +131,7 @@ def match(r: UOp) -> Match | None:
     ctx = _Ctx(batch, B if transposed else A, S, 1, A if transposed else B)
     idx = ctx.b + ((ctx.e, ctx.i) if transposed else (ctx.i, ctx.e)) + (ctx.j,)
     for p, v in (x.src, x.src[::-1]):
-      if (m := _attention(ctx, p, v, idx, r.dtype)) is not None: return replace(m, transposed=transposed)
+      if (m := _attention(ctx, p, v, idx, r.dtype)) is not None: return m._replace(transposed=transposed)
   return None
 
 
@@ -206,7 +204,7 @@ def fused(body: UOp, out: UOp) -> UOp | None:
   bufs = [out] + list(dict.fromkeys(r.base for r in m.reads() if r.base.op is Ops.BUFFER))
   pos = {b: k for k, b in enumerate(bufs)}
   ref = lambda r: r if r.base.op is Ops.CONST else Read(pos[r.base], r.offset, r.strides)   # noqa: E731
-  m = replace(m, q=ref(m.q), k=ref(m.k), v=ref(m.v), steps=tuple((op, k, tuple(map(ref, rs))) for op, k, rs in m.steps))
+  m = m._replace(q=ref(m.q), k=ref(m.k), v=ref(m.v), steps=tuple((op, k, tuple(map(ref, rs))) for op, k, rs in m.steps))
   return UOp(Ops.SINK, tuple(bufs), Attention(m, br, bc, tr, tw))
 
 
@@ -234,8 +232,7 @@ def _up(n: int, k: int) -> int: return -(-n // k) * k
 STACK_LIMIT = 1 << 19      # bytes of packed blocks per thread (on its stack); larger problems are not fused
 
 
-@dataclass(frozen=True)
-class Attention:
+class Attention(NamedTuple):
   """The fused kernel of a Match whose Reads name positions in the kernel SINK's sources (0: the output) or
   constants; `work` is the statements it executes (realize's tier choice); `render` writes its C."""
   m: Match

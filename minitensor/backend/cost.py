@@ -1,13 +1,12 @@
 """cost: what a lowering costs, read by kernelize's cost model (the lowering's Ctx keeps its memo and reduce tables;
 this reads them once the program is built)."""
 from __future__ import annotations
-from dataclasses import dataclass
+from typing import NamedTuple
 from minitensor.backend.ranges import Ctx
 from minitensor.backend.uop import ALU, AxisType, Ops, UOp, prod
 
 
-@dataclass(frozen=True)
-class Lowering:
+class Lowering(NamedTuple):
   """What a lowering costs, for kernelize's cost model (the Ctx's memo and reduce tables stay rangeify's own).
   reduce_work: per REDUCE lowered with loops, the iterations its accumulators run over all the places it was put
   (the output loops around each times its reduce size); evaluations: per ALU node of the shaped graph, the times the

@@ -12,7 +12,8 @@
 $MINITENSOR_CACHE_DIR, else $XDG_CACHE_HOME/minitensor, else ~/.cache/minitensor, holding
 `v<version>/<key[:2]>/<key>.so` and `<key>.sha256` (the object's digest and size), and the run plans that
 find them without lowering a graph (`<key>.plan`, plans.py), keep a search's result (`<key>.tune`, search.py), a
-compiler's version line (`<key>.cc`, runtime.py) or tcc's preprocessed system headers (`<key>.h`, runtime.py).
+compiler's version line (`<key>.cc`, runtime.py), tcc's preprocessed system headers (`<key>.h`, runtime.py) or the
+digest of the backend's sources (`<key>.digest`, plans.py).
 Keys are made by the writers (runtime's also hashes VERSION). The threat model is in the README; the rules that
 enforce it:
 
@@ -48,7 +49,6 @@ import re
 import shutil
 import stat
 import struct
-import tempfile
 import threading
 import time
 import warnings
@@ -105,6 +105,7 @@ def _temp_dir(why: str | None = None) -> str:
   directory was not used: said in one warning per process (the first use)."""
   with _fallback_lock:
     if first := not _fallback:
+      import tempfile  # (imported where a cache is written: a process reading its kernels needs none)
       _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
       atexit.register(_remove_temp, _fallback[0], os.getpid())
   if first and why:
@@ -245,6 +246,7 @@ def _locked(root: str) -> Iterator[None]:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
+  import tempfile
   fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
   try:
     with os.fdopen(fd, "wb") as f: f.write(data)
@@ -270,6 +272,7 @@ def _sweep(d: str) -> None:
 def build_dir(shard: str) -> Iterator[str]:
   """A private `.build-*` directory in shard for one build, removed however the build ends; stale ones are swept
   first."""
+  import tempfile
   _sweep(shard)
   work = tempfile.mkdtemp(dir=shard, prefix=".build-")
   try: yield work
@@ -301,15 +304,15 @@ def install(path: str, data: bytes) -> None:
 
 
 def _entries(root: str) -> Iterator[tuple[float, int, str]]:
-  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan`, `.tune`, `.cc` and `.h`
-  only, never anything inside a build directory. Stale build directories met on the way are swept."""
+  """(mtime, size, path) of the completed entries under root: `<shard>/<key>.so`, `.plan`, `.tune`, `.cc`, `.h`,
+  `.digest` only, never anything inside a build directory. Stale build directories met on the way are swept."""
   with os.scandir(root) as shards:
     for s in shards:
       if len(s.name) != 2 or s.name.startswith(".") or not s.is_dir(follow_symlinks=False): continue
       _sweep(s.path)
       with os.scandir(s.path) as it:
         for e in it:
-          if e.name.endswith((".so", ".plan", ".tune", ".cc", ".h")) and not e.name.startswith(".") and \
+          if e.name.endswith((".so", ".plan", ".tune", ".cc", ".h", ".digest")) and not e.name.startswith(".") and \
               e.is_file(follow_symlinks=False):
             with contextlib.suppress(OSError):
               st = e.stat(follow_symlinks=False)

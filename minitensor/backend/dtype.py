@@ -10,19 +10,26 @@ types exist only inside the compiler:
 from __future__ import annotations
 import functools
 import math
-from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True, eq=False)
 class DType:
+  """One scalar type, made once (the `dtypes` below), compared by identity, immutable."""
+  # (a plain class: a dataclass costs ~0.5 ms to define, and the backend's dataclasses were a third of a cold start)
   name: str           # NumPy's name: "float32"
   short: str          # the .uir spelling: "f32"
   itemsize: int
   ctype: str
   kind: str           # "b" bool, "i" signed int, "u" unsigned int, "f" float, "c" complex, "x" index, "v" void
-  suffix: str = ""    # the C PRELUDE helpers' suffix for its values (max_f32, floordiv_i64): narrow ints compute in i32
-  mantissa: int = 0   # a float's precision in bits (with the implicit one): float32 24
+  suffix: str         # the C PRELUDE helpers' suffix for its values (max_f32, floordiv_i64): narrow ints compute in i32
+  mantissa: int       # a float's precision in bits (with the implicit one): float32 24
+
+  def __init__(self, name: str, short: str, itemsize: int, ctype: str, kind: str, suffix: str = "", mantissa: int = 0):
+    self.__dict__.update(name=name, short=short, itemsize=itemsize, ctype=ctype, kind=kind, suffix=suffix,
+                         mantissa=mantissa)
+
+  def __setattr__(self, name: str, value) -> None: raise AttributeError(f"DType is immutable: cannot set {name!r}")
+  def __delattr__(self, name: str) -> None: raise AttributeError(f"DType is immutable: cannot delete {name!r}")
 
   def __repr__(self) -> str: return f"dtypes.{self.name}"
   def __reduce__(self): return (_by_name, (self.name,))

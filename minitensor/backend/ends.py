@@ -1,7 +1,6 @@
 """ends: unrolled copies of a loop's body each END the same shared loop; merge_ends makes them one END over a SINK
 (the renderer opens each loop once)."""
 from __future__ import annotations
-from dataclasses import dataclass, field
 from minitensor.backend.uop import Ops, UOp
 from minitensor.backend.walk import PatternMatcher, UPat, graph_rewrite
 
@@ -16,13 +15,15 @@ def merge_ends(root: UOp) -> UOp:
   return graph_rewrite(root, _ends, ctx, ctx.memo)
 
 
-@dataclass
 class _Ends:
   """merge_ends' context: the ENDs of each loop (by their ranges, which rewriting leaves alone), the merged END of
   each loop once built, and the walk's memo, which building a merged END continues (its bodies are rewritten too)."""
-  groups: dict[tuple, list[UOp]]
-  merged: dict[tuple, UOp] = field(default_factory=dict)
-  memo: dict = field(default_factory=dict)
+  __slots__ = ("groups", "merged", "memo")
+
+  def __init__(self, groups: dict[tuple, list[UOp]], merged: dict[tuple, UOp] | None = None, memo: dict | None = None):
+    self.groups = groups
+    self.merged = {} if merged is None else merged
+    self.memo = {} if memo is None else memo
 
   def merge(self, e: UOp) -> UOp | None:
     """The one END of e's loop over every body that ends it (None: e is that END, or the loop's only one)."""

@@ -33,7 +33,7 @@ the pack functions are not inlined into the driver (each call does thousands of 
 gcc -O3 took 0.50 s of CPU for a GEMM's translation unit instead of 0.36 s).
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from typing import NamedTuple
 from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import variables
 from minitensor.backend.machine import Machine, machine
@@ -52,8 +52,7 @@ MIN_SIDE = 8
 TASKS_PER_CORE = 8     # column groups per core where A is cheap to pack again (_grid)
 
 
-@dataclass(frozen=True)
-class Gemm:
+class Gemm(NamedTuple):
   """What the blocked GEMM of one kernel needs: dtype, sizes (batch, M, N, K), the tile (MR, NR, KC, MC, NC), the
   task grid (row groups, column groups, rows per group, columns per group), the operands A and B (shaped, over local
   slots, of shape `full`: the output axes, then K) and the axes of `full` that are batch, row, column and K axes, the
@@ -81,8 +80,7 @@ class Gemm:
                  (nb, n if b else m, k), t, most, kc, self.n_slots)
 
 
-@dataclass(frozen=True)
-class Strided:
+class Strided(NamedTuple):
   """An operand that is one buffer read at an address linear in the axes (a strided view, a transpose, a
   convolution's window over a staged padded input), maybe cast: packed by copying through per-axis offset tables
   (no index arithmetic per element). tables: (size, address step) of its batch axes, its own (row or column) axes

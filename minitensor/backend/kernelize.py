@@ -39,7 +39,7 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 """
 from __future__ import annotations
 import time
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 from minitensor.backend import gemm, plans
 from minitensor.backend.attention import stage_operands
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
@@ -50,8 +50,7 @@ from minitensor.backend.sizes import Sizes, order_lanes
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
 
 
-@dataclass(frozen=True)
-class KernelSpec:
+class KernelSpec(NamedTuple):
   """One kernel: its Program (lowerings.py: the lowered program over local slots 0..n-1, its size arguments, how it
   renders), the shaped root it computes (for inspection), and the schedule buffer of each local slot."""
   name: str
@@ -64,8 +63,7 @@ class KernelSpec:
   def sink(self) -> UOp: return self.program.sink
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):
   """Kernels in run order over schedule buffers: inputs 0..n_inputs-1, then one buffer per staged node."""
   kernels: tuple[KernelSpec, ...]
   n_inputs: int
@@ -236,7 +234,7 @@ def schedule(outputs: list[UOp], n_inputs: int, optimize: bool = True, sizes: Si
     if new is None and (new := _shared_heavy(nodes, lowered, slot)) is None: break
     stage(new)
     for u in [u for u, k in lowered.items() if new in k[2]]: del lowered[u]
-  kernels = tuple(replace(lowered[u][0], name=f"k{k}") for k, u in enumerate(order))
+  kernels = tuple(lowered[u][0]._replace(name=f"k{k}") for k, u in enumerate(order))
   outs = tuple(o.arg.slot if o.op is Ops.BUFFER else slot[o] for o in outputs)
   return Schedule(kernels, n_inputs, tuple((prod(u.shape), u.dtype) for u in slot), outs, tuple(u.shape for u in slot),
                   sizes.table() if sizes is not None else (), lanes or 0, lowering)

@@ -16,7 +16,7 @@ appears exactly once.
 """
 from __future__ import annotations
 import heapq
-from dataclasses import dataclass
+from typing import NamedTuple
 from minitensor.backend.uop import Ops, UOp
 
 
@@ -33,8 +33,7 @@ class LinearizeError(ValueError):
   """The graph has no valid loop structure (a node needs two sibling loops at once, or a cycle)."""
 
 
-@dataclass(frozen=True)
-class Stmt:
+class Stmt(NamedTuple):
   kind: str        # "open" | "close" | "node"
   u: UOp
 

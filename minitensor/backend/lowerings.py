@@ -24,8 +24,7 @@ GCC vector types the loop renderer does not emit. Their operands are still read 
 views, padding and gathers work unchanged.
 """
 from __future__ import annotations
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 from minitensor.backend import attention, gemm
 from minitensor.backend.cost import Lowering, summarize
 from minitensor.backend.dtype import dtypes
@@ -43,8 +42,7 @@ from minitensor.backend.uop import ALU, Ops, UOp, prod, rewrite
 __all__ = ["KernelBody", "LOWERINGS", "Lowered", "Program", "flat_elementwise", "lower_kernel"]
 
 
-@dataclass(frozen=True)
-class Program:
+class Program(NamedTuple):
   """One kernel as the rest of the pipeline reads it (see the module docstring). sizes: a flat kernel's loop size,
   an argument after the buffers; vars: the graph sizes a symbolic kernel takes last; work: statements executed;
   needs: what the C compiler must support ("vector" types, "complex", "float16"); opts: the actions applied; plan:
@@ -64,8 +62,7 @@ class Program:
     return _RENDER[self.kind](self, name, checked)
 
 
-@dataclass(frozen=True)
-class KernelBody:
+class KernelBody(NamedTuple):
   """What an entry lowers: the kernel's shaped body, its output BUFFER, whether to optimize (no in checked search
   and tests of plain lowerings), the symbolic sizes (each size of the graph >= 2 -> its VAR) or None, and whether
   the schedule is a flat one (every kernel one loop over its elements), whether to keep the symbolic lowering's
@@ -81,8 +78,7 @@ class KernelBody:
   lanes: int = 0
 
 
-@dataclass(frozen=True)
-class Lowered:
+class Lowered(NamedTuple):
   """An entry's result: the Program (its sink over local slots), the schedule slot of each local slot, the cost
   summary of a loop lowering (cost.summarize; None for a kernel with a schedule of its own), and the node of the
   body to materialize first because lowering it inline repeats work (kernelize cuts it and lowers again), or None."""
@@ -92,8 +88,7 @@ class Lowered:
   cut: UOp | None = None
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
   name: str
   lower: Callable[[KernelBody], Lowered | None]
 

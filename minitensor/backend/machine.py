@@ -19,14 +19,13 @@ tiles, sized for `vector_bytes`, half as wide as planned.
 from __future__ import annotations
 import os
 import platform
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_CACHES = (32 << 10, 1 << 20, 8 << 20)
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-@dataclass(frozen=True)
-class Machine:
+class Machine(NamedTuple):
   vector_bytes: int = 16
   registers: int = 16
   fma: bool = False

@@ -55,8 +55,8 @@ Factors are chosen to divide their axes (an axis they would not divide is left a
 LANES, the register tile and the column-sum width come from the machine model (machine.py).
 """
 from __future__ import annotations
-from dataclasses import dataclass, field, replace
 from enum import Enum, auto
+from typing import NamedTuple
 from minitensor.backend.machine import machine
 from minitensor.backend.rangeify import rangeify
 from minitensor.backend.ranges import Ctx, Opts
@@ -89,8 +89,7 @@ class OptOps(Enum):
 EXACT = frozenset(OptOps) - {OptOps.UNROLL}
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(NamedTuple):
   """One action on a kernel's loops (see the module docstring)."""
   op: OptOps
   axis: int
@@ -106,13 +105,12 @@ class OptRefused(ValueError):
     self.opt, self.reason = opt, reason
 
 
-@dataclass(frozen=True)
-class KernelInfo:
+class KernelInfo(NamedTuple):
   """What apply_opt checks an action against: the kernel's output shape, the innermost reduced size of each of
   its reduces, the item size its vectors hold, and whether it is lowered with symbolic sizes (its shape and
   reduced sizes are then those it was first seen at: a factor need not divide them, the split loop gets a tail)."""
   shape: tuple[int, ...]
-  reduce_inner: tuple[int, ...] = field(default=())
+  reduce_inner: tuple[int, ...] = ()
   itemsize: int = 4
   symbolic: bool = False
 
@@ -154,38 +152,38 @@ def apply_opt(o: Opts, opt: Opt, info: KernelInfo) -> Opts:
     if op is OptOps.JAM and not o.vector: no("JAM combines reduce steps inside a VECTOR loop: VECTOR first")
     if not any(info.splits(n, f) for n in info.reduce_inner):
       no(f"{f} does not split any innermost reduce axis {info.reduce_inner} (must divide it and be smaller)")
-    return replace(o, **{{OptOps.UNROLL: "unroll", OptOps.LOCAL: "local", OptOps.JAM: "jam"}[op]: f})
+    return o.replace(**{{OptOps.UNROLL: "unroll", OptOps.LOCAL: "local", OptOps.JAM: "jam"}[op]: f})
   if not 0 <= ax < len(info.shape) or info.shape[ax] < 2: no(f"axis {ax} is not an output axis of {info.shape}")
   n = info.shape[ax]
   if op is OptOps.THREAD:
     if o.thread is not None: no(f"axis {o.thread} is threaded already")
     if f != 0: no("THREAD takes no factor (arg 0)")
-    return replace(o, thread=ax)
+    return o.replace(thread=ax)
   if f < 2 or (n % f and not info.symbolic): no(f"{f} does not divide axis {ax} of size {n}")
   if op is OptOps.UPCAST:
     if ax in o.upcast: no(f"axis {ax} is upcast already")
     if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
     if ax in o.tile and o.tile[ax] % f: no(f"{f} does not divide the tile {o.tile[ax]} of axis {ax}")
-    new = replace(o, upcast={**o.upcast, ax: f})
+    new = o.replace(upcast={**o.upcast, ax: f})
     if prod(new.upcast.values()) > MAX_UPCAST: no(f"more than {MAX_UPCAST} unrolled copies of the output")
   elif op is OptOps.VECTOR:
     if o.vector: no(f"axis {next(iter(o.vector))} is the VECTOR axis already")
     if o.jam > 1: no("the reduce axis is jammed (JAM comes after VECTOR)")
     if ax in o.upcast: no(f"axis {ax} is upcast")
     if ax in o.tile: no(f"axis {ax} is tiled")
-    new = replace(o, vector={**o.vector, ax: f})
+    new = o.replace(vector={**o.vector, ax: f})
   elif op is OptOps.TILE:
     if ax in o.tile: no(f"axis {ax} is tiled already")
     if f >= n and not info.symbolic: no(f"a tile of {f} is not smaller than axis {ax} of size {n}")
     if ax in o.vector: no(f"axis {ax} is a VECTOR axis")
     if o.upcast.get(ax, 1) > 1 and f % o.upcast[ax]: no(f"the upcast {o.upcast[ax]} of axis {ax} does not divide {f}")
-    new = replace(o, tile={**o.tile, ax: f})
+    new = o.replace(tile={**o.tile, ax: f})
   elif op is OptOps.BLOCK:
     if ax not in o.tile: no(f"axis {ax} is not tiled (a BLOCK groups its tiles)")
     if ax in o.block: no(f"axis {ax} is blocked already")
     if f >= n and not info.symbolic: no(f"a block of {f} is not smaller than axis {ax} of size {n}")
     if f <= o.tile[ax] or f % o.tile[ax]: no(f"{f} is not a larger multiple of the tile {o.tile[ax]} of axis {ax}")
-    new = replace(o, block={**o.block, ax: f})
+    new = o.replace(block={**o.block, ax: f})
   else: no(f"unknown action {op}")
   if op in (OptOps.UPCAST, OptOps.VECTOR) and new.upcast and _registers(new, info) > machine().registers:
     no(f"the register tile needs {_registers(new, info)} vector registers, the machine has {machine().registers}")
@@ -196,7 +194,7 @@ def build(actions: list[Opt], info: KernelInfo) -> Opts:
   """The Opts the actions build, applied in order from Opts() (OptRefused at the first that does not apply)."""
   o = Opts()
   for a in actions: o = apply_opt(o, a, info)
-  return replace(o, actions=tuple(actions))
+  return o.replace(actions=tuple(actions))
 
 
 def _lanes(itemsize: int) -> int: return machine().lanes(itemsize)       # one vector register

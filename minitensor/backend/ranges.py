@@ -7,7 +7,7 @@ EXPAND, PERMUTE, SHRINK or FLIP; `axis_parts` and `unrolled` split an axis into 
 for the output loops (rangeify.lower) and the reduce loops (reduce_rule) alike.
 """
 from __future__ import annotations
-from dataclasses import dataclass, field
+from typing import NamedTuple
 from minitensor.backend.dtype import DType
 from minitensor.backend.sizes import CEILING, QUOTIENT, Sizes
 from minitensor.backend.symbolic import simplify
@@ -65,34 +65,50 @@ def sizes_of(shape: tuple[int, ...], size=lambda n: n) -> tuple:
   return shape[:1] + tuple(size(n) for n in shape[1:])
 
 
-@dataclass
 class Opts:
   """How to map a kernel onto the machine: what a list of opt.py's actions builds (opt.apply_opt checks each),
   applied by lower() and reduce_rule."""
-  upcast: dict[int, int] = field(default_factory=dict)   # output axis -> unroll factor (register tile)
-  thread: int | None = None                              # output axis run in parallel (OpenMP)
-  unroll: int = 1                                        # vector lanes of the innermost reduce axis
-  tile: dict[int, int] = field(default_factory=dict)     # output axis -> cache block size
-  block: dict[int, int] = field(default_factory=dict)    # tiled output axis -> an outer block of its tiles
-  vector: dict[int, int] = field(default_factory=dict)   # output axis -> lanes of an innermost `omp simd` loop
-  local: int = 1                                         # innermost reduce axis as outer loop x inner loop of this
-  jam: int = 1                                           # reduce steps combined per pass of a VECTOR loop
-  actions: tuple = ()                                    # the opt.Opt actions that built these Opts
+  __slots__ = ("upcast", "thread", "unroll", "tile", "block", "vector", "local", "jam", "actions")
+
+  def __init__(self, upcast: dict[int, int] | None = None, thread: int | None = None, unroll: int = 1,
+               tile: dict[int, int] | None = None, block: dict[int, int] | None = None,
+               vector: dict[int, int] | None = None, local: int = 1, jam: int = 1, actions: tuple = ()):
+    self.upcast = {} if upcast is None else upcast   # output axis -> unroll factor (register tile)
+    self.thread = thread                             # output axis run in parallel (OpenMP)
+    self.unroll = unroll                             # vector lanes of the innermost reduce axis
+    self.tile = {} if tile is None else tile         # output axis -> cache block size
+    self.block = {} if block is None else block      # tiled output axis -> an outer block of its tiles
+    self.vector = {} if vector is None else vector   # output axis -> lanes of an innermost `omp simd` loop
+    self.local = local                               # innermost reduce axis as outer loop x inner loop of this
+    self.jam = jam                                   # reduce steps combined per pass of a VECTOR loop
+    self.actions = actions                           # the opt.Opt actions that built these Opts
+
+  def _values(self) -> tuple:
+    return tuple(getattr(self, k) for k in Opts.__slots__)
+
+  def replace(self, **changes) -> Opts:
+    """A copy with `changes` (the other fields' dicts are shared, as dataclasses.replace shares them)."""
+    return Opts(**{**dict(zip(Opts.__slots__, self._values())), **changes})
+
+  def __eq__(self, other) -> bool:
+    return self._values() == other._values() if type(other) is Opts else NotImplemented
+
+  __hash__ = None      # (mutable: compared by value)
+
+  def __repr__(self) -> str:
+    return f"Opts({', '.join(f'{k}={v!r}' for k, v in zip(Opts.__slots__, self._values()))})"
 
 
-@dataclass
 class Stash:
   """An expensive elementwise `value` that the loop of `reduce` stores into the output buffer `out` as it reads it,
   and that the store pass at output index `idx` loads back once `done` (the reduce's loops, ended) is set."""
-  reduce: UOp
-  value: UOp
-  out: UOp
-  idx: tuple
-  done: UOp | None = None
+  __slots__ = ("reduce", "value", "out", "idx", "done")
+
+  def __init__(self, reduce: UOp, value: UOp, out: UOp, idx: tuple, done: UOp | None = None):
+    self.reduce, self.value, self.out, self.idx, self.done = reduce, value, out, idx, done
 
 
-@dataclass(frozen=True)
-class Tail:
+class Tail(NamedTuple):
   """The indices of a split axis after its whole blocks (a symbolic size the factor need not divide): start + loop,
   loop over the remainder; `parts`: how many of the reduce's parts the split axis took (rangeify's parts lists)."""
   start: UOp
@@ -105,28 +121,34 @@ def extent_max(r: UOp) -> int:
   return r.arg.size if r.arg.var is None else r.arg.var.vmax
 
 
-@dataclass
 class Ctx:
-  next_range: int = 0
-  next_alloc: int = 0
-  memo: dict = field(default_factory=dict)
-  reduce_ranges: dict = field(default_factory=dict)
-  opts: Opts = field(default_factory=Opts)
-  sizes: Sizes | None = None      # symbolic lowering: each size of the graph (>= 2) -> its VAR
-  stash: Stash | None = None      # set by lower(): a value the reduce's loop keeps in the output buffer
-  tails: dict = field(default_factory=dict)   # reduce key -> its innermost axis's Tail (split with a tail)
-  # the lanes of a small graph's symbolic program and of its specializations (sizes.order_lanes; 0: none): each
-  # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
-  # included, so the two compute the same bits
-  ordered: int = 0
-  # float32 sums may add in float32 blocks (reduce_rule's Blocks): set for a kernel whose bits no other program must
-  # equal (a small graph's symbolic program and its specializations must give the same bits: their sums do not)
-  f32_blocks: bool = False
-  blocked: dict = field(default_factory=dict)   # reduce key -> its float32 sum's Blocks (reduce_rule)
-  # (reduced shape, output index ranges) -> [(reduces, the nodes each reads, their parts)]: loops that independent
-  # reduces share (reduce_rule._shared), unless share is off
-  shared: dict = field(default_factory=dict)
-  share: bool = True
+  __slots__ = ("next_range", "next_alloc", "memo", "reduce_ranges", "opts", "sizes", "stash", "tails", "ordered",
+               "f32_blocks", "blocked", "shared", "share")
+
+  def __init__(self, next_range: int = 0, next_alloc: int = 0, memo: dict | None = None,
+               reduce_ranges: dict | None = None, opts: Opts | None = None, sizes: Sizes | None = None,
+               stash: Stash | None = None, tails: dict | None = None, ordered: int = 0, f32_blocks: bool = False,
+               blocked: dict | None = None, shared: dict | None = None, share: bool = True):
+    self.next_range = next_range
+    self.next_alloc = next_alloc
+    self.memo = {} if memo is None else memo
+    self.reduce_ranges = {} if reduce_ranges is None else reduce_ranges
+    self.opts = Opts() if opts is None else opts
+    self.sizes = sizes          # symbolic lowering: each size of the graph (>= 2) -> its VAR
+    self.stash = stash          # set by lower(): a value the reduce's loop keeps in the output buffer
+    self.tails = {} if tails is None else tails   # reduce key -> its innermost axis's Tail (split with a tail)
+    # the lanes of a small graph's symbolic program and of its specializations (sizes.order_lanes; 0: none): each
+    # ordered reduce (`ordered`) adds element i of its innermost axis into lane i % ordered at every size, tails
+    # included, so the two compute the same bits
+    self.ordered = ordered
+    # float32 sums may add in float32 blocks (reduce_rule's Blocks): set for a kernel whose bits no other program
+    # must equal (a small graph's symbolic program and its specializations must give the same bits: their sums do not)
+    self.f32_blocks = f32_blocks
+    self.blocked = {} if blocked is None else blocked   # reduce key -> its float32 sum's Blocks (reduce_rule)
+    # (reduced shape, output index ranges) -> [(reduces, the nodes each reads, their parts)]: loops that independent
+    # reduces share (reduce_rule._shared), unless share is off
+    self.shared = {} if shared is None else shared
+    self.share = share
 
   def shares(self) -> bool:
     """Whether a loop of this lowering serves more than one reduce (reduce_rule._shared)."""

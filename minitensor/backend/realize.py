@@ -27,7 +27,6 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from minitensor.backend import buffers, fpstatus, keys, plans, replay, tiers
@@ -44,7 +43,17 @@ from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
 from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
 from minitensor.backend.prelude import PRELUDE
-from minitensor.backend.runtime import UNIT_BREAK, CompileError, Kernel, Once, compile_units, log, native, stats
+from minitensor.backend.runtime import (
+  UNIT_BREAK,
+  CompileError,
+  Kernel,
+  Once,
+  compile_units,
+  log,
+  native,
+  preprocessed_headers,
+  stats,
+)
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.sizes import Sizes, extend
 from minitensor.backend.uop import FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
@@ -70,37 +79,33 @@ def _pointers() -> tuple:
   return _POINTER
 
 
-@dataclass
 class Compiled:
   """A plan with its kernels loaded (at `plan.tier`, tiers.py): run it on a list of input arrays. At tier 0 the
   run time is accumulated; once tiers.hot says so the tier-1 compile starts on a background thread, and its
   functions replace `fns` in one assignment (and the stored plan says tier 1 from then on)."""
-  plan: Plan
-  n_inputs: int
-  fns: list[tuple[Kernel, tuple[int, ...], tuple, tuple[int, ...]]]     # (kernel, buffer slots, arguments, vars)
-  compile_seconds: float = 0.0
-  runs: int = 0
-  checked: bool = False
-  tier: int = 1
-  disk_key: str | None = None                          # where the plan is stored (plans.py)
-  work: int = 0                                        # predicted statements executed (0: a plan from disk)
-  elapsed: float = 0.0                                 # run time at tier 0
-  upgrade: threading.Thread | None = None
-  frames: dict = field(default_factory=dict)           # sizes -> what a run with them needs (_frame)
-  scalar: list | None = None                           # tier-0 functions confirming a tier-1 INVALID flag (flags)
-  # a symbolic program's specializations (specialize): its sizes -> the program for them (None while it compiles,
-  # False when that failed); `streak` runs in a row
-  # took `streak_time` seconds with the sizes `last`; `want`: sizes hot enough to specialize (realize starts it)
-  specializable: bool = False
-  special: dict = field(default_factory=dict)
-  last: tuple = ()
-  streak: int = 0
-  streak_time: float = 0.0
-  want: tuple | None = None
-  # the first call's seconds per stage: key, plan (the disk's plan looked up), import (of the lowering stages, by a
-  # process's first compile), kernelize (finding the kernels), lower (each kernel), render, compile (the C compiler),
-  # load (the library found or installed, dlopen), run; MINITENSOR_DEBUG logs them
-  stages: dict = field(default_factory=dict)
+
+  def __init__(self, plan: Plan, n_inputs: int, fns: list, compile_seconds: float = 0.0, *, checked: bool = False,
+               tier: int = 1, disk_key: str | None = None, work: int = 0, stages: dict | None = None):
+    self.plan, self.n_inputs, self.compile_seconds, self.checked = plan, n_inputs, compile_seconds, checked
+    self.fns: list[tuple[Kernel, tuple[int, ...], tuple, tuple[int, ...]]] = fns   # (kernel, slots, arguments, vars)
+    self.tier, self.disk_key, self.work = tier, disk_key, work   # disk_key: where the plan is stored (plans.py)
+    self.runs = 0
+    self.elapsed = 0.0                                   # run time at tier 0 (work: predicted statements executed)
+    self.upgrade: threading.Thread | None = None
+    self.frames: dict = {}                               # sizes -> what a run with them needs (_frame)
+    self.scalar: list | None = None                      # tier-0 functions confirming a tier-1 INVALID flag (flags)
+    # a symbolic program's specializations (specialize): its sizes -> the program for them (None while it compiles,
+    # False when that failed); `streak` runs in a row took `streak_time` seconds with the sizes `last`; `want`: sizes
+    # hot enough to specialize (realize starts it)
+    self.specializable = False
+    self.special: dict = {}
+    self.last: tuple = ()
+    self.streak, self.streak_time = 0, 0.0
+    self.want: tuple | None = None
+    # the first call's seconds per stage: key, plan (the disk's plan looked up), import (of the lowering stages, by a
+    # process's first compile), kernelize (finding the kernels), lower (each kernel), render, compile (the C
+    # compiler), load (the library found or installed, dlopen), run; MINITENSOR_DEBUG logs them
+    self.stages: dict = {} if stages is None else stages
 
   def __call__(self, inputs: list[np.ndarray], sizes: tuple[int, ...] = ()) -> list[np.ndarray]:
     """The outputs of the plan on `inputs`; sizes: the values of the graph's size tokens (a symbolic plan)."""
@@ -182,7 +187,7 @@ class Compiled:
         log().warning(f"minitensor: the tier-1 compile failed, staying at tier 0: {e}")
         return
       self.fns, self.tier = fns, 1
-      if self.disk_key is not None: plans.store(self.disk_key, replace(self.plan, tier=1).to_json())
+      if self.disk_key is not None: plans.store(self.disk_key, self.plan._replace(tier=1).to_json())
     self.upgrade = threading.Thread(target=work, name="minitensor-tier1", daemon=True)
     self.upgrade.start()
 
@@ -312,6 +317,8 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   large: tiers.eager)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
+  # (tcc's header text, runtime.preprocessed_headers, is made on the other core while the lowering stages import)
+  if (fast := tiers.fast_compiler()) is not None: preprocessed_headers(fast)
   import minitensor.backend.kernelize  # noqa: F401  (the lowering stages: a process's first compile imports them)
   imported = time.perf_counter()
   sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large, lanes)

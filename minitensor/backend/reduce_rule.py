@@ -12,7 +12,6 @@ a generator like rangeify's others: `yield (x, idx)` is the value of x at idx.
 """
 from __future__ import annotations
 import math
-from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 from minitensor.backend.closed_form import closed_form, closed_form_symbolic
 from minitensor.backend.dtype import DType, dtypes
@@ -51,7 +50,7 @@ def _split(ctx: Ctx, n: int, rkey: tuple) -> list[tuple[UOp, int]]:
   symbolic size), else one loop."""
   if (b := fits(ctx.opts.local, n, ctx)) > 1:
     parts = [(ctx.blocks(n, b, AxisType.REDUCE), 1), (ctx.rng(b, AxisType.REDUCE), -1)]
-    if ctx.symbolic(n): ctx.tails[rkey] = replace(ctx.tail(n, b, AxisType.REDUCE), parts=2)
+    if ctx.symbolic(n): ctx.tails[rkey] = ctx.tail(n, b, AxisType.REDUCE)._replace(parts=2)
     return parts
   return [axis_parts(ctx, n, 1, AxisType.REDUCE)]
 
@@ -172,7 +171,7 @@ def _lane_parts(ctx: Ctx, u: UOp, n: int, lanes: int, rkey: tuple) -> list[tuple
     else AxisType.VECTOR
   parts = [(ctx.blocks(n, lanes, AxisType.REDUCE) if n >= 2 * lanes or ctx.symbolic(n) else UOp.const(0), lanes),
            (ctx.rng(lanes, kind), 0)]
-  if ctx.symbolic(n) or n % lanes: ctx.tails[rkey] = replace(ctx.tail(n, lanes, kind), parts=2)
+  if ctx.symbolic(n) or n % lanes: ctx.tails[rkey] = ctx.tail(n, lanes, kind)._replace(parts=2)
   return parts
 
 

@@ -28,7 +28,6 @@ import shutil
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
 from minitensor.backend import diskcache
@@ -46,19 +45,20 @@ class CompileError(RuntimeError):
     self.source_path = source_path
 
 
-@dataclass
 class Stats:
-  """Counters for tests and inspection: compiler invocations, memory and disk cache hits, graph cache, plans."""
-  compiles: int = 0
-  memory_hits: int = 0
-  disk_hits: int = 0
-  graph_hits: int = 0
-  graph_misses: int = 0
-  plan_hits: int = 0               # programs found as plans on disk (plans.py): nothing lowered
-  replays: int = 0                 # graph hits run by a realize plan kept for the graph's sources (replay.Bound)
-  compile_seconds: float = 0.0
+  """Counters for tests and inspection: compiler invocations, memory and disk cache hits, graph cache, plans
+  (plan_hits: programs found as plans on disk, plans.py: nothing lowered; replays: graph hits run by a realize plan
+  kept for the graph's sources, replay.Bound), and the seconds spent in the C compiler."""
+  __slots__ = ("compiles", "memory_hits", "disk_hits", "graph_hits", "graph_misses", "plan_hits", "replays",
+               "compile_seconds")
+
+  def __init__(self) -> None: self.reset()
+
   def reset(self) -> None:
-    for k in self.__dataclass_fields__: setattr(self, k, type(getattr(self, k))())
+    for k in self.__slots__: setattr(self, k, 0)
+    self.compile_seconds = 0.0
+
+  def __repr__(self) -> str: return "Stats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__) + ")"
 
 
 stats = Stats()
@@ -221,14 +221,14 @@ def _no_compiler(cc: str) -> CompileError:
                       f"compiler: install gcc or clang (e.g. `apt-get install gcc`), or set MINITENSOR_CC to one.")
 
 
-@dataclass(eq=False)
 class Kernel:
   """A compiled C function and the cffi handle that keeps its library loaded (compared by identity)."""
-  name: str
-  src: str
-  fn: object
-  nargs: int
-  lib: object = field(repr=False, default=None)
+  __slots__ = ("name", "src", "fn", "nargs", "lib", "__weakref__")     # (runtime._threaded holds them weakly)
+
+  def __init__(self, name: str, src: str, fn, nargs: int, lib=None):
+    self.name, self.src, self.fn, self.nargs, self.lib = name, src, fn, nargs, lib
+
+  def __repr__(self) -> str: return f"Kernel(name={self.name!r}, nargs={self.nargs})"
 
 
 class Native:
@@ -398,9 +398,9 @@ _preprocessing: dict[str, threading.Thread] = {}   # compiler -> the thread maki
 _MARKER = re.compile(r'^# \d+ "(/[^"]+)"', re.M)
 
 
-def _preprocessed_headers(cc: str) -> str:
+def preprocessed_headers(cc: str) -> str:
   """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
-  else "" (the build reads the headers itself)."""
+  else "" (the build reads the headers itself) after starting the thread that makes it (called early, it is ready)."""
   if (text := _headers.get(cc)) is not None: return text
   if "tcc" not in os.path.basename(os.path.realpath(shutil.which(cc) or cc)):   # (another compiler: nothing to do)
     _headers[cc] = ""
@@ -424,7 +424,7 @@ def _headers_entry(cc: str) -> str | None:
 
 
 def _make_headers(cc: str, entry: str | None) -> None:
-  """The background half of _preprocessed_headers: the text made (when cc is tcc) and kept. Ctrl-C is blocked here
+  """The background half of preprocessed_headers: the text made (when cc is tcc) and kept. Ctrl-C is blocked here
   (delivered to this thread, the main one waiting on a compiler's pipes would not see it until the compiler ends)."""
   text = ""
   try:
@@ -477,7 +477,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   try:
     with diskcache.build_dir(d) as work:
       with open(os.path.join(work, "kernel.c"), "w") as f:
-        f.write(f'{_preprocessed_headers(cc)}{src}\nconst char mt_cache_key[] = "{key}";\n')
+        f.write(f'{preprocessed_headers(cc)}{src}\nconst char mt_cache_key[] = "{key}";\n')
       t = time.perf_counter()
       # relative names: the object's bytes depend only on the source, whichever process builds it
       try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)

@@ -27,7 +27,7 @@ and prints what it found (`tuned`, this process's searched kernels and the recor
 from __future__ import annotations
 import os
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 import numpy as np
 from minitensor.backend import plans
 from minitensor.backend.linearize import iterations
@@ -47,8 +47,7 @@ CONFIRM = 3            # turns of the final comparison
 _TOL = {2: 1e-2, 4: 1e-4, 8: 1e-10}     # rtol by float item size (complex: by the size of a part)
 
 
-@dataclass(frozen=True)
-class Tuned:
+class Tuned(NamedTuple):
   """A kernel whose Opts came from a search in this process (searched) or from its tuning record."""
   what: str
   before: float              # seconds: the heuristic's Opts

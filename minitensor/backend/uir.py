@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import math
 import re
-from dataclasses import dataclass
 from minitensor.backend.dtype import DType, dtypes, from_short
 from minitensor.backend.uop import BINARY, MOVEMENT, REDUCE_OPS, UNARY, AxisType, Ops, ParamArg, UOp, buf, range_
 
@@ -40,10 +39,13 @@ class UirParseError(ValueError):
   """Malformed .uir text. The message starts with `line N:` and ends with the offending line."""
 
 
-@dataclass(frozen=True)
 class _Lit:
-  value: bool | int | float
-  dtype: DType | None          # None: untyped, the context decides
+  """A literal operand (not a tuple: _build tells tuple operands from literals by isinstance)."""
+  __slots__ = ("value", "dtype")
+
+  def __init__(self, value: bool | int | float, dtype: DType | None):
+    self.value = value
+    self.dtype = dtype          # None: untyped, the context decides
 
 
 _AXES = {k.name.lower(): k for k in AxisType}

@@ -183,3 +183,32 @@ def test_a_plan_follows_its_program_to_tier_1(cache, monkeypatch):
   t, _ = _graph()
   t.numpy()
   assert [c.tier for c in realize_mod._cache.values()] == [1]
+
+
+def test_the_backend_digest_is_kept_under_the_sources_stats(cache, monkeypatch, tmp_path):
+  """plans._backend_digest is the BLAKE2b of the backend's sources; a new process finds it kept under the files'
+  names, sizes and modification times without reading them, and reads them again once one was written."""
+  src = tmp_path / "backend"
+  src.mkdir()
+  (src / "a.py").write_text("x = 1\n")
+  (src / "plans.py").write_text("y = 2\n")
+  monkeypatch.setattr(plans, "__file__", str(src / "plans.py"))
+  def digest_of_files() -> str:
+    h = hashlib.blake2b(digest_size=32)
+    for name in ("a.py", "plans.py"): h.update(name.encode() + b"\0" + (src / name).read_bytes() + b"\0")
+    return h.hexdigest()
+  monkeypatch.setattr(plans, "_digest", [])
+  assert (first := plans._backend_digest()) == digest_of_files()
+  assert len(files(cache, ".digest")) == 1
+  monkeypatch.setattr(plans, "_digest", [])           # a new process: the kept digest, no source read
+  with monkeypatch.context() as m:
+    real = open
+    m.setattr("builtins.open", lambda p, *a, **k: pytest.fail(f"read {p}") if str(p).endswith(".py") else
+              real(p, *a, **k))
+    assert plans._backend_digest() == digest_of_files()
+  (src / "a.py").write_text("x = 3\n")
+  st = os.stat(src / "a.py")
+  os.utime(src / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+  monkeypatch.setattr(plans, "_digest", [])
+  assert plans._backend_digest() == digest_of_files() != first
+  assert len(files(cache, ".digest")) == 2

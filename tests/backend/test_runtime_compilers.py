@@ -167,7 +167,7 @@ def _headers_anew(monkeypatch):
 
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
 def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, monkeypatch):
-  """runtime._preprocessed_headers: a process's first tcc build reads the headers itself and starts a thread that
+  """runtime.preprocessed_headers: a process's first tcc build reads the headers itself and starts a thread that
   preprocesses math.h, stdint.h and fenv.h (their macros too, not tcc's predefined ones, which would warn as
   redefined); later builds start with that text and a line marker of kernel.c. tcc is asked for it once per cache
   (a new process reads it from the disk, unless a header changed); the kernels warn of nothing and compute the
@@ -212,7 +212,7 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   with open(entry, "rb") as f: data = f.read()
   with open(entry, "wb") as f: f.write(data[:len(data) // 2])
   wait = _headers_anew(monkeypatch)
-  assert runtime._preprocessed_headers(tcc) == ""
+  assert runtime.preprocessed_headers(tcc) == ""
   wait()
   assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 3 and runtime._headers[tcc] == text
   (tmp_path / "kernel.c").write_text(text + src)
@@ -230,7 +230,7 @@ def test_another_compiler_reads_the_headers_itself(cache, monkeypatch):
 
 
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
-def test_the_preprocessed_headers_expand_every_macro_as_the_headers_do(cache, tmp_path, monkeypatch):
+def test_thepreprocessed_headers_expand_every_macro_as_the_headers_do(cache, tmp_path, monkeypatch):
   """The macros kernels use (classification, quiet comparisons, infinities and NaN, floating-point exception flags,
   integer limits) expand to the same tokens after the preprocessed text as after the headers themselves."""
   tcc = tiers.fast_compiler()

@@ -300,15 +300,16 @@ def _four_children(cache_dir, **env) -> None:
 
 def test_usage_count_is_exact_after_concurrent_builds(tmp_path):
   """4 processes build overlapping sets of kernels (and their run plans) into one cache: the byte count kept in
-  `usage` equals the size of the entries, the compilers' version lines and headers included (a lost or doubled
-  addition would show)."""
+  `usage` equals the size of the entries, the compilers' version lines, headers and the sources' digest included (a
+  lost or doubled addition would show)."""
   cache_dir = tmp_path / "cache"
   _four_children(cache_dir)
   (usage,) = _files(cache_dir, "usage")
   sos, plans, ccs = _files(cache_dir, ".so"), _files(cache_dir, ".plan"), _files(cache_dir, ".cc")
-  hs = _files(cache_dir, ".h")                   # (tcc's preprocessed headers: runtime._preprocessed_headers)
-  assert len(sos) == 4 and len(plans) == 4 and len(ccs) <= 2 and len(hs) <= 1
-  with open(usage) as f: assert int(f.read()) == sum(os.path.getsize(f) for f in sos + plans + ccs + hs)
+  hs = _files(cache_dir, ".h")                   # (tcc's preprocessed headers: runtime.preprocessed_headers)
+  digests = _files(cache_dir, ".digest")         # (the backend sources' digest: plans._backend_digest)
+  assert len(sos) == 4 and len(plans) == 4 and len(ccs) <= 2 and len(hs) <= 1 and len(digests) == 1
+  with open(usage) as f: assert int(f.read()) == sum(os.path.getsize(f) for f in sos + plans + ccs + hs + digests)
 
 
 def test_one_entry_bound_loses_nothing_across_four_processes(tmp_path):
