@@ -46,8 +46,13 @@ def apply_movement_op(u: UOp, idx: tuple[UOp, ...], size=lambda n: n) -> tuple[U
   an index mentions)."""
   x, op = u.src[0], u.op
   if op is Ops.RESHAPE:
-    flat = ravel(idx, sizes_of(u.shape, size))
-    return tuple(simplify(i) for i in unravel(flat, sizes_of(x.shape, size)))
+    out: list[UOp] = []
+    for (i0, i1), (j0, j1) in reshape_groups(x.shape, u.shape, size):
+      if i1 - i0 == 1 and j1 - j0 == 1: out.append(idx[j0])           # (an axis the reshape keeps)
+      else:
+        flat = ravel(idx[j0:j1], sizes_of(u.shape[j0:j1], size))
+        out.extend(simplify(i) for i in unravel(flat, sizes_of(x.shape[i0:i1], size)))
+    return tuple(out)
   if op is Ops.EXPAND: return tuple(UOp.const(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, x.shape, u.shape))
   if op is Ops.PERMUTE:
     inv: list[UOp] = list(idx)
@@ -57,6 +62,40 @@ def apply_movement_op(u: UOp, idx: tuple[UOp, ...], size=lambda n: n) -> tuple[U
   if op is Ops.FLIP:
     return tuple(simplify((size(n) - 1) - i) if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape)))
   raise ValueError(f"apply_movement_op: {op} is not an index map")
+
+
+def reshape_groups(src: tuple[int, ...], dst: tuple[int, ...], size=lambda n: n) -> list[tuple[tuple, tuple]]:
+  """The spans ((i0, i1), (j0, j1)) that cut a reshape of src into dst into independent pieces: src[i0:i1] and
+  dst[j0:j1] hold the same elements in the same order, so a dst index maps to a src index piece by piece (an axis
+  kept as it is needs no arithmetic at all). The shortest spans of equal element counts; in a symbolic lowering
+  (`size` maps sizes to VARs) a cut also needs the same sizes other than 1 on both sides, so that it holds at every
+  size the program serves. One span, the whole shapes, when there is no cut (or no element)."""
+  if 0 in src or 0 in dst: return [((0, len(src)), (0, len(dst)))]
+  tokens = [_token(n, size) for n in src + dst]
+  symbolic = any(type(t) is not int for t in tokens)
+  out, i, j = [], 0, 0
+  while i < len(src) or j < len(dst):
+    i0, j0, a, b = i, j, 1, 1
+    while i < len(src) or j < len(dst):
+      if a == b and i < len(src) and src[i] == 1: i += 1            # (a 1 alone: its index is 0)
+      elif a == b and j < len(dst) and dst[j] == 1: j += 1
+      elif (a <= b and i < len(src)) or j == len(dst): a, i = a * src[i], i + 1
+      else: b, j = b * dst[j], j + 1
+      if a == b and (not symbolic or _sizes(tokens[i0:i]) == _sizes(tokens[len(src) + j0:len(src) + j])): break
+    out.append(((i0, i), (j0, j)))
+  return out
+
+
+def _token(n: int, size):
+  try: return size(n)
+  except AssertionError: return object()     # (a staged buffer's flat size is no size of the graph: equal to none)
+
+
+def _sizes(tokens: list) -> dict:
+  counts: dict = {}
+  for t in tokens:
+    if t != 1: counts[t] = counts.get(t, 0) + 1
+  return counts
 
 
 def sizes_of(shape: tuple[int, ...], size=lambda n: n) -> tuple:
