@@ -11,7 +11,7 @@ from typing import NamedTuple
 from minitensor.backend.dtype import DType
 from minitensor.backend.sizes import CEILING, QUOTIENT, Sizes
 from minitensor.backend.symbolic import simplify
-from minitensor.backend.uop import AxisType, Ops, ParamArg, UOp, range_
+from minitensor.backend.uop import MOVEMENT, AxisType, Ops, ParamArg, UOp, range_
 
 
 def ravel(idx: tuple[UOp, ...], shape: tuple) -> UOp:
@@ -35,7 +35,7 @@ def unravel(flat: UOp, shape: tuple) -> tuple[UOp, ...]:
   return tuple(reversed(out))
 
 
-INDEX_MAPS = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP})   # MOVEMENT but PAD (guarded)
+INDEX_MAPS = MOVEMENT - {Ops.PAD}      # the movement ops that only map indices (a PAD also guards its reads)
 
 
 def apply_movement_op(u: UOp, idx: tuple[UOp, ...], size=lambda n: n) -> tuple[UOp, ...]:
