@@ -39,7 +39,7 @@ from minitensor.backend.sizes import Sizes
 from minitensor.backend.split import split_loops
 from minitensor.backend.uop import ALU, Ops, UOp, prod, rewrite
 
-__all__ = ["KernelBody", "LOWERINGS", "Lowered", "Program", "flat_elementwise", "lower_kernel"]
+__all__ = ["HAND_WRITTEN", "KernelBody", "LOWERINGS", "Lowered", "Program", "flat_elementwise", "lower_kernel"]
 
 
 class Program(NamedTuple):
@@ -175,6 +175,10 @@ def _gemm(k: KernelBody) -> Lowered | None:
 
 LOWERINGS: tuple[Entry, ...] = (Entry("attention", _attention), Entry("flat", _flat), Entry("scan", _scan),
                                 Entry("gemm", _gemm), Entry("loops", _loops))
+
+# the entries whose C is written in vector types by hand: no loop of theirs is left for -O3's vectorizer to improve
+# (tiers.HAND_FLAGS)
+HAND_WRITTEN = frozenset({"attention", "gemm"})
 
 _RENDER: dict[str, Callable[[Program, str, bool], str]] = {
   "attention": lambda p, name, checked: attention.render(p.plan, p.sink, name, checked),

@@ -33,7 +33,7 @@ from minitensor.backend import diskcache, runtime, tiers
 from minitensor.backend.diskcache import blake2b, sha256
 from minitensor.backend.sizes import KINDS
 
-FORMAT = "plan-4"
+FORMAT = "plan-5"
 TUNE_FORMAT = "tune-2"
 _digest: list[str] = []
 
@@ -142,7 +142,8 @@ class Plan(NamedTuple):
   in order, the buffers to allocate after the inputs ((n, vars, dtype name): n times the product of those graph
   sizes elements), the buffer of each output, what its kernels need of the C compiler (lowerings.Program), and the
   sizes derived from the graph's that its kernels take after them (sizes.Sizes.table: split loops' blocks and
-  tails), and the lanes of its ordered reduces (sizes.order_lanes: its specializations take them)."""
+  tails), the lanes of its ordered reduces (sizes.order_lanes: its specializations take them), and whether it is
+  built at tiers.HAND_FLAGS (it started at tier 1 with its work in hand-vectorized kernels: tiers.hand_written)."""
   src: str
   tier: int
   calls: tuple[Call, ...]
@@ -151,11 +152,13 @@ class Plan(NamedTuple):
   needs: tuple[str, ...] = ()
   derived: tuple[tuple[int, int, int], ...] = ()
   lanes: int = 0
+  hand: bool = False
 
   def to_json(self) -> dict:
     return {"src": self.src, "tier": self.tier, "calls": [list(c) for c in self.calls],
             "buffers": [[n, list(v), d] for n, v, d in self.buffers], "outputs": list(self.outputs),
-            "needs": list(self.needs), "derived": [list(x) for x in self.derived], "lanes": self.lanes}
+            "needs": list(self.needs), "derived": [list(x) for x in self.derived], "lanes": self.lanes,
+            "hand": self.hand}
 
   @staticmethod
   def from_json(d: dict) -> Plan:
@@ -170,7 +173,9 @@ class Plan(NamedTuple):
       derived = tuple(_ints(x) for x in d["derived"])
       if any(len(x) != 3 or x[1] < 2 or x[2] not in KINDS for x in derived): raise ValueError("not a plan: derived")
       if type(lanes := d["lanes"]) is not int or lanes < 0: raise ValueError("not a plan: lanes")
-      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs), derived, lanes)
+      if type(hand := d["hand"]) is not bool: raise ValueError("not a plan: hand")
+      return Plan(_text(d["src"]), int(d["tier"]), calls, bufs, _ints(d["outputs"]), tuple(needs), derived, lanes,
+                  hand)
     except (KeyError, TypeError, IndexError) as e: raise ValueError(f"not a plan: {e!r}") from None
 
 

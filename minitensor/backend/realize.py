@@ -320,6 +320,7 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   # (tcc's header text, runtime.preprocessed_headers, is made on the other core while the lowering stages import)
   if (fast := tiers.fast_compiler()) is not None: preprocessed_headers(fast)
   import minitensor.backend.kernelize  # noqa: F401  (the lowering stages: a process's first compile imports them)
+  from minitensor.backend.lowerings import HAND_WRITTEN
   imported = time.perf_counter()
   sched = schedule_of(outputs, n_inputs, sizes, flat, exact, large, lanes)
   scheduled = time.perf_counter() - t      # (kernelize: finding the kernels; lower: lowering each)
@@ -336,7 +337,11 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   tier = 1 if exact or not calls else tiers.choose(0 if large else work)
   bufs = tuple(_buffer_size(shape, n_el, sizes) + (d.name,) for shape, (n_el, d) in zip(sched.shapes, sched.buffers))
   needs = tuple(sorted(frozenset().union(*(p.needs for p in names))))
-  plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived, sched.lanes)
+  # a foreground tier-1 build of hand-vectorized kernels is made at -O2 (tiers.HAND_FLAGS); a background one (a
+  # specialization, a tier-0 program's move to tier 1) keeps -O3, its compile time hidden
+  hand = tier == 1 and not exact and \
+    tiers.hand_written(work, sum(k.program.work for k in sched.kernels if k.program.kind in HAND_WRITTEN))
+  plan = Plan(src, tier, calls, bufs, sched.outputs, needs, sched.derived, sched.lanes, hand)
   stages["render"] = time.perf_counter() - t - scheduled
   return Compiled(plan, n_inputs, _functions(plan, tier, checked, stages), time.perf_counter() - t, checked=checked,
                   tier=tier, work=work, stages=stages)
@@ -377,7 +382,7 @@ def _functions(plan: Plan, tier: int, checked: bool = False, stages: dict | None
   floating-point flags word (fpstatus.py). stages: where the seconds of compile and load are added."""
   if not plan.calls: return []
   t, compiling = time.perf_counter(), stats.compile_seconds
-  cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.needs))
+  cc, flags = tiers.toolchain(tier, tiers.tcc_lacks(plan.needs), plan.hand)
   err = ("void*",) if checked else ()
   sigs = {c.fn: ("void*",) * len(c.slots) + ("int64_t",) * (len(c.sizes) + len(c.vars)) + err + ("void*",)
           for c in plan.calls}

@@ -3,7 +3,9 @@
     tier 0   tcc ($MINITENSOR_FAST_CC, else tcc on PATH unless $MINITENSOR_CC names the C compiler) with
              TCC_FLAGS; without it (and for kernels with float16 or complex, which tcc does not have) the C
              compiler at TIER0_FLAGS: -O1, chosen by measurement
-    tier 1   the C compiler at runtime.FLAGS (-O3 -march=native, OpenMP)
+    tier 1   the C compiler at runtime.FLAGS (-O3 -march=native, OpenMP); at HAND_FLAGS (-O2) when a schedule
+             whose work is in kernels written in vector types by hand (lowerings.HAND_WRITTEN: GEMM, attention)
+             starts at tier 1, in the foreground
 
 Both tiers compile the same C source: tcc ignores the OpenMP pragmas (tier 0 runs on one thread) and the
 prelude leaves out, for tcc, only the libmvec vector declarations and the float16 helpers (complex helpers come
@@ -33,6 +35,13 @@ TCC_FLAGS = ("-shared", "-fPIC")
 # Measured (AMD EPYC Zen 3, gcc 12, first calls in a new process): -O1 111 ms for softmax (100, 100) where
 # -O3 takes 976 ms, 87 / 104 ms for a + b; -O1 is the cheap level
 TIER0_FLAGS = ("-O1",) + FLAGS[1:]
+# Measured (AMD EPYC Zen 4, gcc 12, a new process, empty cache): the large schedules that start at tier 1 run as
+# fast from -O2 as from -O3 when their work is in hand-vectorized kernels (GEMM N=1024 11.6 / 12.0 ms, conv2d W6
+# 14.6-14.9 / 14.3-15.1 ms, attention L=2048 7.7 / 8.0 ms) and compile 20-40 ms sooner (first calls 240 / 277,
+# 299 / 322, 235 / 274 ms). Smaller ones start at tier 0 and keep -O3 for tier 1: attention at L=512 runs 5% slower
+# from -O2 (0.64-0.76 / 0.61-0.62 ms), its loops around the vector code left to -O3's vectorizer
+HAND_FLAGS = ("-O2",) + FLAGS[1:]
+HAND_SHARE = 0.9          # the share of a schedule's predicted work in hand-written kernels from which it takes them
 # Measured (AMD EPYC Zen 3): tier-0 code costs 0.5-1.2 ns more per statement executed than tier 1 (a 1M-element
 # add, softmax (512, 512), a column sum, GEMM 128), and an -O3 compile ~90 ms more than tcc's for one small kernel:
 # from LARGE_WORK a tier-0 call costs ~30 ms more than a tier-1 one, and the -O3 compile starts with the first call.
@@ -76,6 +85,11 @@ def choose(work: int) -> int:
   return 1 if work >= FOREGROUND_WORK else 0
 
 
+def hand_written(work: int, hand_work: int) -> bool:
+  """Whether a schedule of predicted `work`, `hand_work` of it in hand-vectorized kernels, compiles at HAND_FLAGS."""
+  return work > 0 and hand_work >= HAND_SHARE * work
+
+
 def eager(work: int) -> bool:
   """Whether a new tier-0 schedule of this predicted work starts its tier-1 compile at once, beside its runs."""
   return work >= LARGE_WORK and mode() == "auto"
@@ -89,9 +103,10 @@ def tcc_lacks(needs) -> bool:
   return bool(NEEDS & set(needs))
 
 
-def toolchain(tier: int, needs_cc: bool) -> tuple[str, tuple[str, ...]]:
-  """(compiler, flags) of a tier; needs_cc: the kernels use a type tcc lacks (tcc_lacks)."""
-  if tier == 1: return compiler(), FLAGS
+def toolchain(tier: int, needs_cc: bool, hand: bool = False) -> tuple[str, tuple[str, ...]]:
+  """(compiler, flags) of a tier; needs_cc: the kernels use a type tcc lacks (tcc_lacks); hand: a foreground tier-1
+  build of a schedule whose work is in hand-vectorized kernels (`hand_written`: Plan.hand), made with HAND_FLAGS."""
+  if tier == 1: return compiler(), HAND_FLAGS if hand else FLAGS
   fast = fast_compiler()
   if fast is not None and not needs_cc: return fast, TCC_FLAGS
   return compiler(), TIER0_FLAGS

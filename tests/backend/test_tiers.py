@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 import minitensor as mt
 from minitensor import nn
+from minitensor.backend import keys, runtime, tiers
 from minitensor.backend import realize as realize_mod
-from minitensor.backend import runtime, tiers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "fuzz"))
 from test_fuzz_programs import INEXACT, programs  # noqa: E402
@@ -201,3 +201,62 @@ def test_negative_flips_the_sign_bit_of_nan_in_every_tier(tier, dtype, monkeypat
   for x in (a, a[0]):
     got, want = np.asarray(-mt.asarray(x)), -x
     assert got.tobytes() == np.asarray(want).tobytes(), (got, want)
+
+
+@pytest.fixture
+def levels(monkeypatch):
+  """The optimization level (-O1, -O2, -O3; None for tcc) of every build this test makes, in order (not tcc's
+  preprocessing of the headers, on a thread of its own)."""
+  seen: list[str | None] = []
+  run = runtime._run_compiler
+  def spy(cmd, cwd):
+    if "kernel.c" in cmd: seen.append(next((f for f in cmd if re.fullmatch(r"-O\d", f)), None))
+    return run(cmd, cwd)
+  monkeypatch.setattr(runtime, "_run_compiler", spy)
+  return seen
+
+
+def test_hand_vectorized_schedules_build_at_O2_at_tier1(cache, monkeypatch, levels):
+  """A schedule whose work is in GEMM or attention kernels (C written in vector types by hand) and that starts at
+  tier 1 is built at -O2, the rest at -O3 (tiers.HAND_FLAGS); the plan says which, and every result matches NumPy."""
+  monkeypatch.setenv("MINITENSOR_TIER", "1")
+  rng = np.random.default_rng(0)
+  f32 = lambda *s: rng.standard_normal(s).astype(np.float32)     # noqa: E731
+  a, b, x = f32(128, 128), f32(128, 128), f32(64, 256)
+  q, k, v = f32(128, 64), f32(128, 64), f32(128, 64)
+  img, w = f32(2, 16, 20, 20), f32(8, 16, 3, 3)
+  def softmax(s):
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+  windows = np.lib.stride_tricks.sliding_window_view(np.pad(img, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), (2, 3))
+  cases = [(mt.asarray(a) @ mt.asarray(b), a.astype(np.float64) @ b, True),
+           (nn.softmax(mt.asarray(q) @ mt.asarray(k).T / 8, axis=-1) @ mt.asarray(v),
+            softmax(q.astype(np.float64) @ k.T / 8) @ v, True),
+           (nn.conv2d(mt.asarray(img), mt.asarray(w), padding=1),                 # (a pad kernel beside the GEMM)
+            np.einsum("bchwij,ocij->bohw", windows.astype(np.float64), w), True),
+           (nn.softmax(mt.asarray(x), axis=-1), softmax(x.astype(np.float64)), False)]
+  for t, want, hand in cases:
+    prog = _compiled(t)
+    assert prog.plan.hand is hand and levels[-1] == ("-O2" if hand else "-O3"), (prog.plan.calls, levels)
+    np.testing.assert_allclose(np.asarray(t), want, rtol=2e-4, atol=2e-4)
+  assert tiers.hand_written(100, 90) and not tiers.hand_written(100, 89) and not tiers.hand_written(0, 0)
+  monkeypatch.setenv("MINITENSOR_TIER", "auto")         # (a small GEMM starts at tier 0: its tier 1 keeps -O3)
+  prog = _compiled(mt.asarray(a[:64, :64]) @ mt.asarray(b[:64, :64]))
+  assert prog.tier == 0 and not prog.plan.hand
+
+
+def test_a_hand_written_plan_runs_the_same_bits_as_its_O3_build(cache, monkeypatch, levels):
+  """The same GEMM source built at -O2 (tier 1 of a hand-vectorized plan) and at -O3 gives the same bits: neither
+  contracts nor reassociates."""
+  monkeypatch.setenv("MINITENSOR_TIER", "1")
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((160, 96)).astype(np.float32), rng.standard_normal((96, 144)).astype(np.float32)
+  got = np.asarray(mt.asarray(a) @ mt.asarray(b))
+  monkeypatch.setattr(tiers, "HAND_FLAGS", runtime.FLAGS)
+  monkeypatch.setattr(runtime, "_loaded", {})
+  monkeypatch.setattr(realize_mod, "_cache", type(realize_mod._cache)())
+  monkeypatch.setattr(keys, "_programs", {})
+  monkeypatch.setenv("MINITENSOR_CACHE_DIR", str(cache) + "-O3")
+  again = np.asarray(mt.asarray(a.copy()) @ mt.asarray(b.copy()))
+  assert levels == ["-O2", "-O3"] and got.tobytes() == again.tobytes()
+  np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
