@@ -7,6 +7,7 @@ EXPAND, PERMUTE, SHRINK or FLIP; `axis_parts` and `unrolled` split an axis into 
 for the output loops (rangeify.lower) and the reduce loops (reduce_rule) alike.
 """
 from __future__ import annotations
+from collections import Counter
 from typing import NamedTuple
 from minitensor.backend.dtype import DType
 from minitensor.backend.sizes import CEILING, QUOTIENT, Sizes
@@ -86,16 +87,13 @@ def reshape_groups(src: tuple[int, ...], dst: tuple[int, ...], size=lambda n: n)
   return out
 
 
+def _sizes(tokens: list) -> Counter:
+  return Counter(t for t in tokens if t != 1)
+
+
 def _token(n: int, size):
   try: return size(n)
   except AssertionError: return object()     # (a staged buffer's flat size is no size of the graph: equal to none)
-
-
-def _sizes(tokens: list) -> dict:
-  counts: dict = {}
-  for t in tokens:
-    if t != 1: counts[t] = counts.get(t, 0) + 1
-  return counts
 
 
 def sizes_of(shape: tuple[int, ...], size=lambda n: n) -> tuple:

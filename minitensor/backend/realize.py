@@ -43,17 +43,7 @@ from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
 from minitensor.backend.numpy_views import VIEW_COPY_LIMIT, base_of, leaf_of, numpy_view
 from minitensor.backend.plans import Call, Plan
 from minitensor.backend.prelude import PRELUDE
-from minitensor.backend.runtime import (
-  UNIT_BREAK,
-  CompileError,
-  Kernel,
-  Once,
-  compile_units,
-  log,
-  native,
-  preprocessed_headers,
-  stats,
-)
+from minitensor.backend.runtime import UNIT_BREAK, CompileError, Kernel, Once, compile_units, log, native, stats
 from minitensor.backend.runtime import pointer as _pointer
 from minitensor.backend.sizes import Sizes, extend
 from minitensor.backend.uop import FLOAT_ARG, Ops, ParamArg, UOp, argkey, prod
@@ -317,8 +307,6 @@ def compile_schedule(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, 
   large: tiers.eager)."""
   t = time.perf_counter()
   checked = os.environ.get("MINITENSOR_CHECK") == "1"
-  # (tcc's header text, runtime.preprocessed_headers, is made on the other core while the lowering stages import)
-  if (fast := tiers.fast_compiler()) is not None: preprocessed_headers(fast)
   import minitensor.backend.kernelize  # noqa: F401  (the lowering stages: a process's first compile imports them)
   from minitensor.backend.lowerings import HAND_WRITTEN
   imported = time.perf_counter()
