@@ -18,9 +18,10 @@ each by np.geterr(): ignore; warn (a RuntimeWarning "divide by zero encountered 
 line outside minitensor, so `warnings` filters apply); raise (FloatingPointError); call (np.geterrcall()(words,
 NumPy's status bits)), print (stderr) and log (np.geterrcall().write) as NumPy words them. The operation named is
 NumPy's name of the first operation of the kernels that can raise the flag (a kernel fuses many; instrument writes
-them into the C as a comment, so a plan read from disk names them too). Tier 1's vectorized code raises flags where
-NumPy does not (gcc's vector compares signal INVALID on NaN; glibc's vector sin and cos raise OVERFLOW on huge
-arguments, its exp INVALID on inf): realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code.
+them into the C as a comment, so a plan read from disk names them too). Tier 1's vector math raises flags where
+NumPy does not (glibc's vector sin and cos raise OVERFLOW on huge arguments, its exp INVALID on inf):
+realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code, and INVALID from a kernel with
+accumulators that compares floats: its vector compares are gcc's, which signal on NaN (the other kernels' are quiet).
 
 np.errstate applies where NumPy computes: at the call. A lazy operation built under np.errstate that ignores a flag
 (scikit-learn's incremental variance divides 0 by 0 inside `np.errstate(invalid="ignore")`) but realized after it
@@ -38,7 +39,7 @@ import weakref
 import numpy as np
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.ops import ALU_OPS
-from minitensor.backend.uop import Ops, UOp
+from minitensor.backend.uop import Ops, UOp, accumulates
 
 INVALID, DIVIDE, OVERFLOW, UNDERFLOW = 1, 4, 8, 16
 # (flag bit, np.geterr key, NumPy's words, NumPy's own bit for np.seterrcall) in the order NumPy handles them
@@ -60,16 +61,20 @@ _DEFAULT = {DIVIDE: "divide", OVERFLOW: "multiply", UNDERFLOW: "multiply", INVAL
 # tier 1 calls these from glibc's vector math library (libmvec), which raises flags its scalar functions do not
 _VECTOR = {_NAMES.get(op, d.ufunc or op.name.lower()) for op, d in ALU_OPS.items() if d.simd}
 _OPS_LINE = re.compile(r"/\* mt_fp_ops: ([a-z0-9_ ]*) \*/")
+_SIGNALING = "signaling_compare"       # (_ops: a kernel with accumulators compares floats, PRELUDE's rmax_)
+_ORDERED = (Ops.CMPLT, Ops.CMPLE, Ops.MAX, Ops.MIN)
 
 
 def _ops(sink: UOp) -> list[str]:
-  """NumPy's names of the operations of a kernel that can raise a flag, and of its vector math functions
-  (confirmable), in the order the kernel computes them."""
+  """NumPy's names of the operations of a kernel that can raise a flag, of its vector math functions and whether
+  it compares floats signaling INVALID (both confirmable), in the order the kernel computes them."""
   out: list[str] = []
   neg = lambda v: v.op is Ops.MUL and any(s.op is Ops.CONST and s.arg == -1 for s in v.src)     # x * -1: -x
+  signaling = accumulates(sink)
   for u in sink.toposort():
     if (d := ALU_OPS.get(u.op)) is not None and d.simd and u.dtype.is_float:
       if (n := _NAMES.get(u.op, d.ufunc or u.op.name.lower())) not in out: out.append(n)
+    if signaling and u.op in _ORDERED and u.src[0].dtype.is_float and _SIGNALING not in out: out.append(_SIGNALING)
     if (n := _NAMES.get(u.op)) is None or u.dtype is dtypes.index or neg(u): continue
     if u.op is Ops.ADD and any(neg(s) for s in u.src): n = "subtract"
     if n not in out and (u.src[0].dtype.is_float or u.op in (Ops.FLOORDIV, Ops.FLOORMOD)): out.append(n)
@@ -153,11 +158,15 @@ def _op(bit: int, src: str) -> str:
 
 def confirmable(src: str) -> int:
   """The flags a tier-1 run of the kernels of src may raise where NumPy does not, to be confirmed by their tier-0
-  code: INVALID always (gcc's vector compares signal on NaN), every flag when they call vector math (libmvec's
-  sin and cos raise overflow and invalid, its exp invalid, for arguments where NumPy's raise nothing)."""
+  code: every flag when they call vector math (libmvec's sin and cos raise overflow and invalid, its exp invalid,
+  for arguments where NumPy's raise nothing); INVALID when a kernel with accumulators compares floats (gcc's
+  vector compares signal it on NaN: typerules.accumulates); else none. (The other kernels' compares are quiet,
+  PRELUDE's lt_/le_; and gcc if-converts no operation that can raise a flag, so a branch not taken computes
+  nothing: what else they raise, the tier-0 code raises too.)"""
   if (c := _confirm.get(src)) is None:
-    vector = any(n in _VECTOR for line in _OPS_LINE.findall(src) for n in line.split())
-    c = _confirm[src] = INVALID | DIVIDE | OVERFLOW | UNDERFLOW if vector else INVALID
+    ops = {n for line in _OPS_LINE.findall(src) for n in line.split()}
+    c = _confirm[src] = INVALID | DIVIDE | OVERFLOW | UNDERFLOW if ops & _VECTOR else \
+      INVALID if _SIGNALING in ops else 0
   return c
 
 

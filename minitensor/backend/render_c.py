@@ -27,7 +27,7 @@ from minitensor.backend.machine import machine
 from minitensor.backend.ops import ALU_OPS
 from minitensor.backend.prefetch import accessed, rows_to_prefetch
 from minitensor.backend.prelude import COMPLEX_PRELUDE, PRELUDE
-from minitensor.backend.uop import AxisType, Ops, UOp, bounds, memory_of
+from minitensor.backend.uop import AxisType, Ops, UOp, accumulates, bounds, memory_of
 
 
 def literal(v, d: DType, itype: str) -> str:
@@ -116,6 +116,7 @@ class _Renderer:
     self.work = _symbolic_work(self.prog)
     self.stream = None if checked else _stream(self.prog)
     self.lane_store = (0, "")            # the streaming loop's store: (its line, the line storing into the lane)
+    self.quiet = not accumulates(sink)   # float compares: PRELUDE's quiet lt_/le_/max_/min_, else the compiler's
 
   def ctype(self, d: DType) -> str: return self.itype if d is dtypes.index else d.ctype
   def var(self, prefix: str) -> str:
@@ -164,6 +165,7 @@ class _Renderer:
       return f"neg_{d.suffix}({a[0]})"             # (negative: the sign bit flipped, NaN's too; PRELUDE)
     info = ALU_OPS[op]
     sp = info.c if d.is_float else info.ci or info.c
+    if op in (Ops.MAX, Ops.MIN) and d.is_float and d is not dtypes.float16 and not self.quiet: sp = "r" + sp
     if d.is_float and sp is not None and sp.isidentifier() and not sp.endswith("_"):      # a <math.h> function
       out = f"{sp}{'f' if d.itemsize <= 4 else ''}({', '.join(a)})"
       return f"((_Float16){out})" if d is dtypes.float16 else out
@@ -180,8 +182,9 @@ class _Renderer:
       out = f"(({d.ctype})((({ut}){a[0]}){sp}(({ut}){a[1]})))"
     elif op is Ops.ADD and u.src[1].op is Ops.CONST and d.min < u.src[1].arg < 0 and not d.is_unsigned:
       out = f"({a[0]}-{literal(-u.src[1].arg, u.src[1].dtype, self.itype)})"
-    elif op in (Ops.CMPLT, Ops.CMPLE) and d.is_float:       # quiet: NaN raises no invalid (as in NumPy)
-      out = f"{'isless' if op is Ops.CMPLT else 'islessequal'}({a[0]}, {a[1]})"
+    elif op in (Ops.CMPLT, Ops.CMPLE) and d.is_float:       # NaN raises no invalid (as in NumPy), see PRELUDE
+      out = f"{'lt_' if op is Ops.CMPLT else 'le_'}{d.suffix}({a[0]}, {a[1]})" if self.quiet else \
+        f"{'isless' if op is Ops.CMPLT else 'islessequal'}({a[0]}, {a[1]})"
     elif (out := _spell(sp, a, "", "")) is None: raise NotImplementedError(f"render_c: {op} on {d.name}")
     # small types promote to int / float in C; round every result back so intermediates match NumPy
     if (u.dtype.is_int or u.dtype is dtypes.float16) and u.dtype.itemsize < 4 and u.dtype is not dtypes.index:

@@ -25,6 +25,12 @@ def memory_of(x: UOp) -> UOp:
   return x
 
 
+def accumulates(sink: UOp) -> bool:
+  """Whether a kernel has an ALLOC: a reduction's accumulator (or a value it stages). Its float compares stay the C
+  compiler's own (PRELUDE's rmax_: vectorized, they signal INVALID on NaN), the others' are quiet (max_, lt_)."""
+  return any(u.op is Ops.ALLOC for u in sink.toposort())
+
+
 class UOpError(ValueError):
   """A node that breaks a type rule. Raised at construction, with the op and the offending shapes/dtypes."""
 

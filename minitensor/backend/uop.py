@@ -62,6 +62,7 @@ from minitensor.backend.typerules import (
   RangeArg,
   UOpError,
   VarArg,
+  accumulates,
   argkey,
   bind,
   cast_rule,
@@ -76,8 +77,8 @@ from minitensor.backend.walk import bounds, memo_walk, rewrite
 
 # the op table's names are re-exported: stages import the IR from here
 __all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MAX_BYTES", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp",
-           "UOpError", "AxisType", "ParamArg", "RangeArg", "VarArg", "argkey", "bounds", "buf", "fits", "live_nodes",
-           "memo_walk", "memory_of", "prod", "range_", "rewrite", "sink", "var"]
+           "UOpError", "AxisType", "ParamArg", "RangeArg", "VarArg", "accumulates", "argkey", "bounds", "buf", "fits",
+           "live_nodes", "memo_walk", "memory_of", "prod", "range_", "rewrite", "sink", "var"]
 
 
 # the cons table: key -> weakref of the node; a node's death removes its entry (only while it is that dead weakref:
