@@ -2,7 +2,8 @@
 
     instrument(c, name, sink)  the C of kernel `name` collecting its floating-point status flags in a last argument
     slot()                     this thread's flags word: the kernels' last argument (an int32_t* cdata)
-    confirmable(src), ignored()  the flags a tier-1 run must confirm at tier 0; those np.errstate ignores
+    confirmable(src), spurious(src)  the flags a tier-1 run must confirm at tier 0; those it drops
+    ignored()                  the flags np.errstate ignores
     report(fp, src)            after a run that raised any (fp[0] != 0): the flags as NumPy reports them
 
 A kernel clears its thread's status flags on entry and ORs them into `*mt_fp` on exit (render_c's PRELUDE has
@@ -20,8 +21,9 @@ NumPy's status bits)), print (stderr) and log (np.geterrcall().write) as NumPy w
 NumPy's name of the first operation of the kernels that can raise the flag (a kernel fuses many; instrument writes
 them into the C as a comment, so a plan read from disk names them too). Tier 1's vector math raises flags where
 NumPy does not (glibc's vector sin and cos raise OVERFLOW on huge arguments, its exp INVALID on inf):
-realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code, and INVALID from a kernel with
-accumulators that compares floats: its vector compares are gcc's, which signal on NaN (the other kernels' are quiet).
+realize.Compiled.flags takes those (confirmable) from the plan's tier-0 code. A kernel with accumulators that
+compares floats keeps gcc's vector compares, which signal INVALID on NaN (the other kernels' are quiet): that
+INVALID is confirmed too where an operation could raise it, else dropped (spurious).
 
 np.errstate applies where NumPy computes: at the call. A lazy operation built under np.errstate that ignores a flag
 (scikit-learn's incremental variance divides 0 by 0 inside `np.errstate(invalid="ignore")`) but realized after it
@@ -61,13 +63,15 @@ _DEFAULT = {DIVIDE: "divide", OVERFLOW: "multiply", UNDERFLOW: "multiply", INVAL
 # tier 1 calls these from glibc's vector math library (libmvec), which raises flags its scalar functions do not
 _VECTOR = {_NAMES.get(op, d.ufunc or op.name.lower()) for op, d in ALU_OPS.items() if d.simd}
 _OPS_LINE = re.compile(r"/\* mt_fp_ops: ([a-z0-9_ ]*) \*/")
-_SIGNALING = "signaling_compare"       # (_ops: a kernel with accumulators compares floats, PRELUDE's rmax_)
+# (_ops' marks: a kernel with accumulators compares floats, PRELUDE's rmax_; a kernel computes complex values)
+_SIGNALING, _COMPLEX = "signaling_compare", "complex"
 _ORDERED = (Ops.CMPLT, Ops.CMPLE, Ops.MAX, Ops.MIN)
 
 
 def _ops(sink: UOp) -> list[str]:
-  """NumPy's names of the operations of a kernel that can raise a flag, of its vector math functions and whether
-  it compares floats signaling INVALID (both confirmable), in the order the kernel computes them."""
+  """NumPy's names of the operations of a kernel that can raise a flag and of its vector math functions, in the
+  order the kernel computes them, and marks: whether it compares floats signaling INVALID, and whether it computes
+  complex values (whose operations can raise INVALID too: confirmable)."""
   out: list[str] = []
   neg = lambda v: v.op is Ops.MUL and any(s.op is Ops.CONST and s.arg == -1 for s in v.src)     # x * -1: -x
   signaling = accumulates(sink)
@@ -75,6 +79,7 @@ def _ops(sink: UOp) -> list[str]:
     if (d := ALU_OPS.get(u.op)) is not None and d.simd and u.dtype.is_float:
       if (n := _NAMES.get(u.op, d.ufunc or u.op.name.lower())) not in out: out.append(n)
     if signaling and u.op in _ORDERED and u.src[0].dtype.is_float and _SIGNALING not in out: out.append(_SIGNALING)
+    if u.dtype.is_complex and _COMPLEX not in out: out.append(_COMPLEX)
     if (n := _NAMES.get(u.op)) is None or u.dtype is dtypes.index or neg(u): continue
     if u.op is Ops.ADD and any(neg(s) for s in u.src): n = "subtract"
     if n not in out and (u.src[0].dtype.is_float or u.op in (Ops.FLOORDIV, Ops.FLOORMOD)): out.append(n)
@@ -160,13 +165,26 @@ def confirmable(src: str) -> int:
   """The flags a tier-1 run of the kernels of src may raise where NumPy does not, to be confirmed by their tier-0
   code: every flag when they call vector math (libmvec's sin and cos raise overflow and invalid, its exp invalid,
   for arguments where NumPy's raise nothing); INVALID when a kernel with accumulators compares floats (gcc's
-  vector compares signal it on NaN: typerules.accumulates); else none. (The other kernels' compares are quiet,
-  PRELUDE's lt_/le_; and gcc if-converts no operation that can raise a flag, so a branch not taken computes
-  nothing: what else they raise, the tier-0 code raises too.)"""
+  vector compares signal it on NaN: typerules.accumulates) and some kernel has an operation that can raise it
+  too; else none. (The other kernels' compares are quiet, PRELUDE's lt_/le_; and gcc if-converts no operation
+  that can raise a flag, so a branch not taken computes nothing: what else they raise, the tier-0 code raises.)"""
+  return _kinds(src)[0]
+
+
+def spurious(src: str) -> int:
+  """The flags a tier-1 run of the kernels of src raises only where NumPy does not: INVALID when kernels with
+  accumulators compare floats and no operation of any kernel can raise it (a count of x > 0, a max, an argmax on
+  data with NaN): dropped without a tier-0 run."""
+  return _kinds(src)[1]
+
+
+def _kinds(src: str) -> tuple[int, int]:
   if (c := _confirm.get(src)) is None:
     ops = {n for line in _OPS_LINE.findall(src) for n in line.split()}
-    c = _confirm[src] = INVALID | DIVIDE | OVERFLOW | UNDERFLOW if ops & _VECTOR else \
-      INVALID if _SIGNALING in ops else 0
+    if ops & _VECTOR: c = (INVALID | DIVIDE | OVERFLOW | UNDERFLOW, 0)
+    elif _SIGNALING not in ops: c = (0, 0)
+    else: c = (INVALID, 0) if ops & _CAN[INVALID] or _COMPLEX in ops else (0, INVALID)
+    _confirm[src] = c
   return c
 
 
@@ -176,7 +194,7 @@ def ignored() -> int:
   return sum(bit for bit, key, _, _ in _KINDS if modes[key] == "ignore")
 
 
-_confirm: dict[str, int] = {}
+_confirm: dict[str, tuple[int, int]] = {}     # src -> (confirmable, spurious)
 
 
 def _caller_level() -> int:

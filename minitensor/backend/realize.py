@@ -133,9 +133,11 @@ class Compiled:
 
   def flags(self, fp, inputs: list, sizes: tuple[int, ...]) -> None:
     """Report the floating-point flags a run left in fp (fpstatus.report; inputs: its input pointers; sizes: the
-    graph's sizes and the derived ones, sizes.extend). Tier 1's
-    vectorized code raises flags where NumPy does not (fpstatus.confirmable): those are taken from the plan's
-    tier-0 code (scalar, quiet compares, libm) run on the same inputs instead, unless np.errstate ignores them."""
+    graph's sizes and the derived ones, sizes.extend). Tier 1's vectorized code raises flags where NumPy does not:
+    those it raises only there are dropped (fpstatus.spurious), those it may raise (fpstatus.confirmable) are
+    taken from the plan's tier-0 code (scalar, quiet compares, libm) run on the same inputs instead, unless
+    np.errstate ignores them."""
+    if self.tier == 1: fp[0] &= ~fpstatus.spurious(self.plan.src)
     if self.tier == 1 and (check := fp[0] & fpstatus.confirmable(self.plan.src) & ~fpstatus.ignored()):
       if self.scalar is None: self.scalar = _functions(self.plan, 0, self.checked)
       fb, chars = _pointer()
