@@ -38,9 +38,11 @@ def test_threaded_kernels_repeat_bit_for_bit():
 
 
 def test_one_thread_and_two_threads_give_the_same_bits():
-  """OMP_NUM_THREADS is read once per process: each run is a new process (sharing the disk cache)."""
+  """OMP_NUM_THREADS is read once per process: each run is a new process (sharing the disk cache). (Not compared
+  with this process's digest: a graph whose structure this process has seen at other sizes runs that structure's
+  symbolic program, whose float32 sum may round differently from the program compiled for its own sizes.)"""
   code = _WORK + "\nprint(' '.join(digest()))"
   runs = [subprocess.run([sys.executable, "-c", code], env={**os.environ, "OMP_NUM_THREADS": n}, capture_output=True,
                          text=True, timeout=300) for n in ("1", "2")]
   for r in runs: assert r.returncode == 0, r.stderr
-  assert runs[0].stdout.split() == runs[1].stdout.split() == _digest_in_process()
+  assert runs[0].stdout.split() == runs[1].stdout.split()

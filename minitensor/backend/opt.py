@@ -252,7 +252,7 @@ def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False, la
   its KernelInfo when the caller has it; exact: only actions that keep the plain lowering's operation order
   (EXACT: no UNROLL), whose ordered reduces run in `lanes` (rangeify's Ctx.ordered: then no VECTOR loop)."""
   shape = root.shape
-  if not shape or prod(shape) == 0: return []
+  if prod(shape) == 0: return []
   # rangeify once at plain output ranges (no lowering, no final simplify): enough to read the load addresses
   ctx = Ctx()
   idx = tuple(ctx.rng(s) if s > 1 else UOp.const(0) for s in shape)
@@ -287,7 +287,11 @@ def heuristic(root: UOp, info: KernelInfo | None = None, exact: bool = False, la
     acc = max((u.dtype.itemsize for (u, _) in ctx.reduce_ranges), default=itemsize)
     # (at least 8 steps of the loop: rows of 32 float32 summed in float64 took 5.5 ms in 32 lanes, 3.0 in 8)
     reduce_lanes = info.fit(rr.arg.size, max(lanes, min(CHAINS * _lanes(acc), rr.arg.size // 8))) if unit(rr) else 1
-    if reduce_lanes > 1 and not gemm_like and not exact: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
+    # (a scalar's reduce: in lanes, unless at symbolic sizes a load's address divides by a size, a division each
+    # lane then computes and gathers by: a symbolic argmax's index, 1.45 -> 2.29 ms at 2^20)
+    gathers = not shape and info.symbolic and any(a.op in (Ops.FLOORDIV, Ops.FLOORMOD) for i in loads
+                                                  for a in i.src[1].toposort())
+    if reduce_lanes > 1 and not gemm_like and not exact and not gathers: add(Opt(OptOps.UNROLL, 0, reduce_lanes))
     elif unit(rr) and not gemm_like and inner is not None and not unit(inner) and \
         (f := info.fit(shape[axis_of[inner]], 2 * CHAINS)) > 1:
       # rows: a reduction no factor of the lanes divides (100 terms), or one that must keep its order (exact), over
