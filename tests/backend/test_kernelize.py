@@ -10,6 +10,7 @@ Two measures of a schedule's work, both from the lowered kernels:
 Each is compared with an eager evaluation (every op computed once into its own array).
 """
 from __future__ import annotations
+import math
 import re
 import numpy as np
 import pytest
@@ -564,6 +565,29 @@ def test_large_reductions_to_one_value_split_across_threads(n, fn):
   assert (len(s.kernels), len(threaded)) == ((2, 1) if n % 2 == 0 else (1, 0))
   want = getattr(x.astype(np.float64), fn)()
   np.testing.assert_allclose(np.asarray(t), want, rtol=1e-6, atol=1e-6 * np.abs(x).sum() / n)
+
+
+@pytest.mark.parametrize("n, parts", [(10**6, 50), (1 << 20, 64), (10**5, 50), (3 * (1 << 16), 64), (999_999, 1),
+                                      (1 << 17, 64), (2 * 3**11, 2)])
+def test_reductions_to_one_value_take_partials_the_lanes_divide(n, parts, monkeypatch):
+  """The partials of a reduction to one value (kernelize._parts): the most, up to SPLIT_PARTS, whose length 16
+  divides, so each reduces in vector lanes (UNROLL in its kernel's actions); else a power of two dividing n (none:
+  one loop). Values as NumPy's; a float64 sum of 0.1s within 1e-12 of exact where there are lanes (many partials
+  keep each lane's chain of adds short), 1e-10 where a partial (or the whole) is one chain."""
+  from collections import OrderedDict
+  from minitensor.backend import realize
+  monkeypatch.setattr(realize, "_first_shape", OrderedDict())   # (each size the first of its structure: its own
+  monkeypatch.setattr(realize, "_served", OrderedDict())        # program, not the symbolic one of another size)
+  assert kernelize._parts(n) == parts
+  x = np.random.default_rng(n).standard_normal(n)
+  for fn in ("sum", "max"):
+    t = getattr(mt.asarray(x), fn)()
+    (first, *rest) = mt.explain(t).kernels
+    if lanes := (n // parts) % kernelize.PART_LANES == 0:
+      assert first.shape == (parts,) and "Opt(UNROLL" in str(mt.explain(t)), str(mt.explain(t))
+    np.testing.assert_allclose(np.asarray(t), getattr(x, fn)(), rtol=1e-12)
+  c = np.full(n, 0.1)
+  np.testing.assert_allclose(np.asarray(mt.asarray(c).sum()), math.fsum(c), rtol=1e-12 if lanes else 1e-10)
 
 
 @pytest.mark.parametrize("shape, axis, fn, dtype, parts", [
