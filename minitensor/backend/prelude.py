@@ -73,7 +73,7 @@ static inline _Bool le_##S(T a, T b) { return (a == a) & (b == b) & (num_##S(a) 
 /* max_/min_ select by a mask of bits: through a ?: gcc threads a max into the min after it (clip) as branches,
    which it cannot if-convert. rmax_/rmin_ (and isless) in kernels with accumulators, whose reduce loops are hot
    (quiet compares made a row max 17 % and a count of x < y 33-50 % slower): gcc's signaling compares, whose
-   INVALID fpstatus confirms at tier 0 */
+   INVALID fpstatus drops (spurious) or confirms at tier 0 */
 #define MT_FLOAT(T, S, F, U) MT_ORDER(T, S, U) \
 static inline T sel_##S(_Bool c, T a, T b) \
 { union { T f; U u; } x = { a }, y = { b }; U m = (U)0 - (U)c; x.u = (x.u & m) | (y.u & ~m); return x.f; } \
