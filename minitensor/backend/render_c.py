@@ -302,7 +302,7 @@ class _Renderer:
           self.lines[start:] = self.render_stream(self.lines[start:], self.lane_store[0] - start, n, "  " * depth)
       else: self.stmt(s.u, ind)
     head = COMPLEX_PRELUDE if any(u.dtype.is_complex for u in self.sink.toposort()) else ""
-    return head + f"void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
+    return head + f"MT_LOOPS void {self.name}({', '.join(params)}) {{\n" + "\n".join(self.lines) + "\n}\n"
 
   def render_stream(self, loop: list[str], at: int, n: str, ind: str) -> list[str]:
     """The lines of the streaming loop around `loop` (the plain one: its pragma, head, body and brace; its store is

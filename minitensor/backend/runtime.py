@@ -127,11 +127,12 @@ if "OMP_WAIT_POLICY" not in os.environ:
 # -mprefer-vector-width (machine.py): the vector width opt.py sized its register tiles for.
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fopenmp",
          "-std=gnu99") + machine().flags()
-# added to gcc's -O3 builds only (clang and tcc do not know them); figures in benchmarks/RESULTS.md, "-O3 compile time".
-# peeled-insns 150 (default 200): after unroll-and-jam, complete unrolling of reduction loops with literal trip counts
-# (softmax of (100, 100)) made 0.6-1.0 s compiles of a 60 ms kernel; no-version-loops-for-strides: no second copy of
-# every loop over a runtime stride, assuming it is 1. Neither changes the machine code of any benchmark workload.
+# added to gcc's -O3 builds only (clang and tcc do not know them; RESULTS.md, "-O3 compile time"). peeled-insns 150
+# (default 200): after unroll-and-jam, complete unrolling of reduction loops with literal trip counts (softmax of (100,
+# 100)) made 0.6-1.0 s compiles of a 60 ms kernel; no-version-loops-for-strides: no second copy of every loop over a
+# runtime stride, assuming it is 1. Neither changes the machine code of any benchmark workload.
 GCC_O3_FLAGS = ("--param=max-completely-peeled-insns=150", "-fno-version-loops-for-strides")
+LOOPS_O3 = "-DMT_LOOPS_O3"    # an -O2 build whose loop kernels ask for -O3 (PRELUDE's MT_LOOPS): tiers.HAND_FLAGS
 
 
 def compiler() -> str:
@@ -286,13 +287,13 @@ def _set_serial(lib) -> None: lib.write_variable(native().int, "mt_serial", 1)
 # still runs it (realize's Compiled) keeps it loaded.
 LOADED_LIMIT = 256
 _loaded: dict[str, dict[str, Kernel]] = {}
-_SIG = re.compile(r"^void (\w+)\(([^)]*)\)", re.M)
+_SIG = re.compile(r"^(?:MT_LOOPS )?void (\w+)\(([^)]*)\)", re.M)      # (MT_LOOPS: PRELUDE's mark of a loop kernel)
 
 
 def _tuned(flags: tuple, cc: str) -> tuple:
-  """The flags cc is run with: GCC_O3_FLAGS added to an -O3 build by GCC, whose --version line reads
-  `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
-  if "-O3" not in flags: return flags
+  """The flags cc is run with: GCC_O3_FLAGS added to an -O3 build (or one with LOOPS_O3) by GCC, whose --version line
+  reads `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
+  if "-O3" not in flags and LOOPS_O3 not in flags: return flags
   line = _version_line(cc)
   gcc = "clang" not in line and re.search(r"\) \d+\.\d+", line) is not None
   return flags + GCC_O3_FLAGS if gcc else flags
@@ -348,9 +349,8 @@ def compile_timeout() -> float:
 
 
 def _run_compiler(cmd: list[str], cwd: str):
-  """Run the compiler in its own process group (the driver's children too: cc1, as, ld), stopped as a whole at
-  compile_timeout() (subprocess.TimeoutExpired) or when this thread is interrupted (Ctrl-C); the finished
-  subprocess.CompletedProcess."""
+  """Run the compiler in its own process group (with the driver's children: cc1, as, ld), stopped as a whole at
+  compile_timeout() (subprocess.TimeoutExpired) or by an interrupt (Ctrl-C); the finished CompletedProcess."""
   import signal
   import subprocess
   p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",

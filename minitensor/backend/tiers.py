@@ -5,7 +5,7 @@
              compiler at TIER0_FLAGS: -O1, chosen by measurement
     tier 1   the C compiler at runtime.FLAGS (-O3 -march=native, OpenMP); at HAND_FLAGS (-O2) when a schedule
              whose work is in kernels written in vector types by hand (lowerings.HAND_WRITTEN: GEMM, attention)
-             starts at tier 1, in the foreground
+             starts at tier 1, in the foreground (its loop kernels at -O3 still: PRELUDE's MT_LOOPS)
 
 Both tiers compile the same C source: tcc ignores the OpenMP pragmas (tier 0 runs on one thread) and the
 prelude leaves out, for tcc, only the libmvec vector declarations and the float16 helpers (complex helpers come
@@ -29,7 +29,7 @@ compiled at tier 1 before it runs (`choose`).
 from __future__ import annotations
 import os
 import shutil
-from minitensor.backend.runtime import FLAGS, compiler
+from minitensor.backend.runtime import FLAGS, LOOPS_O3, compiler
 
 TCC_FLAGS = ("-shared", "-fPIC")
 # Measured (AMD EPYC Zen 3, gcc 12, first calls in a new process): -O1 111 ms for softmax (100, 100) where
@@ -39,8 +39,9 @@ TIER0_FLAGS = ("-O1",) + FLAGS[1:]
 # fast from -O2 as from -O3 when their work is in hand-vectorized kernels (GEMM N=1024 11.6 / 12.0 ms, conv2d W6
 # 14.6-14.9 / 14.3-15.1 ms, attention L=2048 7.7 / 8.0 ms) and compile 20-40 ms sooner (first calls 240 / 277,
 # 299 / 322, 235 / 274 ms). Smaller ones start at tier 0 and keep -O3 for tier 1: attention at L=512 runs 5% slower
-# from -O2 (0.64-0.76 / 0.61-0.62 ms), its loops around the vector code left to -O3's vectorizer
-HAND_FLAGS = ("-O2",) + FLAGS[1:]
+# from -O2 (0.64-0.76 / 0.61-0.62 ms), its loops around the vector code left to -O3's vectorizer. The loop kernels
+# beside them (conv2d's padding copy) still get -O3 (LOOPS_O3): at -O2 W6 ran 3-4% slower, with the same compile time
+HAND_FLAGS = ("-O2", LOOPS_O3) + FLAGS[1:]
 HAND_SHARE = 0.9          # the share of a schedule's predicted work in hand-written kernels from which it takes them
 # Measured (AMD EPYC Zen 3): tier-0 code costs 0.5-1.2 ns more per statement executed than tier 1 (a 1M-element
 # add, softmax (512, 512), a column sum, GEMM 128), and an -O3 compile ~90 ms more than tcc's for one small kernel:

@@ -246,6 +246,36 @@ def test_hand_vectorized_schedules_build_at_O2_at_tier1(cache, monkeypatch, leve
   assert prog.tier == 0 and not prog.plan.hand
 
 
+def _gcc() -> bool:
+  """Whether the C compiler is GCC (runtime._tuned adds GCC's own flags to its -O3 builds)."""
+  return runtime._tuned(("-O3",), runtime.compiler()) != ("-O3",)
+
+
+def test_the_loop_kernels_of_a_hand_vectorized_schedule_keep_O3s_vectorizer(cache, monkeypatch, tmp_path):
+  """In an -O2 build of hand-vectorized kernels (tiers.HAND_FLAGS), the loop kernels beside them (conv2d's padding
+  copy) are marked MT_LOOPS and GCC vectorizes them as at -O3: a loop of unknown trip count, which -O2's cost
+  model leaves scalar. The mark changes nothing elsewhere (other compilers, other builds)."""
+  monkeypatch.setenv("MINITENSOR_TIER", "1")
+  rng = np.random.default_rng(2)
+  img, w = (rng.standard_normal(s).astype(np.float32) for s in ((2, 16, 20, 20), (8, 16, 3, 3)))
+  prog = _compiled(nn.conv2d(mt.asarray(img), mt.asarray(w), padding=1))
+  assert prog.plan.hand and runtime.LOOPS_O3 in tiers.HAND_FLAGS
+  assert re.search(r"^MT_LOOPS void k\d+\(", prog.plan.src, re.M), prog.plan.src[:2000]
+  if not _gcc(): pytest.skip("MT_LOOPS asks -O3 of GCC only (its optimize attribute)")
+  from minitensor.backend.prelude import PRELUDE
+  src = tmp_path / "loop.c"
+  src.write_text(PRELUDE + "MT_LOOPS void scale(const float* restrict x, float* restrict y, long n) {\n"
+                 "  for (long i = 0; i < n; i++) y[i] = x[i] * 3.0f + 1.0f;\n}\n")
+  def vectorized(flags):
+    cmd = [runtime.compiler(), *flags, "-Werror=attributes", "-fopt-info-vec-optimized", "-c", str(src), "-o",
+           str(tmp_path / "loop.o")]
+    p = runtime._run_compiler(cmd, str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    return "loop vectorized" in p.stderr
+  plain_o2 = tuple(f for f in tiers.HAND_FLAGS if f != runtime.LOOPS_O3)
+  assert vectorized(tiers.HAND_FLAGS) and not vectorized(plain_o2)
+
+
 def test_a_hand_written_plan_runs_the_same_bits_as_its_O3_build(cache, monkeypatch, levels):
   """The same GEMM source built at -O2 (tier 1 of a hand-vectorized plan) and at -O3 gives the same bits: neither
   contracts nor reassociates."""
