@@ -385,8 +385,10 @@ def render(g: Gemm, name: str, checked: bool = False) -> str:
           f"__builtin_prefetch(p, 0, 2); __builtin_prefetch(p + qn - 1, 0, 2); }}\n"
           f"            {name}_micro(kc, pa + ir * MR * kc, pbuf + jr * NR * kc, tile);\n"
           + ("" if checked else
-          f"            if (rn == MR && qn == NR && co[NR - 1] - co[0] == NR - 1) {{\n"
-          f"              for (int64_t r = 0; r < MR; r++) {{\n"
+          # (a tile of contiguous output columns adds row by row in vector code, the last row block's too: conv2d's
+          # 64 output channels end in a block of 8 rows, a fifth of its tiles)
+          f"            if (qn == NR && co[NR - 1] - co[0] == NR - 1) {{\n"
+          f"              for (int64_t r = 0; r < rn; r++) {{\n"
           f"                {ct}* restrict p = data{g.out} + boff[b] + ro[r] + co[0];\n"
           f"                if (pc) for (int64_t q = 0; q < NR; q++) p[q] += tile[r * NR + q];\n"
           f"                else for (int64_t q = 0; q < NR; q++) p[q] = tile[r * NR + q]; }}\n"
