@@ -3,9 +3,9 @@
     python benchmarks/bench_trees.py OLD_TREE NEW_TREE [--runs 6] [--only W4,W9]
 
 A tree is a checkout's root (`git worktree add /tmp/old 13e3dee` makes one). Each run starts one process per tree,
-in turn, with that tree first on PYTHONPATH, an empty kernel cache and OpenBLAS on one thread, and times
-minitensor's version of every workload there with this checkout's harness (minitensor/bench.py's `child`), so
-both trees are measured by the same code. Prints per workload every run's time, the medians and NEW / OLD.
+in turn (old first in odd runs, new first in even ones), with that tree first on PYTHONPATH, an empty kernel cache
+and OpenBLAS on one thread, and times minitensor's version of every workload there with this checkout's harness
+(minitensor/bench.py's `child`), so both trees are measured by the same code. Prints per workload every run's time, the medians and NEW / OLD.
 """
 from __future__ import annotations
 import argparse
@@ -41,7 +41,9 @@ def main() -> None:
   only = [w for w in a.only.split(",") if w]
   times: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
   for k in range(a.runs):
-    for side, tree in (("old", a.old), ("new", a.new)):
+    # (the order turns every run: the second process of a pair ran W6 about 4% slower than the first, whichever
+    # tree it was, on a shared Zen 4)
+    for side, tree in (("old", a.old), ("new", a.new))[::1 if k % 2 == 0 else -1]:
       for row, t in run(tree, only).items(): times[side].setdefault(row, []).append(t)
     print(f"run {k + 1} of {a.runs} done", file=sys.stderr, flush=True)
   fmt = lambda t: f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
