@@ -5,7 +5,8 @@
 A tree is a checkout's root (`git worktree add /tmp/old 13e3dee` makes one). Each run starts one process per tree,
 in turn (old first in odd runs, new first in even ones), with that tree first on PYTHONPATH, an empty kernel cache
 and OpenBLAS on one thread, and times minitensor's version of every workload there with this checkout's harness
-(minitensor/bench.py's `child`), so both trees are measured by the same code. Prints per workload every run's time, the medians and NEW / OLD.
+(minitensor/bench.py's `child`), so both trees are measured by the same code. Prints per workload every run's
+time, the medians and NEW / OLD.
 """
 from __future__ import annotations
 import argparse
