@@ -19,7 +19,9 @@ What importing this module registers (each with dask's own registry; nothing of 
                                      returns (also inside a tuple, list or dict) are realized in the task itself:
                                      workers compute in parallel, and what reaches the scheduler or another
                                      worker is data, never a graph to compute where it is unpickled. (Tasks
-                                     fused by dask's linear fusion stay one lazy graph inside: one kernel.)
+                                     fused by dask's linear fusion stay one lazy graph inside: one kernel. A
+                                     block's chain that linear fusion leaves apart, such as a reduction's chunk
+                                     step and its aggregate, is fused into one task first: `_fused`.)
                                      Only set when the user has not set that option.
   the "minitensor" array backend     `dask.config.set({"array.backend": "minitensor"})`: da.ones/zeros/empty/
                                      full/arange, da.random's RandomState functions and da.random.default_rng's
@@ -41,8 +43,9 @@ import numpy as np
 from dask.array import dispatch as D
 from dask.array.backends import ArrayBackendEntrypoint, array_creation_dispatch
 from dask.array.core import normalize_chunks
+from dask.core import flatten, get_deps
 from dask.sizeof import sizeof
-from dask.task_spec import Task
+from dask.task_spec import Alias, Task
 from dask.tokenize import normalize_token
 from dask.utils import Dispatch
 from minitensor import extra, manipulation, products
@@ -124,8 +127,38 @@ def _wrapped(key, task):
 
 
 def optimize(dsk, keys, **kwargs):
-  """dask.array's graph optimization, then each task wrapped so that it realizes the Tensors it returns."""
-  return {k: _wrapped(k, v) for k, v in dict(da.optimization.optimize(dsk, keys, **kwargs)).items()}
+  """dask.array's graph optimization, then a block's chain fused into one task (_fused), and each task wrapped so
+  that it realizes the Tensors it returns."""
+  dsk = _fused(dict(da.optimization.optimize(dsk, keys, **kwargs)), set(flatten(keys)))
+  return {k: _wrapped(k, v) for k, v in dsk.items()}
+
+
+_NODES = (Task, Alias)     # (dask's linear fusion renames a fused chain's key: the old one is an Alias of it)
+
+
+def _fused(dsk: dict, outputs: set) -> dict:
+  """dsk with each link fused into the node that reads it. A link is a Task (or an Alias), not an output, read by
+  one such node only, and the only link that reader reads: a reduction's chunk step read by its aggregate in the
+  same block, say, which dask's linear fusion leaves apart where the block's values are also read elsewhere
+  (softmax's row max and sum: 8 tasks a block, 3 once fused). A fused task computes its links as lazy Tensors,
+  inside its own graph, so the steps of a block fuse into its kernels, with fewer tasks to schedule; nothing is
+  computed twice (one reader each), and a task reading many blocks' results (a tree reduction's aggregate) still
+  gets them from their own tasks, computed in parallel."""
+  deps, dependents = get_deps(dsk)
+  single = {k: next(iter(d)) for k, d in dependents.items()
+            if len(d) == 1 and k not in outputs and isinstance(dsk.get(k), _NODES)
+            and isinstance(dsk.get(next(iter(d))), _NODES)}
+  reader = {k: r for k, r in single.items() if sum(j in single for j in deps[r]) == 1}
+  if not reader: return dsk
+  root: dict = {}
+  def root_of(k):
+    if k not in root: root[k] = root_of(reader[k]) if k in reader else k
+    return root[k]
+  groups: dict = {}
+  for k in reader: groups.setdefault(root_of(k), []).append(dsk[k])
+  out = {k: v for k, v in dsk.items() if k not in reader}
+  for r, tasks in groups.items(): out[r] = Task.fuse(*tasks, dsk[r], key=r)
+  return out
 
 
 if dask.config.get("array_optimize", None) is None: dask.config.set({"array_optimize": optimize})

@@ -121,8 +121,35 @@ def test_tasks_realize_their_tensors(fuse):
       assert not isinstance(result, mt.Tensor) or result._realized() is not None, f"{key} returned a lazy Tensor"
   with Check(), dask.config.set({"optimization.fuse.active": fuse}):     # without fusion: legacy tuple tasks
     got = y.compute(scheduler="sync")
-  assert len(keys) >= 6 and isinstance(got, mt.Tensor)
+  assert len(keys) >= 4 and isinstance(got, mt.Tensor)
   np.testing.assert_allclose(np.asarray(got), (np.exp(A) * 2).sum(axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("chunks", [(6, 10), (6, 5)])
+def test_a_blocks_chain_is_fused_into_one_task(chunks):
+  """Softmax and layer norm as dask expressions: each row block's steps that dask's linear fusion leaves apart (a
+  reduction's chunk step and aggregate beside the block's other readers) run as one task, whose Tensors are
+  computed inside its own graph (3 tasks a block, not 8). Column chunks make the aggregate read several partials:
+  those stay tasks of their own. Values match NumPy chunks' and every task's result is realized."""
+  def softmax(x):
+    e = da.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+  def layer_norm(x):
+    m = x.mean(axis=1, keepdims=True)
+    return (x - m) / da.sqrt(((x - m) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+  for f in (softmax, layer_norm):
+    y, want = f(mtd.from_array(mt.asarray(A), chunks=chunks)), f(da.from_array(A, chunks=chunks))
+    keys = y.__dask_keys__()
+    plain = dict(da.optimization.optimize(dict(y.__dask_graph__()), keys))
+    tasks = mtd.optimize(dict(y.__dask_graph__()), keys)
+    assert len(tasks) < len(plain) and set(dask.core.flatten(keys)) <= set(tasks)
+    if chunks[1] == A.shape[1]: assert len(tasks) <= 3 * len(keys) + len(keys), (len(plain), len(tasks))
+    results = []
+    class Check(dask.callbacks.Callback):
+      def _posttask(self, key, result, dsk, state, id): results.append(result)
+    with Check(): got = y.compute(scheduler="sync")
+    assert all(r._realized() is not None for r in results if isinstance(r, mt.Tensor))
+    np.testing.assert_allclose(np.asarray(got), want.compute(), rtol=1e-5, atol=1e-6)
 
 
 def test_backend_option_makes_tensor_chunks():
