@@ -129,7 +129,8 @@ def _wrapped(key, task):
 def optimize(dsk, keys, **kwargs):
   """dask.array's graph optimization, then a block's chain fused into one task (_fused), and each task wrapped so
   that it realizes the Tensors it returns."""
-  dsk = _fused(dict(da.optimization.optimize(dsk, keys, **kwargs)), set(flatten(keys)))
+  outputs = set(flatten(keys if isinstance(keys, list) else [keys]))      # (flatten would take a tuple key apart)
+  dsk = _fused(dict(da.optimization.optimize(dsk, keys, **kwargs)), outputs)
   return {k: _wrapped(k, v) for k, v in dsk.items()}
 
 
