@@ -130,7 +130,8 @@ def optimize(dsk, keys, **kwargs):
   """dask.array's graph optimization, then a block's chain fused into one task (_fused), and each task wrapped so
   that it realizes the Tensors it returns."""
   outputs = set(flatten(keys if isinstance(keys, list) else [keys]))      # (flatten would take a tuple key apart)
-  dsk = _fused(dict(da.optimization.optimize(dsk, keys, **kwargs)), outputs)
+  dsk = dict(da.optimization.optimize(dsk, keys, **kwargs))
+  while len(fused := _fused(dsk, outputs)) < len(dsk): dsk = fused      # (two readers fused make one reader)
   return {k: _wrapped(k, v) for k, v in dsk.items()}
 
 
@@ -141,10 +142,10 @@ def _fused(dsk: dict, outputs: set) -> dict:
   """dsk with each link fused into the node that reads it. A link is a Task (or an Alias), not an output, read by
   one such node only, and the only link that reader reads: a reduction's chunk step read by its aggregate in the
   same block, say, which dask's linear fusion leaves apart where the block's values are also read elsewhere
-  (softmax's row max and sum: 8 tasks a block, 3 once fused). A fused task computes its links as lazy Tensors,
-  inside its own graph, so the steps of a block fuse into its kernels, with fewer tasks to schedule; nothing is
-  computed twice (one reader each), and a task reading many blocks' results (a tree reduction's aggregate) still
-  gets them from their own tasks, computed in parallel."""
+  (softmax's row max and sum: 8 tasks a block; optimize fuses until no link is left: 1). A fused task computes its
+  links as lazy Tensors, inside its own graph, so the steps of a block fuse into its kernels, with fewer tasks to
+  schedule; nothing is computed twice (one reader each), and a task reading many blocks' results (a tree
+  reduction's aggregate) still gets them from their own tasks, computed in parallel."""
   deps, dependents = get_deps(dsk)
   single = {k: next(iter(d)) for k, d in dependents.items()
             if len(d) == 1 and k not in outputs and isinstance(dsk.get(k), _NODES)
