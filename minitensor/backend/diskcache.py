@@ -88,7 +88,8 @@ def cache_limit() -> int:
   return int(m[1]) * _UNITS[m[2].lower()]
 
 
-_fallback: list = []          # [the temporary directory], then a None once it is removed at exit
+_fallback: list[str] = []
+_removed: list[str] = []      # the temporary directory, once it is removed at exit
 _fallback_lock = threading.Lock()
 
 
@@ -104,7 +105,7 @@ def _temp_dir(why: str | None = None) -> str:
   """This process's private temporary cache directory, made on first use and removed at exit. `why` the cache
   directory was not used: said in one warning per process (the first use)."""
   with _fallback_lock:
-    if _fallback[1:]: raise FileNotFoundError(errno.ENOENT, "the temporary kernel cache is removed", _fallback[0])
+    if _removed: raise FileNotFoundError(errno.ENOENT, "the temporary kernel cache is removed", _removed[0])
     if first := not _fallback:
       import tempfile  # (imported where a cache is written: a process reading its kernels needs none)
       _fallback.append(tempfile.mkdtemp(prefix="minitensor-"))
@@ -119,7 +120,7 @@ def _remove_temp(d: str, pid: int) -> None:
   """At exit (not a forked child's): remove d, again while a daemon thread still writing there (tcc's headers, a
   background compile) makes an entry in it; _temp_dir gives it to nobody from now on."""
   if os.getpid() != pid: return
-  with _fallback_lock: _fallback.append(None)
+  with _fallback_lock: _removed.append(d)
   for _ in range(100):
     shutil.rmtree(d, ignore_errors=True)
     if not os.path.exists(d): return
