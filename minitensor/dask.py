@@ -152,12 +152,11 @@ def _fused(dsk: dict, outputs: set) -> dict:
             and isinstance(dsk.get(next(iter(d))), _NODES)}
   reader = {k: r for k, r in single.items() if sum(j in single for j in deps[r]) == 1}
   if not reader: return dsk
-  root: dict = {}
-  def root_of(k):
-    if k not in root: root[k] = root_of(reader[k]) if k in reader else k
-    return root[k]
   groups: dict = {}
-  for k in reader: groups.setdefault(root_of(k), []).append(dsk[k])
+  for k in reader:
+    r = reader[k]
+    while r in reader: r = reader[r]       # (the first reader that is no link: the group's task)
+    groups.setdefault(r, []).append(dsk[k])
   out = {k: v for k, v in dsk.items() if k not in reader}
   for r, tasks in groups.items(): out[r] = Task.fuse(*tasks, dsk[r], key=r)
   return out
