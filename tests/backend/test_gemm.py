@@ -3,11 +3,11 @@ NumPy within the error bound of a sum of K products; the path taken is read from
 import contextlib
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 import minitensor as mt
 from minitensor import nn
-from minitensor.backend import gemm
+from minitensor.backend import gemm, keys
 from minitensor.backend.machine import Machine, machine
 from minitensor.backend.realize import scheduled
 
@@ -111,12 +111,31 @@ def test_conv2d_matches_numpy(xs, ws, stride, pad, dil, groups, dtype):
   assert got.dtype == dtype and np.all(np.abs(got - want) <= 2 * k * np.finfo(dtype).eps * absw + 1e-300)
 
 
+@settings(max_examples=25, deadline=None)
+@given(h=st.integers(1, 9), w=st.integers(1, 75), k=st.sampled_from([1, 2, 3]), pad=st.integers(0, 2),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_conv2d_pixel_slivers_across_rows(h, w, k, pad, dtype):
+  """A stride-1 convolution packs B (its pixels) through offset tables: a sliver of NR pixels that crosses output
+  rows, or runs past the last pixel, is copied run by run. Widths below, at and across the sliver's width."""
+  assume((h + 2 * pad - k + 1) * (w + 2 * pad - k + 1) >= gemm.MIN_SIDE and w + 2 * pad >= k)   # (else not blocked)
+  x, wt = rng.standard_normal((2, 3, h, w)).astype(dtype), rng.standard_normal((8, 3, k, k)).astype(dtype)
+  with min_work(1), pytest.MonkeyPatch.context() as mp:
+    mp.setattr(keys, "SYMBOLIC_MAX", 0)          # (each example's sizes concrete, not the first shape's program)
+    t = nn.conv2d(mt.asarray(x), mt.asarray(wt), padding=pad)
+    assert blocked(t)
+    (g,) = [k.program.plan for k in scheduled([t.uop])[0].kernels if k.program.kind == "gemm"]
+    assert g.direct[1] is not None and g.direct[1].tables[1][-1][1] == 1      # (B's pixels: unit steps in a row)
+    got = np.asarray(t)
+  want, absw = conv_reference(x, wt, 1, pad, 1, 1), conv_reference(np.abs(x), np.abs(wt), 1, pad, 1, 1)
+  assert np.all(np.abs(got - want) <= 2 * 3 * k * k * np.finfo(dtype).eps * absw + 1e-300)
+
+
 def test_large_matmul_takes_blocked_path():
   a, b = (rng.standard_normal((300, 300)).astype(np.float32) for _ in range(2))
   t = mt.asarray(a) @ mt.asarray(b)
   (k,) = scheduled([t.uop])[0].kernels
   assert k.program.kind == "gemm" and k.program.plan.sizes == (1, 300, 300, 300)
-  assert k.program.plan.tile == gemm.tile_sizes(machine(), 4)
+  assert k.program.plan.tile == gemm.row_tile(300, gemm.tile_sizes(machine(), 4))
   src = gemm.render(k.program.plan, "k0")
   assert "vector_size" in src and "k0_micro(kc" in src and "omp for schedule(dynamic)" in src
   assert all(d is not None for d in k.program.plan.direct)          # plain loads: packed through offset tables
@@ -181,6 +200,21 @@ def test_tile_sizes_follow_the_machine(vb, regs, itemsize, want):
   assert kc * nr * itemsize <= m.l1 // 2 and mc * kc * itemsize <= m.l2 // 4 and mc % mr == 0 and nc % nr == 0
 
 
+@given(st.integers(1, 5000), st.sampled_from([(14, 32, 128, 504, 4096), (6, 16, 256, 120, 4096), (1, 4, 16, 1, 4)]))
+def test_row_tile_pads_m_to_fewer_rows(m, tile):
+  """row_tile lowers MR by at most a quarter, only where that saves over 2 % of M in padded rows, and keeps MC a
+  multiple of MR; AVX-512's 14 rows become 13 for a convolution's 64 channels."""
+  mr, nr, kc, mc, nc = row_tile = gemm.row_tile(m, tile)
+  padded = lambda r: -(-m // r) * r
+  assert (nr, kc, nc) == (tile[1], tile[2], tile[4]) and 3 * tile[0] <= 4 * mr <= 4 * tile[0]
+  assert mc % mr == 0 and mr <= mc <= max(tile[3], mr)
+  if mr == tile[0]: assert row_tile == tile
+  else:
+    assert (padded(tile[0]) - padded(mr)) * 50 > m
+    assert all(padded(mr) <= padded(r) for r in range(-(-3 * tile[0] // 4), tile[0] + 1))
+  assert gemm.row_tile(64, (14, 32, 128, 504, 4096))[0] == 13 and gemm.row_tile(1024, (14, 32, 128, 504, 4096))[0] == 14
+
+
 @pytest.mark.parametrize("vb,regs", [(64, 32), (16, 16)])
 def test_other_vector_widths_compute_the_same(vb, regs, monkeypatch, cache):
   """The source written for AVX-512 or SSE-width vectors (compiled here whatever the CPU: GCC splits wider vector
@@ -191,7 +225,8 @@ def test_other_vector_widths_compute_the_same(vb, regs, monkeypatch, cache):
     t = mt.asarray(a) @ mt.asarray(b)
     (k,) = scheduled([t.uop])[0].kernels
     assert k.program.kind == "gemm"
-    assert k.program.plan.tile[:2] == gemm.tile_sizes(gemm.machine(), np.dtype(dtype).itemsize)[:2]
+    plan = k.program.plan
+    assert plan.tile == gemm.row_tile(plan.sizes[1], gemm.tile_sizes(gemm.machine(), np.dtype(dtype).itemsize))
     check_product(np.asarray(t), a, b)
 
 
