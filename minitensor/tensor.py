@@ -43,6 +43,7 @@ from minitensor.numpy_rules import _dtype, broadcast_shapes, check_shape, normal
 # (bound once: Tensor.__new__ runs for every operation, W9)
 _HOLD, _ROOTS, _TRACING, _errstate, _ERR_DEFAULT = L.HOLD, L.ROOTS, T.ACTIVE, E.STATE.get, E.DEFAULT
 _new, _writes_lock, _writes_unlock = object.__new__, V.WRITES.acquire, V.WRITES.release
+_RESHAPE, _BUFFER = Ops.RESHAPE, Ops.BUFFER     # (Enum members read through Ops cost 90 ns on Python 3.11: uop.py)
 
 
 def _lazy(u: UOp, cls: type | None = None) -> Tensor:
@@ -138,10 +139,10 @@ class Tensor:
     if self._link is not None: V.sync(self)
     if self._data is not None: return self._data
     u = self._uop
-    if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: u = u.src[0]
+    if u.op is _RESHAPE and u.src[0].op is _BUFFER: u = u.src[0]
     # a user's memory (asarray(copy=False)) is only the borrowing root's own value: results never alias it
     # (a placeholder leaf, jit's or grad's stand-in for an input, has no data)
-    return array_of(u).reshape(self.shape) if u.op is Ops.BUFFER and u.data is not None and not is_borrowed(u.data) \
+    return array_of(u).reshape(self.shape) if u.op is _BUFFER and u.data is not None and not is_borrowed(u.data) \
       else None
 
   def numpy(self) -> np.ndarray:
@@ -156,7 +157,7 @@ class Tensor:
   def _value(self, element: bool = False) -> np.ndarray:
     """The realized value. element: for an element read, which first computes a small lazy value the element
     is taken from whole (kept on its graph node), so reading its other elements needs no compile."""
-    if self._link is None and (u := self._uop) is not None and u.op is not Ops.RESHAPE and u.op is not Ops.BUFFER \
+    if self._link is None and (u := self._uop) is not None and u.op is not _RESHAPE and u.op is not _BUFFER \
        and not element:    # a lazy root (what _realized would say): _realize_held's common case and _commit inlined
       if (a := u.data) is None:      # (else realized before: hash-consing gave an equal graph its node)
         a = _realize([u])[0] if not L.WRITTEN.refs and u.depth <= L.DEEP else _realize_held([u])[0]

@@ -20,6 +20,9 @@ def base_of(u: UOp) -> UOp:
 def leaf_of(u: UOp) -> np.ndarray | None: return base_of(u).data
 
 
+_CONST, _PAD, _RESHAPE, _EXPAND, _PERMUTE, _FLIP = Ops.CONST, Ops.PAD, Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.FLIP
+
+
 def numpy_view(u: UOp) -> np.ndarray | None:
   """u as a NumPy view when u only moves the data of one realized value (or of a constant); else None."""
   moves = []
@@ -27,15 +30,15 @@ def numpy_view(u: UOp) -> np.ndarray | None:
     moves.append(u)
     u = u.src[0]
   if u.data is not None: x = u.data
-  elif u.op is Ops.CONST: x = np.array(u.arg, dtype=u.dtype.np)
+  elif u.op is _CONST: x = np.array(u.arg, dtype=u.dtype.np)
   else: return None
   for m in reversed(moves):
-    if m.op is Ops.PAD:
+    if m.op is _PAD:
       if x.size > VIEW_COPY_LIMIT: return None
       x = np.pad(x, m.arg[0], constant_values=m.arg[1])
-    elif m.op is Ops.RESHAPE: x = x.reshape(m.arg)
-    elif m.op is Ops.EXPAND: x = np.broadcast_to(x, m.arg)
-    elif m.op is Ops.PERMUTE: x = x.transpose(m.arg)
-    elif m.op is Ops.FLIP: x = np.flip(x, m.arg)
+    elif m.op is _RESHAPE: x = x.reshape(m.arg)
+    elif m.op is _EXPAND: x = np.broadcast_to(x, m.arg)
+    elif m.op is _PERMUTE: x = x.transpose(m.arg)
+    elif m.op is _FLIP: x = np.flip(x, m.arg)
     else: x = x[tuple(slice(b, e) for b, e in m.arg)]
   return x

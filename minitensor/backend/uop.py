@@ -75,6 +75,12 @@ from minitensor.backend.typerules import (
 )
 from minitensor.backend.walk import bounds, memo_walk, rewrite
 
+# (the builders' members as globals: on Python 3.11 an Enum member read through its class costs about 90 ns, four
+# times a global's, because EnumType defines __getattr__; graph building reads several per node)
+_CONST, _BUFFER, _PAD, _CAST, _RESHAPE, _EXPAND, _PERMUTE, _SHRINK, _REDUCE, _ADD, _MUL = (
+  Ops.CONST, Ops.BUFFER, Ops.PAD, Ops.CAST, Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.REDUCE, Ops.ADD,
+  Ops.MUL)
+
 # the op table's names are re-exported: stages import the IR from here
 __all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MAX_BYTES", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp",
            "UOpError", "AxisType", "ParamArg", "RangeArg", "VarArg", "accumulates", "argkey", "bounds", "buf", "fits",
@@ -142,26 +148,26 @@ class UOp:
       key = (op, src, arg, None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       dt, shape = COMMON_RULES[op](src, arg, None) or infer(op, src, arg, None)
-    elif op is Ops.CONST and type(dtype) is DType and not src and dtype is not dtypes.void:   # (a scalar)
+    elif op is _CONST and type(dtype) is DType and not src and dtype is not dtypes.void:   # (a scalar)
       arg = dtype.python(arg)
       key = (op, (), argkey(arg), dtype)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       src, dt, shape = (), dtype, ()
-    elif op is Ops.BUFFER and type(arg) is ParamArg and not src and dtype is None and type(arg.dtype) is DType and \
+    elif op is _BUFFER and type(arg) is ParamArg and not src and dtype is None and type(arg.dtype) is DType and \
         type(s := arg.shape) is tuple and len(s) == 1 and type(s[0]) is int and s[0] >= 0:        # (a leaf)
       key = (op, (), arg, None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       src, dt, shape = (), arg.dtype, s
-    elif op is Ops.PAD and dtype is None and type(arg) is tuple and len(arg) == 2:   # (argkey of its fill alone)
+    elif op is _PAD and dtype is None and type(arg) is tuple and len(arg) == 2:   # (argkey of its fill alone)
       key = (op, src, (arg[0], argkey(arg[1])), None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       dt, shape = pad_rule(src, arg, None) or infer(op, src, arg, None)
-    elif op is Ops.CAST and dtype is not None:        # (its result is always `dtype`)
+    elif op is _CAST and dtype is not None:        # (its result is always `dtype`)
       key = (op, src, arg, dtype)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
       dt, shape = cast_rule(src, arg, dtype) or infer(op, src, arg, dtype)
     else:
-      if op is Ops.CONST and isinstance(dtype, DType): arg = dtype.python(arg)
+      if op is _CONST and isinstance(dtype, DType): arg = dtype.python(arg)
       key = (op, src, argkey(arg) if op in FLOAT_ARG else arg, dtype if op in _GIVEN_DTYPE else None)
       if (r := _CONS.get(key)) is not None and (u := r()) is not None:
         if dtype is not None and u.dtype is not dtype:
@@ -187,8 +193,8 @@ class UOp:
     0.5 us a node), and a loop multiplying by a new number each step (`p * i`) for the number (5.6 -> 1.6 us)."""
     if (have := self.shape) == shape: return self
     if not fits(shape, self.dtype.itemsize): return self.reshape((1,) * (len(shape) - len(have)) + have).expand(shape)
-    u = self if len(have) == len(shape) else _node(Ops.RESHAPE, self, (1,) * (len(shape) - len(have)) + have)
-    return u if u.shape == shape else _node(Ops.EXPAND, u, shape)
+    u = self if len(have) == len(shape) else _node(_RESHAPE, self, (1,) * (len(shape) - len(have)) + have)
+    return u if u.shape == shape else _node(_EXPAND, u, shape)
 
   def __reduce__(self): return (UOp, (self.op, self.src, self.arg, self.dtype if self.op in _GIVEN_DTYPE else None))
   def __repr__(self) -> str:
@@ -285,7 +291,7 @@ class UOp:
     return UOp(Ops.STORE, (self, v if isinstance(v, UOp) else UOp.const(v, self.dtype)))
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, (self, *deps)) if deps else self
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, (self, *ranges)) if ranges else self
-  def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.CAST, (self,), None, dtype)
+  def cast(self, dtype: DType) -> UOp: return self if self.dtype is dtype else UOp(_CAST, (self,), None, dtype)
   def bitcast(self, dtype: DType) -> UOp:
     """self's bits read as `dtype` (of the same item size)."""
     return self if self.dtype is dtype else UOp(Ops.BITCAST, (self,), None, dtype)
@@ -296,23 +302,23 @@ class UOp:
   def reshape(self, shape: tuple[int, ...]) -> UOp:
     if type(shape) is tuple and shape == self.shape: return self
     shape = tuple(map(int, shape))
-    return self if shape == self.shape else UOp(Ops.RESHAPE, (self,), shape)
+    return self if shape == self.shape else UOp(_RESHAPE, (self,), shape)
   def expand(self, shape: tuple[int, ...]) -> UOp:
     if type(shape) is tuple and shape == self.shape: return self
     shape = tuple(map(int, shape))
-    return self if shape == self.shape else UOp(Ops.EXPAND, (self,), shape)
+    return self if shape == self.shape else UOp(_EXPAND, (self,), shape)
   def permute(self, p: tuple[int, ...]) -> UOp:
     p = tuple(map(int, p))
-    return self if p == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, (self,), p)
+    return self if p == tuple(range(len(self.shape))) else UOp(_PERMUTE, (self,), p)
   def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
-    return self if arg == tuple((0, s) for s in self.shape) else UOp(Ops.SHRINK, (self,), arg)
-  def reduce(self, op: Ops, n: int) -> UOp: return UOp(Ops.REDUCE, (self,), (op, n))
+    return self if arg == tuple((0, s) for s in self.shape) else UOp(_SHRINK, (self,), arg)
+  def reduce(self, op: Ops, n: int) -> UOp: return UOp(_REDUCE, (self,), (op, n))
   def scan(self, op: Ops, axis: int) -> UOp: return UOp(Ops.SCAN, (self,), (op, axis))
   def pad(self, pads: tuple[tuple[int, int], ...], value=0) -> UOp:
     pads = tuple((int(b), int(a)) for b, a in pads)
     if len(pads) == len(self.shape) and all(p == (0, 0) for p in pads): return self
-    return UOp(Ops.PAD, (self,), (pads, self.dtype.python(value)))
+    return UOp(_PAD, (self,), (pads, self.dtype.python(value)))
   def flip(self, axes: tuple[int, ...]) -> UOp:
     if not all(isinstance(a, int) and 0 <= a < len(self.shape) for a in axes):
       return UOp(Ops.FLIP, (self,), tuple(axes))
@@ -330,16 +336,16 @@ class UOp:
                                       UOp.const(a).reshape((1,) * len(self.shape)).expand(self.shape) if self.shape
                                       else UOp.const(a))
     return UOp(Ops.WHERE, (self, a, a._operand(b)))
-  def __add__(self, x): return self.alu(Ops.ADD, x)
-  def __radd__(self, x): return self._operand(x).alu(Ops.ADD, self)
-  def __mul__(self, x): return self.alu(Ops.MUL, x)
-  def __rmul__(self, x): return self._operand(x).alu(Ops.MUL, self)
+  def __add__(self, x): return self.alu(_ADD, x)
+  def __radd__(self, x): return self._operand(x).alu(_ADD, self)
+  def __mul__(self, x): return self.alu(_MUL, x)
+  def __rmul__(self, x): return self._operand(x).alu(_MUL, self)
   def __neg__(self):
     # a broadcast number negated is the negated number broadcast (`x - 2.0` is x + -2.0: one lifted constant, what
     # replay's constant key recognizes, instead of a product of two built anew at each call)
     c = self
-    while c.op is Ops.EXPAND or c.op is Ops.RESHAPE: c = c.src[0]
-    if c.op is Ops.CONST and c.data is None and not c.src and (d := c.dtype).kind in "iuf" and \
+    while c.op is _EXPAND or c.op is _RESHAPE: c = c.src[0]
+    if c.op is _CONST and c.data is None and not c.src and (d := c.dtype).kind in "iuf" and \
         type(v := c.arg) in (int, float):
       return self.const_like(-float(v) if d.kind == "f" else d.python(-v))
     return self * -1
