@@ -329,11 +329,15 @@ def _direct(fn: str, d: Strided, ct: str, t: int, rows: int) -> str:
       f"    }}\n  }}\n}}\n")
   return head + (
     f"  int64_t q = 1;\n  while (q < kc && k[q] == k[0] + q) q++;\n"
-    f"  for (int64_t s = 0; s < ns; s++) for (int64_t r = 0; r < {t}; r++) {{\n"
+    f"  if (q == kc) for (int64_t s = 0; s < ns; s++) {{\n"
+    f"    const {st}* restrict a[{t}]; {ct}* restrict o = pk + s * kc * {t};\n"
+    f"    for (int64_t r = 0; r < {t}; r++) {{ int64_t i = i0 + s * {t} + r; "
+    f"a[r] = src + ot[i < {rows} ? i : {rows - 1}] + k[0]; }}\n"
+    f"    for (int64_t p = 0; p < kc; p++) for (int64_t r = 0; r < {t}; r++) o[p * {t} + r] = ({ct})a[r][p];\n"
+    f"  }}\n  else for (int64_t s = 0; s < ns; s++) for (int64_t r = 0; r < {t}; r++) {{\n"
     f"    int64_t i = i0 + s * {t} + r;\n"
     f"    const {st}* restrict a = src + ot[i < {rows} ? i : {rows - 1}]; {ct}* restrict o = pk + s * kc * {t} + r;\n"
-    f"    if (q == kc) {{ a += k[0]; for (int64_t p = 0; p < kc; p++) o[p * {t}] = ({ct})a[p]; }}\n"
-    f"    else for (int64_t p = 0; p < kc; p++) o[p * {t}] = ({ct})a[k[p]];\n  }}\n}}\n")
+    f"    for (int64_t p = 0; p < kc; p++) o[p * {t}] = ({ct})a[k[p]];\n  }}\n}}\n")
 
 
 def render(g: Gemm, name: str, checked: bool = False) -> str:
