@@ -59,6 +59,22 @@ def test_matmul_matches_numpy(m, n, k, dtype, ta, tb, batch):
     check_product(np.asarray(t), a, b)
 
 
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(gemm.MIN_SIDE, 130), n=st.integers(gemm.MIN_SIDE, 90), k=st.integers(2, 300),
+       dtype=st.sampled_from([np.float32, np.float64]), ta=st.booleans(), tb=st.booleans())
+def test_matmul_blocked_at_every_row_count(m, n, k, dtype, ta, tb):
+  """Every example through the blocked path (sizes concrete), so each M meets its row tile (row_tile: MR lowered
+  for some M, the last sliver partly filled for most) and A's and B's packing of every layout."""
+  a, ta_ = operand((m, k), dtype, ta)
+  b, tb_ = operand((k, n), dtype, tb)
+  with min_work(1), pytest.MonkeyPatch.context() as mp:
+    mp.setattr(keys, "SYMBOLIC_MAX", 0)
+    t = ta_ @ tb_
+    (g,) = [k.program.plan for k in scheduled([t.uop])[0].kernels if k.program.kind == "gemm"]
+    assert g.tile == gemm.row_tile(m, gemm.tile_sizes(machine(), np.dtype(dtype).itemsize))
+    check_product(np.asarray(t), a, b)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_strided_and_broadcast_operands(dtype):
   a = rng.standard_normal((90, 2 * 211)).astype(dtype)
