@@ -230,6 +230,7 @@ def _up(n: int, k: int) -> int: return -(-n // k) * k
 
 
 STACK_LIMIT = 1 << 19      # bytes of packed blocks per thread (on its stack); larger problems are not fused
+STAGED_K_BLOCKS = 8        # row blocks from which K^T is made once, not by each row block (render)
 
 
 class Attention(NamedTuple):
@@ -279,19 +280,42 @@ def render(a: Attention, sink: UOp, name: str, checked: bool = False) -> str:
     return s
 
   emit = lines.append
+  bufreads = [r for r in [m.q, m.k, m.v] + [r for _, _, rs in m.steps for r in rs] if not isinstance(r.base, UOp)]
+
+  def offsets(used: list[Read]) -> None:        # the offset in batch bb of each buffer read of `used`
+    used = [u for u in used if any(u is r for r in bufreads)]
+    for k, n in enumerate(m.batch):
+      if any(r.strides[k] for r in used): emit(f"    int64_t b{k} = (bb / {prod(m.batch[k + 1:])}) % {n};")
+    for n, r in enumerate(bufreads):
+      if not any(r is u for u in used): continue          # (by identity: two Reads may be equal)
+      reads[id(r)] = f"o{n}"
+      terms = [str(r.offset)] + [f"b{k} * {s}" for k, s in enumerate(r.strides[:nb]) if s]
+      emit(f"    int64_t o{n} = {' + '.join(terms)};")
+  # K^T as tiles kt[c][x] of BC keys. With STAGED_K_BLOCKS row blocks or more they are made once per batch and key
+  # block, before the row blocks, which all read every one (made by each row block, their strided stores took 13 %
+  # of W8 at L=2048: 8.0 -> 7.2-7.4 ms); with fewer, each row block makes its own on its stack (staged at L=512, 6
+  # row blocks, the buffer's allocation and the extra loop cost more than they saved: 0.60 -> 0.64 ms)
+  NJB, staged = -(-m.S // BC), NRB >= STAGED_K_BLOCKS
+  kfill = lambda: f"for (int64_t c = 0; c < {m.D}; c++) kt[c][x] = x < cols ? {load(m.k, j='j0 + x', c='c')} : 0;"
+  if staged:
+    emit(f"  char* kraw = malloc(sizeof({T}) * {prod(m.batch) * NJB * m.D * BC} + 64);")
+    emit("  if (!kraw) abort();")
+    emit(f"  {T}* kts = ({T}*)(((uintptr_t)kraw + 63) & ~(uintptr_t)63);     /* (the tiles' vector loads) */")
+    emit("  #pragma omp parallel for schedule(static) if(!mt_serial)")
+    emit(f"  for (int64_t t = 0; t < {prod(m.batch) * NJB}; t++) {{")
+    emit(f"    int64_t bb = t / {NJB}, j0 = (t % {NJB}) * {BC}, cols = {m.S} - j0 < {BC} ? {m.S} - j0 : {BC};")
+    offsets([m.k])
+    emit(f"    {T} (*kt)[{BC}] = ({T} (*)[{BC}])(kts + t * {m.D * BC});")
+    emit(f"    for (int64_t x = 0; x < {BC}; x++) {kfill()}")
+    emit("  }")
   emit("  #pragma omp parallel for schedule(dynamic, 1) if(!mt_serial)")
   emit(f"  for (int64_t t = 0; t < {prod(m.batch) * NRB}; t++) {{")
   emit(f"    int64_t bb = t / {NRB}, i0 = (t % {NRB}) * {BR}, rows = {m.L} - i0 < {BR} ? {m.L} - i0 : {BR};")
-  bufreads = [r for r in [m.q, m.k, m.v] + [r for _, _, rs in m.steps for r in rs] if not isinstance(r.base, UOp)]
-  for k, n in enumerate(m.batch):
-    if any(r.strides[k] for r in bufreads): emit(f"    int64_t b{k} = (bb / {prod(m.batch[k + 1:])}) % {n};")
-  for n, r in enumerate(bufreads):
-    reads[id(r)] = f"o{n}"
-    terms = [str(r.offset)] + [f"b{k} * {s}" for k, s in enumerate(r.strides[:nb]) if s]
-    emit(f"    int64_t o{n} = {' + '.join(terms)};")
+  offsets([m.q, m.v] + [r for _, _, rs in m.steps for r in rs] + ([] if staged else [m.k]))
   step_reads = [r for _, _, rs in m.steps for r in rs if not isinstance(r.base, UOp)]
   uses = [any(r.strides[nb + k] for r in step_reads) for k in (0, 1)]     # whether the steps read at i, at j
-  for decl in (f"qb[{BR}][{m.D}]", f"kt[{m.D}][{BC}]", f"vb[{BC}][{DVP}]", f"sb[{BR}][{BC}]", f"acc[{BR}][{DVP}]"):
+  for decl in [f"qb[{BR}][{m.D}]"] + ([] if staged else [f"kt[{m.D}][{BC}]"]) + \
+      [f"vb[{BC}][{DVP}]", f"sb[{BR}][{BC}]", f"acc[{BR}][{DVP}]"]:
     emit(f"    {T} {decl} __attribute__((aligned(64)));")      # (the tiles load whole vectors from rows of these)
   emit(f"    {T} mx[{BR}], cr[{BR}];")
   emit(f"    {A} l[{BR}];")
@@ -302,8 +326,9 @@ def render(a: Attention, sink: UOp, name: str, checked: bool = False) -> str:
   emit("    }")
   emit(f"    for (int64_t j0 = 0; j0 < {m.S}; j0 += {BC}) {{")
   emit(f"      int64_t cols = {m.S} - j0 < {BC} ? {m.S} - j0 : {BC};")
+  if staged: emit(f"      const {T} (*kt)[{BC}] = (const {T} (*)[{BC}])(kts + (bb * {NJB} + j0 / {BC}) * {m.D * BC});")
   emit(f"      for (int64_t x = 0; x < {BC}; x++) {{")
-  emit(f"        for (int64_t c = 0; c < {m.D}; c++) kt[c][x] = x < cols ? {load(m.k, j='j0 + x', c='c')} : 0;")
+  if not staged: emit(f"        {kfill()}")
   emit(f"        for (int64_t e = 0; e < {DVP}; e++)")
   emit(f"          vb[x][e] = x < cols && e < {m.DV} ? {load(m.v, j='j0 + x', e='e')} : 0;")
   emit("      }")
@@ -369,10 +394,12 @@ def render(a: Attention, sink: UOp, name: str, checked: bool = False) -> str:
   emit("    for (int64_t r = 0; r < rows; r++)")
   emit(f"      for (int64_t e = 0; e < {m.DV}; e++) {st}")
   emit("  }")
+  if staged: emit("  free(kraw);")
   params = [f"{'' if b is out else 'const '}{b.dtype.ctype}* restrict data{b.arg.slot}"
             for b in sorted(set(bufs), key=lambda b: b.arg.slot)]
   if checked: params.append("int64_t* restrict mt_err")
-  return vector_type(name, T, vbytes) + f"void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}\n"
+  return "#include <stdlib.h>\n" + vector_type(name, T, vbytes) + f"void {name}({', '.join(params)}) {{\n" + \
+    "\n".join(lines) + "\n}\n"
 
 
 def _tree(op: str | None, arr: str, n: int, ind: str) -> list[str]:

@@ -74,6 +74,35 @@ def test_fused_equals_numpy(p, tr, tw, rows, cols):
     check_problem(*p)
 
 
+@given(problems(), st.booleans())
+def test_key_tiles_staged_once_or_per_row_block(p, staged):
+  """K^T's tiles made once before the row blocks (from STAGED_K_BLOCKS row blocks on) or by each row block: both
+  give NumPy's values, over batches, masks and partial last blocks."""
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setattr(keys, "SYMBOLIC_MAX", 0)
+    mp.setattr(attention, "STAGED_K_BLOCKS", 1 if staged else 1 << 62)
+    mp.setattr(attention, "blocks", lambda m: (2, 4, 1, 4))
+    check_problem(*p)
+
+
+@pytest.mark.parametrize("staged", [True, False])
+def test_key_tiles_both_ways_compile_strictly_and_check(staged, concrete, monkeypatch):
+  """Both ways of making K^T's tiles compile with warnings as errors, checked or not, and run under
+  MINITENSOR_CHECK=1 with NumPy's values."""
+  monkeypatch.setattr(attention, "STAGED_K_BLOCKS", 1 if staged else 1 << 62)
+  rng = np.random.default_rng(5)
+  q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 70, 16), (2, 45, 16), (2, 45, 8)))
+  out = nn.scaled_dot_product_attention(q, k, v)
+  (kern,) = fused_kernels(out)
+  for checked in (True, False):
+    src = kern.program.render("k", checked=checked)
+    assert ("kraw" in src) == staged
+    compile_strict(PRELUDE + src)
+  monkeypatch.setenv("MINITENSOR_CHECK", "1")
+  out = nn.scaled_dot_product_attention(q, k, v)
+  np.testing.assert_allclose(out.numpy(), sdpa_np(q, k, v), **tol(np.float32))
+
+
 def check_problem(batch, L, S, d, dv, dt, mkind, causal, scale, seed):
   rng = np.random.default_rng(seed)
   q, k, v = (rng.standard_normal(batch + s).astype(dt) for s in ((L, d), (S, d), (S, dv)))
