@@ -329,8 +329,11 @@ def render(a: Attention, sink: UOp, name: str, checked: bool = False) -> str:
   if staged: emit(f"      const {T} (*kt)[{BC}] = (const {T} (*)[{BC}])(kts + (bb * {NJB} + j0 / {BC}) * {m.D * BC});")
   emit(f"      for (int64_t x = 0; x < {BC}; x++) {{")
   if not staged: emit(f"        {kfill()}")
-  emit(f"        for (int64_t e = 0; e < {DVP}; e++)")
-  emit(f"          vb[x][e] = x < cols && e < {m.DV} ? {load(m.v, j='j0 + x', e='e')} : 0;")
+  # (a row's copy without conditions in it: GCC's -O2 vectorizes that one, not one choosing between a load and 0 at
+  # each element, which took 6.6 % of W8 at L=2048)
+  emit(f"        if (x < cols) for (int64_t e = 0; e < {m.DV}; e++) vb[x][e] = {load(m.v, j='j0 + x', e='e')};")
+  emit(f"        else for (int64_t e = 0; e < {m.DV}; e++) vb[x][e] = 0;")
+  if DVP > m.DV: emit(f"        for (int64_t e = {m.DV}; e < {DVP}; e++) vb[x][e] = 0;")
   emit("      }")
   # s = Q K^T by TR x TW register tiles: TR rows of NV vector accumulators, the two vectors of a K^T row loaded
   # once per step and each Q element broadcast (GCC vector types, so the tile stays in registers)
