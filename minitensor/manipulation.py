@@ -56,8 +56,9 @@ def _promote(ts: list[Tensor], dtype, op: str, casting: str = "same_kind") -> DT
   """The dtype of joining ts: dtype, else NumPy's result_type; every operand must cast to it by `casting`."""
   if casting not in _CASTINGS:
     raise ValueError(f"{op}: casting must be one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe' (got {casting!r})")
-  if dtype is None and all(t.uop.dtype is ts[0].uop.dtype for t in ts):
-    return ts[0].uop.dtype       # (one dtype: its own result type, which every operand casts to; 3 pieces: 8 us of 30)
+  if dtype is None:         # (one dtype: its own result type, which every operand casts to; 3 pieces: 8 us of 30)
+    first = ts[0].uop.dtype
+    if all(t.uop.dtype is first for t in ts): return first
   d = dtypes.from_numpy(np.result_type(*(t.dtype for t in ts))) if dtype is None else _dtype(dtype)
   for t in ts:
     if not np.can_cast(t.dtype, d.np, casting):
