@@ -279,8 +279,10 @@ def _f32_blocks(u: UOp, outer: UOp, stride: int, per_step: int, ctx: Ctx, rkey: 
 
 
 def _f32_source(x: UOp) -> UOp | None:
-  """The float32 value that x, a float64 CAST of it (through PERMUTEs: a column sum's), converts, or None."""
+  """The float32 value that x, a float64 CAST of it (through PERMUTEs and RESHAPEs: a column sum's, split in blocks
+  of rows), converts, or None."""
   if x.op is Ops.PERMUTE: return None if (s := _f32_source(x.src[0])) is None else s.permute(x.arg)
+  if x.op is Ops.RESHAPE: return None if (s := _f32_source(x.src[0])) is None else s.reshape(x.arg)
   return x.src[0] if x.op is Ops.CAST and x.dtype is dtypes.float64 and x.src[0].dtype is dtypes.float32 else None
 
 

@@ -599,7 +599,8 @@ def test_reductions_to_one_value_take_partials_the_lanes_divide(n, parts, monkey
 def test_large_column_reductions_run_in_blocks_of_rows(shape, axis, fn, dtype, parts):
   """A reduction down the columns of at least COLUMN_MIN elements is COLUMN_PARTS (or a smaller power of two that
   divides the rows) partials over blocks of consecutive rows, the blocks the threaded outermost axis and the
-  columns one wide vector loop, then one reduction of the partials; values as NumPy's (float32 in float64)."""
+  columns one wide vector loop, then one reduction of the partials; values as NumPy's (float32 in float64, in
+  float32 blocks: README's F32_SUM_BOUND)."""
   x = (np.random.default_rng(1).standard_normal(shape) * 100).astype(dtype)
   t = getattr(mt.asarray(x), fn)(axis)
   s = sched(t)
@@ -610,6 +611,8 @@ def test_large_column_reductions_run_in_blocks_of_rows(shape, axis, fn, dtype, p
     src = render_function(first.sink, first.name)
     assert re.search(rf"omp parallel for.*\n\s*for \(int ridx0 = 0; ridx0 < {parts};", src), src
     assert f"acc0[{shape[-1]}]" in src, src                               # one block of all the columns
+    # a float32 sum's partials add float32 blocks into their float64 lanes, as an unsplit one does
+    assert (re.search(rf"float acc\d+\[{shape[-1]}\]", src) is not None) == (dtype is np.float32), src
   wide = x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
   want = getattr(wide, fn)(axis).astype(t.dtype)
   # (a float32 sum along the rows adds float32 blocks: README's bound, relative to the sum of magnitudes)
