@@ -25,7 +25,7 @@ from minitensor.backend.dtype import DType, dtypes
 from minitensor.backend.linearize import linearize, variables
 from minitensor.backend.machine import machine
 from minitensor.backend.ops import ALU_OPS
-from minitensor.backend.prefetch import accessed, rows_to_prefetch
+from minitensor.backend.prefetch import accessed, heads_to_prefetch, rows_to_prefetch
 from minitensor.backend.prelude import COMPLEX_PRELUDE, PRELUDE
 from minitensor.backend.uop import AxisType, Ops, UOp, accumulates, bounds, memory_of
 
@@ -113,6 +113,9 @@ class _Renderer:
           self.uses[x] = self.uses.get(x, 0) + 1
           if self.depth.get(x, 0) < depth: self.deep_use.add(x)
     self.rows = rows_to_prefetch(self.prog)
+    # (a head's address runs past the loads' own: with `int` indices it must stay in range too)
+    self.heads = {r: [x for x in h if self.itype == "int64_t" or bounds(x[1])[1] < 2 ** 31 - 1]
+                  for r, h in heads_to_prefetch(self.prog).items() if r not in self.rows}
     self.work = _symbolic_work(self.prog)
     self.stream = None if checked else _stream(self.prog)
     self.lane_store = (0, "")            # the streaming loop's store: (its line, the line storing into the lane)
@@ -290,6 +293,10 @@ class _Renderer:
         self.r[r] = f"ridx{r.arg.idx}"
         opened[r] = len(self.lines)
         depth += 1
+        for slot, ahead, itemsize in self.heads.get(r, ()):
+          at = self.index(ahead)
+          self.lines.append(f"{ind}  mt_prefetch(&data{slot}[{at}], 0); "
+                            f"mt_prefetch(&data{slot}[{at} + {64 // itemsize}], 0);")
         for slot, start, n, itemsize, write in self.rows.get(r, ()):
           self.lines.append(f"{ind}  if (ridx{r.arg.idx} + 1 < {size}) for ({self.itype} mt_p = {n}; mt_p < {2 * n}; "
                             f"mt_p += {64 // itemsize}) mt_prefetch(&data{slot}[{self.index(start)} + mt_p], {write});")
