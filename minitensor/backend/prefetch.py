@@ -98,12 +98,41 @@ def heads_to_prefetch(prog: list) -> dict[UOp, list[tuple[int, UOp, int]]]:
       b, addr = accessed(s.u), s.u.src[0].src[1]
       size = b.dtype.itemsize if b.op is Ops.BUFFER else 0
       if not size or lane.arg.size * size < HEAD_MIN_RUN or r not in addr.ranges: continue
-      if any(u.op not in _ROW_OPS for u in addr.toposort()): continue
-      start = simplify(addr.substitute({lane: UOp.const(0, lane.dtype)}))
-      along = simplify(addr.substitute({lane: lane + 1}) - addr)
-      step = simplify(start.substitute({r: r + 1}) - start)
-      if along.op is not Ops.CONST or along.arg != 1 or (step.op is Ops.CONST and abs(step.arg) * size < PAGE):
+      # (no simplify: on a symbolic address it cost 45 ms a column sum's kernel; the address is start + lane)
+      if (start := _without(addr, lane)) is None or any(u.op not in _ROW_OPS for u in start.toposort()) or \
+          (step := _slope(start, r)) is None or \
+          (step.op is Ops.CONST and abs(step.arg) * size < PAGE):
         continue
-      ahead = simplify(start.substitute({r: r + HEAD_AHEAD}))
+      ahead = start + step * HEAD_AHEAD
       out.setdefault(r, {}).setdefault((b.arg.slot, ahead), (b.arg.slot, ahead, size))
   return {r: list(v.values()) for r, v in out.items()}
+
+
+def _without(x: UOp, lane: UOp) -> UOp | None:
+  """x, a sum with lane as one of its terms (at any depth of ADDs) and nowhere else, without that term; else None."""
+  if x.op is not Ops.ADD: return None
+  a, b = x.src if lane in x.src[0].ranges else x.src[::-1]
+  if lane in b.ranges: return None
+  if a is lane: return b
+  return None if (rest := _without(a, lane)) is None else rest + b
+
+
+def _slope(x: UOp, r: UOp) -> UOp | None:
+  """How far x (sums and products of constants, sizes and loops) moves when loop r steps by one: a CONST or a
+  product of sizes, or None where it is not linear in r or does not move (no simplify: the renderer's C compiler
+  folds the head's address)."""
+  if r not in x.ranges: return None
+  if x is r: return UOp.const(1, r.dtype)
+  if x.op is Ops.ADD:
+    parts = [p for p in (_slope(s, r) for s in x.src) if p is not None]
+    if len(parts) != sum(r in s.ranges for s in x.src): return None
+    if len(parts) == 1: return parts[0]
+    if parts[0].op is Ops.CONST and parts[1].op is Ops.CONST:
+      return UOp.const(parts[0].arg + parts[1].arg, r.dtype) if parts[0].arg + parts[1].arg else None
+    return parts[0] + parts[1]
+  if x.op is Ops.MUL and sum(r in s.ranges for s in x.src) == 1:
+    inner, k = (x.src[0], x.src[1]) if r in x.src[0].ranges else (x.src[1], x.src[0])
+    if (d := _slope(inner, r)) is None or any(u.op is Ops.RANGE for u in k.toposort()): return None
+    if d.op is Ops.CONST and k.op is Ops.CONST: return UOp.const(d.arg * k.arg, r.dtype)
+    return k if d.op is Ops.CONST and d.arg == 1 else d * k
+  return None
