@@ -38,7 +38,9 @@ def first_calls(env: dict) -> list[tuple[float, float]]:
 
 
 def main() -> None:
+  from minitensor.bench import bytecode
   runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+  bytecode()         # (a user's processes after the first have it: run.py's first calls are measured so too)
   setups = {"tier 1 (-O3)": {"MINITENSOR_TIER": "1"},
             "tier 0, C compiler -O1": {"MINITENSOR_TIER": "0", "MINITENSOR_CC": shutil.which("cc") or "cc"}}
   if shutil.which("tcc"): setups["tier 0, tcc"] = {"MINITENSOR_TIER": "0"}
