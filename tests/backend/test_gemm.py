@@ -213,7 +213,8 @@ def test_tile_sizes_follow_the_machine(vb, regs, itemsize, want):
   m = Machine(vb, regs, True, 48 << 10, 2 << 20, 32 << 20, 2, True)
   mr, nr, kc, mc, nc = gemm.tile_sizes(m, itemsize)
   assert (mr, nr) == want
-  assert kc * nr * itemsize <= m.l1 // 2 and mc * kc * itemsize <= m.l2 // 4 and mc % mr == 0 and nc % nr == 0
+  # (a B sliver of at most L1, and over half of it; an A block of at most half of L2)
+  assert m.l1 // 2 < kc * nr * itemsize <= m.l1 and mc * kc * itemsize <= m.l2 // 2 and mc % mr == 0 and nc % nr == 0
 
 
 @given(st.integers(1, 5000), st.sampled_from([(14, 32, 128, 504, 4096), (6, 16, 256, 120, 4096), (1, 4, 16, 1, 4)]))
