@@ -256,7 +256,7 @@ def bytecode() -> None:
   over an editable install, every new process would compile minitensor's sources again inside its first call (about
   50 ms of a 110 ms first column sum, Zen 4), which a user's second process never does (an installed package, jax
   among the peers, has its bytecode from pip)."""
-  compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
+  compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=2)    # (a read-only install: no output)
 
 
 def main(argv=None) -> int:
