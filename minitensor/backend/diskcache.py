@@ -46,7 +46,6 @@ import errno
 import fcntl
 import os
 import re
-import shutil
 import stat
 import struct
 import threading
@@ -122,7 +121,7 @@ def _remove_temp(d: str, pid: int) -> None:
   if os.getpid() != pid: return
   with _fallback_lock: _removed.append(d)
   for _ in range(100):
-    shutil.rmtree(d, ignore_errors=True)
+    remove_tree(d)
     if not os.path.exists(d): return
     time.sleep(0.01)
 
@@ -255,14 +254,55 @@ def _locked(root: str) -> Iterator[None]:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-  import tempfile
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+  fd, tmp = fresh(os.path.dirname(path), ".tmp-", _new_file)
   try:
     with os.fdopen(fd, "wb") as f: f.write(data)
     os.replace(tmp, path)
   except BaseException:
     with contextlib.suppress(OSError): os.unlink(tmp)
     raise
+
+
+# tempfile and shutil (with random, bz2 and lzma) took about 4 ms of a script's first realize: what the cache needs of
+# them is here
+def fresh(parent: str, prefix: str, make: Callable[[str], object]):
+  """make(path) of an unused path in parent named prefix + random letters, as tempfile's mkstemp and mkdtemp: a
+  name taken meanwhile (FileExistsError) is drawn again."""
+  for _ in range(100):
+    try: return make(os.path.join(parent, prefix + os.urandom(6).hex()))
+    except FileExistsError: continue
+  raise FileExistsError(errno.EEXIST, "no unused name found", os.path.join(parent, prefix))
+
+
+def _new_file(path: str) -> tuple[int, str]:
+  return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), path
+
+
+def _new_dir(path: str) -> str:
+  os.mkdir(path, 0o700)
+  return path
+
+
+def remove_tree(d: str) -> None:
+  """shutil.rmtree(d, ignore_errors=True), without shutil for a directory of files (a build's)."""
+  try:
+    with os.scandir(d) as it:
+      for e in it:
+        if e.is_dir(follow_symlinks=False): raise IsADirectoryError(e.path)
+        os.unlink(e.path)
+    os.rmdir(d)
+  except OSError:
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def which(name: str) -> str | None:
+  """shutil.which(name): the executable file `name` names, itself when it has a directory part, else the first one
+  on PATH."""
+  found = lambda p: os.access(p, os.X_OK) and not os.path.isdir(p)     # noqa: E731
+  if os.path.dirname(name): return name if found(name) else None
+  dirs = os.environ.get("PATH", os.defpath).split(os.pathsep)
+  return next((p for d in dirs if d and found(p := os.path.join(d, name))), None)
 
 
 STALE_BUILD_SECONDS = 3600
@@ -274,18 +314,17 @@ def _sweep(d: str) -> None:
   with contextlib.suppress(OSError), os.scandir(d) as it:
     for e in it:
       if not e.name.startswith(".build-") or not e.is_dir(follow_symlinks=False): continue
-      if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: shutil.rmtree(e.path, ignore_errors=True)
+      if now - e.stat(follow_symlinks=False).st_mtime > STALE_BUILD_SECONDS: remove_tree(e.path)
 
 
 @contextlib.contextmanager
 def build_dir(shard: str) -> Iterator[str]:
   """A private `.build-*` directory in shard for one build, removed however the build ends; stale ones are swept
   first."""
-  import tempfile
   _sweep(shard)
-  work = tempfile.mkdtemp(dir=shard, prefix=".build-")
+  work = fresh(shard, ".build-", _new_dir)
   try: yield work
-  finally: shutil.rmtree(work, ignore_errors=True)
+  finally: remove_tree(work)
 
 
 def _install(path: str, size: int, place: Callable[[], None], limit: int) -> None:

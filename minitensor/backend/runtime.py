@@ -24,17 +24,16 @@ import contextlib
 import os
 import platform
 import re
-import shutil
 import threading
 import time
 import weakref
 from typing import Callable
 import numpy as np
-from minitensor.backend import diskcache
-from minitensor.backend.diskcache import VERSION, cache_dir, cache_limit, entry_dir, install  # noqa: F401
+from minitensor.backend import diskcache, spawn
+from minitensor.backend.diskcache import VERSION, cache_dir, cache_limit, entry_dir, install, which  # noqa: F401
 from minitensor.backend.machine import machine
 
-# cffi and subprocess are imported where a kernel is compiled or loaded: `import minitensor` stays cheap
+# cffi is imported where a kernel is loaded: `import minitensor` stays cheap
 # cache_dir, install: diskcache's, re-exported here for plans.py and `python -m minitensor cache`
 
 
@@ -137,7 +136,7 @@ LOOPS_O3 = "-DMT_LOOPS_O3"    # an -O2 build whose loop kernels ask for -O3 (PRE
 
 def compiler() -> str:
   """The C compiler: $MINITENSOR_CC, else cc, else gcc."""
-  return os.environ.get("MINITENSOR_CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
+  return os.environ.get("MINITENSOR_CC") or which("cc") or which("gcc") or "cc"
 
 
 _identity: dict[str, str] = {}
@@ -149,7 +148,7 @@ def _compiler_identity(cc: str) -> str:
   so an upgrade (a new binary) misses the entries the old one built. Read from the file system: a first realize
   spawns no compiler for it (`--version` is asked only by _tuned, for an -O3 build)."""
   if (ident := _identity.get(cc)) is None:
-    path = shutil.which(cc) or cc
+    path = which(cc) or cc
     _identity[cc] = ident = f"{path} {_stamp(path) or ''}"
   return ident
 
@@ -166,16 +165,14 @@ def _version_line(cc: str) -> str:
   spawn the compiler for it again (about 2 ms each): an upgrade replaces the binary and asks again."""
   if cc in _versions: return _versions[cc]
   entry = None
-  if (stamp := _stamp(shutil.which(cc) or cc)) is not None:
+  if (stamp := _stamp(which(cc) or cc)) is not None:
     key = diskcache.sha256(f"compiler {VERSION} {stamp}".encode()).hexdigest()[:32]
     entry = os.path.join(entry_dir(key), key + ".cc")
     if (data := diskcache.read_private(entry)) is not None and data.startswith(stamp.encode() + b"\n"):
       _versions[cc] = data[len(stamp) + 1:].decode(errors="replace")
       return _versions[cc]
-  import subprocess
-  try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace",
-                            timeout=30).stdout.splitlines()[:1]
-  except (OSError, subprocess.SubprocessError): out = []
+  try: out = spawn.run([cc, "--version"], 30.0).stdout.splitlines()[:1]
+  except (OSError, spawn.Timeout): out = []
   line = out[0] if out else ""
   if entry is not None and out:
     with contextlib.suppress(OSError): install(entry, f"{stamp}\n{line}".encode())
@@ -348,20 +345,11 @@ def compile_timeout() -> float:
   return t
 
 
-def _run_compiler(cmd: list[str], cwd: str):
-  """Run the compiler in its own process group (with the driver's children: cc1, as, ld), stopped as a whole at
-  compile_timeout() (subprocess.TimeoutExpired) or by an interrupt (Ctrl-C); the finished CompletedProcess."""
-  import signal
-  import subprocess
-  p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                       start_new_session=True)
-  try: out, err = p.communicate(timeout=compile_timeout())
-  except BaseException:
-    # the whole group: a child left running would also keep the pipes open, and communicate() waits for them
-    with contextlib.suppress(OSError): os.killpg(p.pid, signal.SIGKILL)
-    p.communicate()
-    raise
-  return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+def _run_compiler(cmd: list[str], work: str):
+  """Run the compiler on files in directory `work` (named by absolute paths in cmd; its output names them relative
+  to it), in its own process group (with the driver's children: cc1, as, ld), stopped as a whole at compile_timeout()
+  (spawn.Timeout) or by an interrupt (Ctrl-C); the finished run (spawn.Finished)."""
+  return spawn.run(cmd, compile_timeout(), os.path.join(work, ""))
 
 
 def _build(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
@@ -402,7 +390,7 @@ def preprocessed_headers(cc: str) -> str:
   """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
   else "" (the build reads the headers itself) after starting the thread that makes it (called early, it is ready)."""
   if (text := _headers.get(cc)) is not None: return text
-  if "tcc" not in os.path.basename(os.path.realpath(shutil.which(cc) or cc)):   # (another compiler: nothing to do)
+  if "tcc" not in os.path.basename(os.path.realpath(which(cc) or cc)):   # (another compiler: nothing to do)
     _headers[cc] = ""
     return ""
   entry = _headers_entry(cc)
@@ -418,7 +406,7 @@ def preprocessed_headers(cc: str) -> str:
 
 
 def _headers_entry(cc: str) -> str | None:
-  if (stamp := _stamp(shutil.which(cc) or cc)) is None: return None
+  if (stamp := _stamp(which(cc) or cc)) is None: return None
   key = diskcache.sha256(f"headers {VERSION} {stamp} {INLINED_HEADERS}".encode()).hexdigest()[:32]
   return os.path.join(entry_dir(key), key + ".h")
 
@@ -428,11 +416,10 @@ def _make_headers(cc: str, entry: str | None) -> None:
   (delivered to this thread, the main one waiting on a compiler's pipes would not see it until the compiler ends)."""
   text = ""
   try:
-    import signal
-    if hasattr(signal, "pthread_sigmask"): signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    if _version_line(cc).startswith("tcc "):
-      import tempfile
-      with tempfile.TemporaryDirectory(prefix="minitensor-headers-") as work: text = _preprocess(cc, work)
+    import _signal  # (signal's C half: `import signal` costs about 1.3 ms, its constants made enums)
+    if hasattr(_signal, "pthread_sigmask"): _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
+    if entry is not None and _version_line(cc).startswith("tcc "):
+      with diskcache.build_dir(os.path.dirname(entry)) as work: text = _preprocess(cc, work)
       if text and entry is not None and (files := sorted(set(_MARKER.findall(text)))):
         head = "\n".join(f"{f}\t{_stamp(f)}" for f in files)
         with contextlib.suppress(OSError): install(entry, f"{len(files)}\n{head}\n{text}".encode())
@@ -454,11 +441,10 @@ def _valid_headers(data: bytes) -> str | None:
 def _preprocess(cc: str, work: str) -> str:
   """tcc -E -dD of INLINED_HEADERS less the predefined macros (redefined, they warn); `##`, printed as a token number
   (`<a6>` in 0.9.27), put back as a probe macro shows it; "" with another unprintable token."""
-  import subprocess
-  with open(os.path.join(work, "headers.c"), "w") as f:
+  with open(headers := os.path.join(work, "headers.c"), "w") as f:
     f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS) + "#define MT_PASTE_PROBE(a, b) a ## b\n")
-  try: p = _run_compiler([cc, "-E", "-dD", "headers.c"], work)
-  except (OSError, subprocess.SubprocessError): return ""
+  try: p = _run_compiler([cc, "-E", "-dD", headers], work)
+  except (OSError, spawn.Timeout): return ""
   probe = re.search(r"^#define MT_PASTE_PROBE\(a, ?b\) a ?(\S+?) ?b$", p.stdout, re.M) if p.returncode == 0 else None
   if probe is None: return ""
   lines, skip, paste = [], False, probe.group(1)
@@ -472,22 +458,21 @@ def _preprocess(cc: str, work: str) -> str:
 
 
 def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
-  import subprocess
   d = os.path.dirname(path)
   try:
     with diskcache.build_dir(d) as work:
-      with open(os.path.join(work, "kernel.c"), "w") as f:
+      so, c = os.path.join(work, "kernel.so"), os.path.join(work, "kernel.c")
+      with open(c, "w") as f:
         f.write(f'{preprocessed_headers(cc)}{src}\nconst char mt_cache_key[] = "{key}";\n')
       t = time.perf_counter()
-      # relative names: the object's bytes depend only on the source, whichever process builds it
-      try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", "kernel.so", "kernel.c", "-lm"], work)
+      try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", so, c, "-lm"], work)
       except OSError: raise _no_compiler(cc) from None
-      except subprocess.TimeoutExpired as e:
+      except spawn.Timeout as e:
         raise _failed(d, key, src, f"{cc} did not finish within {e.timeout:g} s and was stopped "
                       f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
       stats.compiles += 1
       stats.compile_seconds += time.perf_counter() - t
-      so, said = os.path.join(work, "kernel.so"), p.stderr.strip()
+      said = p.stderr.strip()
       if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
       if not os.path.isfile(so):
         raise _failed(d, key, src, f"{cc} exited with status 0 but wrote no shared object" +

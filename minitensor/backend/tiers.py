@@ -28,8 +28,7 @@ compiled at tier 1 before it runs (`choose`).
 """
 from __future__ import annotations
 import os
-import shutil
-from minitensor.backend.runtime import FLAGS, LOOPS_O3, compiler
+from minitensor.backend.runtime import FLAGS, LOOPS_O3, compiler, which
 
 TCC_FLAGS = ("-shared", "-fPIC")
 # Measured (AMD EPYC Zen 3, gcc 12, first calls in a new process): -O1 111 ms for softmax (100, 100) where
@@ -76,7 +75,7 @@ def fast_compiler() -> str | None:
   """Tier 0's compiler: $MINITENSOR_FAST_CC, else tcc on PATH unless $MINITENSOR_CC chose the C compiler (then it
   serves tier 0 too, at TIER0_FLAGS), else None."""
   if fast := os.environ.get("MINITENSOR_FAST_CC"): return fast
-  return None if os.environ.get("MINITENSOR_CC") else shutil.which("tcc")
+  return None if os.environ.get("MINITENSOR_CC") else which("tcc")
 
 
 def choose(work: int) -> int:

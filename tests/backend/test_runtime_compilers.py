@@ -36,8 +36,8 @@ def _value(x: np.ndarray):
 def test_truncated_library_from_a_compiler_that_exits_0_is_a_compile_error(tmp_path):
   """The compiler cuts its object in half and exits 0: loading it would SIGBUS the interpreter. In a child process,
   so a crash fails the test instead of killing pytest."""
-  cc = _fake_cc(tmp_path, '"$REAL" "$@" || exit $?\nn=$(stat -c %s kernel.so)\n'
-                          'head -c $((n / 2)) kernel.so > cut.so && mv cut.so kernel.so')
+  cc = _fake_cc(tmp_path, '"$REAL" "$@" || exit $?\nfor a; do case "$a" in *kernel.so) so="$a";; esac; done\n'
+                          'n=$(stat -c %s "$so")\nhead -c $((n / 2)) "$so" > "$so.cut" && mv "$so.cut" "$so"')
   code = textwrap.dedent("""
     import numpy as np, minitensor as mt
     from minitensor.backend.runtime import CompileError
@@ -87,7 +87,8 @@ def _falls_back(cache) -> None:
 def test_compiler_reporting_a_full_disk_falls_back_to_a_temporary_directory(cache, tmp_path, monkeypatch):
   """ld on a full disk: `No space left on device`, exit 1. Later builds go to the temporary directory at once."""
   log = tmp_path / "calls"
-  cc = _fake_cc(tmp_path, f'case "$PWD" in "{cache}"*) echo cache >> "{log}"\n'
+  cc = _fake_cc(tmp_path, f'for a; do case "$a" in *kernel.so) so="$a";; esac; done\n'
+                          f'case "$so" in "{cache}"*) echo cache >> "{log}"\n'
                           f'  echo "ld: final link failed: {os.strerror(errno.ENOSPC)}" >&2; exit 1;; esac\n'
                           f'echo temp >> "{log}"\nexec "$REAL" "$@"')
   monkeypatch.setattr(diskcache, "_full", [])
