@@ -386,9 +386,10 @@ _preprocessing: dict[str, threading.Thread] = {}   # compiler -> the thread maki
 _MARKER = re.compile(r'^# \d+ "(/[^"]+)"', re.M)
 
 
-def preprocessed_headers(cc: str) -> str:
+def preprocessed_headers(cc: str, start: bool = True) -> str:
   """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
-  else "" (the build reads the headers itself) after starting the thread that makes it (called early, it is ready)."""
+  else "" (the build reads the headers itself), having started the thread that makes it when `start` (a build
+  starts it once it has compiled: beside the compile, on two cores, it slowed a first realize)."""
   if (text := _headers.get(cc)) is not None: return text
   if "tcc" not in os.path.basename(os.path.realpath(which(cc) or cc)):   # (another compiler: nothing to do)
     _headers[cc] = ""
@@ -397,7 +398,7 @@ def preprocessed_headers(cc: str) -> str:
   if entry is not None and (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)):
     _headers[cc] = text
     return text
-  if cc not in _preprocessing:            # (a forked child starts its own: _after_fork_in_child)
+  if start and cc not in _preprocessing:      # (a forked child starts its own: _after_fork_in_child)
     t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
                                               name="minitensor-headers")
     try: t.start()
@@ -463,7 +464,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
     with diskcache.build_dir(d) as work:
       so, c = os.path.join(work, "kernel.so"), os.path.join(work, "kernel.c")
       with open(c, "w") as f:
-        f.write(f'{preprocessed_headers(cc)}{src}\nconst char mt_cache_key[] = "{key}";\n')
+        f.write(f'{(head := preprocessed_headers(cc, False))}{src}\nconst char mt_cache_key[] = "{key}";\n')
       t = time.perf_counter()
       try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", so, c, "-lm"], work)
       except OSError: raise _no_compiler(cc) from None
@@ -472,6 +473,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
                       f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
       stats.compiles += 1
       stats.compile_seconds += time.perf_counter() - t
+      if not head: preprocessed_headers(cc)
       said = p.stderr.strip()
       if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
       if not os.path.isfile(so):
