@@ -40,14 +40,25 @@ as one loop over n = prod(shape) with n an argument, so large elementwise kernel
 from __future__ import annotations
 import time
 from typing import NamedTuple
-from minitensor.backend import gemm, plans
-from minitensor.backend.attention import stage_operands
+from minitensor.backend import plans
 from minitensor.backend.lowerings import RECOMPUTE_LIMIT, KernelBody, Program, lower_kernel
 from minitensor.backend.ops import TRANSCENDENTAL
-from minitensor.backend.opt import divisor
 from minitensor.backend.reduce_rule import across_rows
 from minitensor.backend.sizes import Sizes, order_lanes
 from minitensor.backend.uop import ALU, Ops, UOp, buf, prod, rewrite
+
+
+# (gemm, attention and opt are imported where a concrete graph is optimized: a small graph's symbolic schedule needs
+# none of them, lowerings.py)
+def _gemm():
+  from minitensor.backend import gemm
+  return gemm
+
+
+def stage_operands(outputs: list[UOp]) -> list[UOp]:
+  """attention.stage_operands."""
+  from minitensor.backend.attention import stage_operands as stage
+  return stage(outputs)
 
 
 class KernelSpec(NamedTuple):
@@ -174,7 +185,9 @@ def _split(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
   v, r = u.replace(src=src), prod(u.src[0].shape[len(u.shape):])
   if prod(u.shape) == 1: c = _parts(r) if r >= SPLIT_MIN else 1
   elif u.arg[1] == 1 and prod(u.src[0].shape) >= COLUMN_MIN and across_rows(u.src[0]) and \
-      not gemm.worth(v, graph=True): c = divisor(r, COLUMN_PARTS)
+      not _gemm().worth(v, graph=True):
+    from minitensor.backend.opt import divisor
+    c = divisor(r, COLUMN_PARTS)
   else: c = 1
   if c == 1: return v
   # c partials of r / c consecutive elements, the partials' axis outermost (a block of rows per partial)
@@ -188,6 +201,7 @@ def _parts(r: int) -> int:
   into lengths PART_LANES divides, so each partial reduces in vector lanes (10^6 in 64 partials of 15,625 ran 8
   scalar chains each, strided: a float64 max 213 us, NumPy's 95; in 50 of 20,000, 100 us); else the largest power
   of two up to SPLIT_PARTS that divides r. (Many partials keep each lane's chain of adds short: its rounding.)"""
+  from minitensor.backend.opt import divisor
   return next((c for c in range(SPLIT_PARTS, 1, -1) if r % c == 0 and (r // c) % PART_LANES == 0),
               divisor(r, SPLIT_PARTS))
 
@@ -265,7 +279,7 @@ def sized_choices(outputs: list[UOp], first: bool = False) -> bool:
     return True
   if not any(u.op is Ops.REDUCE for u in nodes): return False       # (neither attention nor a contraction)
   if any(a is not b for a, b in zip(outputs, stage_operands(outputs))): return True
-  return any(u.op is Ops.REDUCE and gemm.worth(u, graph=True) for u in nodes)
+  return any(u.op is Ops.REDUCE and _gemm().worth(u, graph=True) for u in nodes)
 
 
 def _shared_heavy(nodes: list[UOp], lowered: dict[UOp, tuple], slot: dict[UOp, int]) -> UOp | None:

@@ -25,7 +25,6 @@ views, padding and gathers work unchanged.
 """
 from __future__ import annotations
 from typing import Callable, NamedTuple
-from minitensor.backend import attention, gemm
 from minitensor.backend.cost import Lowering, summarize
 from minitensor.backend.dtype import dtypes
 from minitensor.backend.linearize import iterations, operations, variables
@@ -33,11 +32,11 @@ from minitensor.backend.ops import TRANSCENDENTAL
 from minitensor.backend.rangeify import lower
 from minitensor.backend.ranges import Ctx, Opts
 from minitensor.backend.render_c import render_function
-from minitensor.backend.scan import lower_scan
-from minitensor.backend.search import opts_for
 from minitensor.backend.sizes import Sizes
-from minitensor.backend.split import split_loops
 from minitensor.backend.uop import ALU, Ops, UOp, prod, rewrite
+
+# attention, gemm, search (with opt), scan and split are imported by the entries that use them: a small graph's
+# symbolic kernels (a script's first realize) need none of them, and they took about 3 ms to import
 
 __all__ = ["HAND_WRITTEN", "KernelBody", "LOWERINGS", "Lowered", "Program", "flat_elementwise", "lower_kernel"]
 
@@ -115,7 +114,9 @@ def _program(kind: str, sink: UOp, **kw) -> tuple[Program, tuple[int, ...]]:
 
 # ---------------------------------------------------------------- the entries
 def _attention(k: KernelBody) -> Lowered | None:
-  if not k.optimize or k.exact or k.sizes is not None or (f := attention.fused(k.body, k.out)) is None: return None
+  if not k.optimize or k.exact or k.sizes is not None: return None
+  from minitensor.backend import attention
+  if (f := attention.fused(k.body, k.out)) is None: return None
   local, slots = f.localize()
   a = f.arg
   return Lowered(Program("attention", local, work=a.work, iterations=a.work, needs=_needs(local, True), plan=a), slots)
@@ -135,13 +136,18 @@ def _flat(k: KernelBody) -> Lowered | None:
 
 def _scan(k: KernelBody) -> Lowered | None:
   if k.body.op is not Ops.SCAN: return None
+  from minitensor.backend.scan import lower_scan
   ctx = Ctx(sizes=k.sizes)
   return _looped("scan", k, ctx, lower_scan(k.body, k.out, ctx))
 
 
 def _loops(k: KernelBody) -> Lowered:
-  make = lambda share: Ctx(sizes=k.sizes, share=share, ordered=k.lanes, f32_blocks=k.optimize and not k.exact,
-                           opts=opts_for(k.body, k.exact, k.sizes is not None, k.lanes) if k.optimize else Opts())
+  def make(share: bool) -> Ctx:
+    if not k.optimize: opts = Opts()
+    else:
+      from minitensor.backend.search import opts_for
+      opts = opts_for(k.body, k.exact, k.sizes is not None, k.lanes)
+    return Ctx(sizes=k.sizes, share=share, ordered=k.lanes, f32_blocks=k.optimize and not k.exact, opts=opts)
   ctx = make(True)
   sink = lower(k.body, k.out, ctx)
   # what to materialize is decided on the lowering without shared reduce loops (Ctx.share): a value that three
@@ -158,15 +164,21 @@ def _looped(kind: str, k: KernelBody, ctx: Ctx, sink: UOp, seed: tuple[Ctx, UOp]
   (gemm.inner), materialized so that it becomes a GEMM kernel."""
   summary = summarize(*(seed or (ctx, sink)))
   cut = _recomputed(k.body, summary)
-  if cut is None and k.optimize: cut = gemm.inner(k.body)
-  p, slots = _program(kind, split_loops(sink) if k.optimize else sink, opts=ctx.opts.actions, **kw)
+  if k.optimize:
+    from minitensor.backend import gemm
+    from minitensor.backend.split import split_loops
+    if cut is None: cut = gemm.inner(k.body)
+    sink = split_loops(sink)
+  p, slots = _program(kind, sink, opts=ctx.opts.actions, **kw)
   return Lowered(p, slots, summary, cut)
 
 
 def _gemm(k: KernelBody) -> Lowered | None:
   """A contraction worth blocking: the loop nest it replaces is lowered first (its cost summary and cuts are what the
   scheduler reads), and the GEMM replaces it when that nest asks for no cut."""
-  if not k.optimize or k.exact or k.sizes is not None or gemm.contraction(k.body) is None: return None
+  if not k.optimize or k.exact or k.sizes is not None: return None
+  from minitensor.backend import gemm
+  if gemm.contraction(k.body) is None: return None
   low = _loops(k)
   if low.cut is not None or (g := gemm.plan(k.body, k.out, low.slots)) is None: return low
   return Lowered(Program("gemm", low.program.sink, work=low.program.work, iterations=low.program.iterations,
@@ -180,9 +192,19 @@ LOWERINGS: tuple[Entry, ...] = (Entry("attention", _attention), Entry("flat", _f
 # (tiers.HAND_FLAGS)
 HAND_WRITTEN = frozenset({"attention", "gemm"})
 
+def _render_attention(p: Program, name: str, checked: bool) -> str:
+  from minitensor.backend import attention
+  return attention.render(p.plan, p.sink, name, checked)
+
+
+def _render_gemm(p: Program, name: str, checked: bool) -> str:
+  from minitensor.backend import gemm
+  return gemm.render(p.plan, name, checked)
+
+
 _RENDER: dict[str, Callable[[Program, str, bool], str]] = {
-  "attention": lambda p, name, checked: attention.render(p.plan, p.sink, name, checked),
-  "gemm": lambda p, name, checked: gemm.render(p.plan, name, checked),
+  "attention": _render_attention,
+  "gemm": _render_gemm,
   **{kind: lambda p, name, checked: render_function(p.sink, name, checked, sized=bool(p.sizes))
      for kind in ("flat", "scan", "loops")},
 }
