@@ -320,13 +320,14 @@ def _pin_openmp() -> None:
     return
 
 
-def _open(path: str, key: str):
-  """The library at path if it loads and embeds `key`; else None (a wrong one is closed again)."""
+def _open(path: str, key: str, flags: tuple):
+  """The library at path (built with `flags`) if it loads and embeds `key`; else None (a wrong one is closed
+  again)."""
   try: lib = native().backend.load_library(path, os.RTLD_NOW)
   except OSError: return None
   try:
     if native().string(lib, "mt_cache_key").decode() == key:
-      _pin_openmp()
+      if "-fopenmp" in flags: _pin_openmp()     # (four failed dlopens for each tier-0 library otherwise)
       return lib
   except (KeyError, UnicodeDecodeError): pass
   lib.close_lib()
@@ -484,7 +485,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
       if not diskcache.elf_complete(data):           # (a short object would SIGBUS in dlopen)
         raise _failed(d, key, src, f"{cc} exited with status 0 but wrote an incomplete shared object "
                       f"({len(data)} bytes)", said)
-      if (lib := _open(so, key)) is None:
+      if (lib := _open(so, key, flags)) is None:
         raise _failed(d, key, src, f"{cc} built a shared object that does not load as kernel {key}", said)
       # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
       # only costs a later compile
@@ -567,7 +568,7 @@ def _load(src: str, key: str, flags: tuple, cc: str, signatures: Signatures | No
   sigs = list(signatures.items()) if signatures is not None else \
     [(name, tuple("void*" if "*" in p else "int64_t" for p in params.split(",") if p.strip()))
      for name, params in _SIG.findall(src)]
-  if diskcache.valid(path) and (lib := _open(path, key)) is not None:
+  if diskcache.valid(path) and (lib := _open(path, key, flags)) is not None:
     stats.disk_hits += 1
     with contextlib.suppress(OSError): os.utime(path)      # recently used: last to be evicted
   else: lib = _build(src, key, path, flags, limit, cc)
