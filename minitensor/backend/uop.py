@@ -77,9 +77,9 @@ from minitensor.backend.walk import bounds, memo_walk, rewrite
 
 # (the builders' members as globals: on Python 3.11 an Enum member read through its class costs about 90 ns, four
 # times a global's, because EnumType defines __getattr__; graph building reads several per node)
-_CONST, _BUFFER, _PAD, _CAST, _RESHAPE, _EXPAND, _PERMUTE, _SHRINK, _REDUCE, _ADD, _MUL = (
+_CONST, _BUFFER, _PAD, _CAST, _RESHAPE, _EXPAND, _PERMUTE, _SHRINK, _REDUCE, _ADD, _MUL, _SINK = (
   Ops.CONST, Ops.BUFFER, Ops.PAD, Ops.CAST, Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.REDUCE, Ops.ADD,
-  Ops.MUL)
+  Ops.MUL, Ops.SINK)
 
 # the op table's names are re-exported: stages import the IR from here
 __all__ = ["ALU", "BINARY", "COMPARE", "COMPLEX_OK", "MAX_BYTES", "MOVEMENT", "REDUCE_OPS", "UNARY", "Ops", "UOp",
@@ -109,7 +109,7 @@ def _node(op: Ops, x: UOp, shape: tuple[int, ...]) -> UOp:
   if (r := _CONS.get(key)) is not None and (u := r()) is not None: return u
   u = object.__new__(UOp)
   u.op, u.src, u.arg, u.dtype, u.shape = op, (x,), shape, x.dtype, shape
-  u._ranges = u._bounds = u._key = u._simp = u.data = u._tree = None
+  u._ranges = u._bounds = u._key = u._simp = u.data = u._tree = u._order = None
   u.depth = x.depth + 1
   (e := _Entry(u, _dropped)).key = key
   _CONS[key] = e
@@ -127,7 +127,7 @@ _PY_SCALAR = frozenset((bool, int, float, complex))
 
 class UOp:
   __slots__ = ("op", "src", "arg", "dtype", "shape", "_ranges", "_bounds", "_key", "_simp", "data", "depth",
-               "_tree", "__weakref__")
+               "_tree", "_order", "__weakref__")
   op: Ops
   src: tuple[UOp, ...]
   arg: Any
@@ -177,7 +177,7 @@ class UOp:
       if dtype is not None and dt is not dtype: raise UOpError(f"{op.name}: result is {dt.name}, not {dtype.name}")
     u = object.__new__(cls)
     u.op, u.src, u.arg, u.dtype, u.shape = op, src, arg, dt, shape
-    u._ranges = u._bounds = u._key = u._simp = u.data = u._tree = None
+    u._ranges = u._bounds = u._key = u._simp = u.data = u._tree = u._order = None
     n = len(src)
     if n == 2: u.depth = (a if (a := src[0].depth) > (b := src[1].depth) else b) + 1    # (max() is a call)
     else: u.depth = 0 if not n else src[0].depth + 1 if n == 1 else max([s.depth for s in src]) + 1
@@ -206,7 +206,9 @@ class UOp:
   # ---- graph utilities
   def toposort(self, known=()) -> list[UOp]:
     """Every node reachable from self, each after its sources; nodes in `known` are neither listed nor entered
-    (a walk that continues an earlier one). Iterative: graphs may be far deeper than Python's stack."""
+    (a walk that continues an earlier one). Iterative: graphs may be far deeper than Python's stack. A SINK keeps
+    its order: the lowering stages walk a kernel's SINK some ten times (a list is returned, theirs to change)."""
+    if (order := self._order) is not None and not known: return list(order)
     seen: dict[UOp, None] = {}
     stack: list[tuple[UOp, bool]] = [(self, False)]
     while stack:
@@ -216,6 +218,7 @@ class UOp:
       if u in known: continue
       stack.append((u, True))
       stack.extend((s, False) for s in reversed(u.src) if s not in seen)
+    if self.op is _SINK and not known: self._order = tuple(seen)
     return list(seen)
 
   def replace(self, **kw) -> UOp:
