@@ -197,9 +197,10 @@ def entry_dir(key: str) -> str:
   the same shard of the temporary directory."""
   d = os.path.join(cache_dir(), key[:2])
   try:
-    try: os.mkdir(d, 0o700)
-    except FileExistsError: pass
-    why = _distrust(d, True)
+    try: why = _distrust(d, True)
+    except FileNotFoundError:         # (made when missing: a failed mkdir per entry cost as much as the check)
+      with contextlib.suppress(FileExistsError): os.mkdir(d, 0o700)
+      why = _distrust(d, True)
   except OSError as e: why = f"{d} cannot be made ({e.strerror})"
   if why is None: return d
   d = os.path.join(_temp_dir(f"cache directory not used: {why}"), key[:2])
