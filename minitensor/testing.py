@@ -47,9 +47,15 @@ import minitensor as mt
 # code outside site-packages, an editable minitensor's included). The compiler's stages are otherwise imported by the
 # first compile, which a warm kernel cache never makes: imported here, the same modules are loaded in every run, and
 # derandomized examples are the same with a cold or a warm cache (they were not after the sixth of the README's)
+import minitensor.backend.attention  # noqa: F401  (and the lowerings' own imports, made where a kernel needs them)
 import minitensor.backend.fpstatus  # noqa: F401
+import minitensor.backend.gemm  # noqa: F401
 import minitensor.backend.kernelize  # noqa: F401
+import minitensor.backend.opt  # noqa: F401
 import minitensor.backend.realize  # noqa: F401
+import minitensor.backend.scan  # noqa: F401
+import minitensor.backend.search  # noqa: F401
+import minitensor.backend.split  # noqa: F401
 import minitensor.backend.traced  # noqa: F401
 import minitensor.inspect  # noqa: F401
 from minitensor.testing_chains import MAX_CHAIN_NDIM as MAX_CHAIN_NDIM
