@@ -208,7 +208,7 @@ class UOp:
     """Every node reachable from self, each after its sources; nodes in `known` are neither listed nor entered
     (a walk that continues an earlier one). Iterative: graphs may be far deeper than Python's stack. A SINK keeps
     its order: the lowering stages walk a kernel's SINK some ten times (a list is returned, theirs to change)."""
-    if (order := self._order) is not None and not known: return list(order)
+    if (order := self._order) is not None and not known: return [*order, self]
     seen: dict[UOp, None] = {}
     stack: list[tuple[UOp, bool]] = [(self, False)]
     while stack:
@@ -218,8 +218,11 @@ class UOp:
       if u in known: continue
       stack.append((u, True))
       stack.extend((s, False) for s in reversed(u.src) if s not in seen)
-    if self.op is _SINK and not known: self._order = tuple(seen)
-    return list(seen)
+    order = list(seen)
+    # (without the SINK itself, the last: a cycle through it would keep a dead graph's nodes, and the values they
+    # hold, alive until the garbage collector runs, and hash-consing would hand them to new graphs)
+    if self.op is _SINK and not known: self._order = tuple(order[:-1])
+    return order
 
   def replace(self, **kw) -> UOp:
     d = dict(op=self.op, src=self.src, arg=self.arg, dtype=self.dtype if self.op in _GIVEN_DTYPE else None)

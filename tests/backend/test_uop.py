@@ -431,3 +431,21 @@ def test_bitcast_type_rule():
   for x, bad in ((f, dtypes.int64), (f, dtypes.float16), (buf(0, 4, dtypes.int8), dtypes.bool),
                  (buf(0, 4, dtypes.float64), dtypes.complex64)):
     with pytest.raises(UOpError, match="BITCAST"): x.bitcast(bad)
+
+
+def test_a_sinks_kept_order_holds_no_cycle():
+  """A SINK keeps its toposort (the lowering stages ask it often); the order leaves the SINK out, so a dropped graph
+  is freed at once by reference counting, not at the garbage collector's next run (hash-consing would otherwise hand
+  its nodes, and the values they hold, to a new graph)."""
+  import weakref
+  a = UOp(Ops.BUFFER, (), ParamArg(987_654, dtypes.float32, (8,)))
+  s = UOp(Ops.SINK, (((a * 2.0 + 1.0) * a).alu(Ops.EXP2),))
+  first = s.toposort()
+  assert first[-1] is s and s.toposort() == first and s.toposort() is not first     # (a new list each time)
+  assert first[0] is a and len(first) == len(set(first))
+  node = weakref.ref(first[-2])
+  gc.disable()
+  try:
+    del s, first
+    assert node() is None
+  finally: gc.enable()
