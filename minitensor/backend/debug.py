@@ -9,17 +9,19 @@ realize.py). Each helper crosses stages on purpose, so it lives here and no stag
 from __future__ import annotations
 import gc
 import numpy as np
-from minitensor.backend import uop
+from minitensor.backend import tiers, uop
+from minitensor.backend.dtype import dtypes
 from minitensor.backend.linearize import variables
 from minitensor.backend.rangeify import lower
 from minitensor.backend.ranges import Ctx, Opts
 from minitensor.backend.render_c import render_c
 from minitensor.backend.runtime import compile_c, native
-from minitensor.backend.uop import Ops, UOp, buf, prod
+from minitensor.backend.uop import AxisType, Ops, UOp, buf, prod
 
 
 def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel", sizes: tuple[int, ...] = ()) -> None:
-  """Run one kernel on {slot: ndarray}. `prog` is a lowered SINK (rendered here) or C source defining `name`.
+  """Run one kernel on {slot: ndarray}. `prog` is a lowered SINK (rendered here, built by tier 0's compiler unless
+  it has threaded loops) or C source defining `name` (built at tier 1's flags).
   Buffers must be C-contiguous, of the BUFFER's dtype and at least its size; they are used in place. sizes: the
   values of a symbolic kernel's VARs by index (a SINK's: those it uses are passed after the buffers)."""
   if isinstance(prog, UOp):
@@ -36,9 +38,14 @@ def run_c(prog: UOp | str, buffers: dict[int, np.ndarray], name: str = "kernel",
         raise ValueError(f"run_c: slot {s} is written but the array is read-only")
     slots = sorted(bufs)
     ints = [sizes[v] for v in variables(prog)]
-    prog = render_c(prog, name)
-  else: slots, ints = sorted(buffers), list(sizes)
-  k = compile_c(prog)[name]
+    # tier 0's compiler, as a small program's first run (tcc builds in milliseconds where -O3 takes tens), unless the
+    # kernel has threaded loops: they run threaded, at tier 1
+    threaded = any(u.op is Ops.RANGE and u.arg.kind is AxisType.THREAD for u in nodes)
+    cc, flags = tiers.toolchain(int(threaded), any(u.dtype.is_complex or u.dtype is dtypes.float16 for u in nodes))
+    k = compile_c(render_c(prog, name), flags, cc)[name]
+  else:
+    slots, ints = sorted(buffers), list(sizes)
+    k = compile_c(prog)[name]
   k.fn(*[native().from_buffer(buffers[s]) for s in slots], *ints)
 
 
