@@ -237,6 +237,26 @@ def test_threads_share_a_bound_plan():
   assert not bad
 
 
+def test_threads_with_their_own_numbers_never_see_each_others():
+  """`t * i` from four threads at once, each with numbers of its own: a plan's one-element arrays for the numbers
+  belong to the thread that made it (another thread takes the full path), so no thread reads another's number."""
+  x = np.random.default_rng(8).standard_normal(257)
+  t = mt.asarray(x)
+  bad, start = [], threading.Barrier(4)
+  def work(k: int):
+    start.wait()
+    for i in range(300):
+      v = k * 1000 + i + 2.5
+      if not np.array_equal(np.asarray(t * v), x * v): bad.append((k, i))
+  ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+  for th in ts: th.start()
+  for th in ts: th.join()
+  assert not bad, bad[:5]
+  replays = stats.replays
+  for i in range(20): np.testing.assert_array_equal(np.asarray(t * (i + 0.5)), x * (i + 0.5))
+  assert stats.replays - replays >= 17                 # (this thread's plan, once it has one)
+
+
 def test_a_plan_dies_with_its_sources():
   a, b = _pair(seed=7)
   t, u = mt.asarray(a), mt.asarray(b)
