@@ -267,7 +267,7 @@ def _atomic_write(path: str, data: bytes) -> None:
 # tempfile and shutil (with random, bz2 and lzma) took about 4 ms of a script's first realize: what the cache needs of
 # them is here
 def fresh(parent: str, prefix: str, make: Callable[[str], object]):
-  """make(path) of an unused path in parent named prefix + random letters, as tempfile's mkstemp and mkdtemp: a
+  """make(path) of an unused path in parent named prefix + 12 random hex digits, as tempfile's mkstemp and mkdtemp: a
   name taken meanwhile (FileExistsError) is drawn again."""
   for _ in range(100):
     try: return make(os.path.join(parent, prefix + os.urandom(6).hex()))

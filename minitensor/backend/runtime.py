@@ -422,7 +422,7 @@ def _make_headers(cc: str, entry: str | None) -> None:
     if hasattr(_signal, "pthread_sigmask"): _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
     if entry is not None and _version_line(cc).startswith("tcc "):
       with diskcache.build_dir(os.path.dirname(entry)) as work: text = _preprocess(cc, work)
-      if text and entry is not None and (files := sorted(set(_MARKER.findall(text)))):
+      if text and (files := sorted(set(_MARKER.findall(text)))):
         head = "\n".join(f"{f}\t{_stamp(f)}" for f in files)
         with contextlib.suppress(OSError): install(entry, f"{len(files)}\n{head}\n{text}".encode())
   except Exception: text = ""              # noqa: BLE001  (without the text, builds read the headers themselves)
@@ -467,6 +467,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
       with open(c, "w") as f:
         f.write(f'{(head := preprocessed_headers(cc, False))}{src}\nconst char mt_cache_key[] = "{key}";\n')
       t = time.perf_counter()
+      # (gcc and tcc record a source's base name only: the object's bytes depend on the source, not the directory)
       try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", so, c, "-lm"], work)
       except OSError: raise _no_compiler(cc) from None
       except spawn.Timeout as e:
