@@ -108,6 +108,7 @@ def _after_fork_in_child() -> None:
   for k in list(_threaded): _set_serial(k.lib)
   for o in list(Once.instances): o.reset()
   _preprocessing.clear()                  # (threads do not survive a fork: a child makes tcc's headers anew)
+  _wanted.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -384,13 +385,16 @@ def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
 INLINED_HEADERS = ("math.h", "stdint.h", "fenv.h")
 _headers: dict[str, str] = {}                      # compiler -> its text ("": none, the build reads the headers)
 _preprocessing: dict[str, threading.Thread] = {}   # compiler -> the thread making its text (this process's)
+_wanted: set[str] = set()                          # compilers whose builds lacked the text, not yet started
 _MARKER = re.compile(r'^# \d+ "(/[^"]+)"', re.M)
 
 
 def preprocessed_headers(cc: str, start: bool = True) -> str:
   """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
-  else "" (the build reads the headers itself), having started the thread that makes it when `start` (a build
-  starts it once it has compiled: beside the compile, on two cores, it slowed a first realize)."""
+  else "" (the build reads the headers itself), having started the thread that makes it when `start`. A build asks
+  without starting it: the build's compiler is then `wanted`, and the text is made once the realization that built
+  ends (start_headers) or at that compiler's next build, whichever comes first. (Beside a process's first build
+  the thread's work, about 3 ms of Python on the -E output, delayed the first result by as much.)"""
   if (text := _headers.get(cc)) is not None: return text
   if "tcc" not in os.path.basename(os.path.realpath(which(cc) or cc)):   # (another compiler: nothing to do)
     _headers[cc] = ""
@@ -405,6 +409,11 @@ def preprocessed_headers(cc: str, start: bool = True) -> str:
     try: t.start()
     except RuntimeError: _headers[cc] = ""     # (no new thread at interpreter shutdown: builds read the headers)
   return ""
+
+
+def start_headers() -> None:
+  """Start making every `wanted` compiler's header text (realize calls this when a program's first run is done)."""
+  while _wanted: preprocessed_headers(_wanted.pop())
 
 
 def _headers_entry(cc: str) -> str | None:
@@ -475,7 +484,9 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
                       f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
       stats.compiles += 1
       stats.compile_seconds += time.perf_counter() - t
-      if not head: preprocessed_headers(cc)
+      if not head:
+        if cc in _wanted: preprocessed_headers(cc)     # (a second build without it: started now)
+        else: _wanted.add(cc)
       said = p.stderr.strip()
       if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
       if not os.path.isfile(so):

@@ -163,7 +163,11 @@ def _headers_anew(monkeypatch):
   it."""
   monkeypatch.setattr(runtime, "_headers", {})
   monkeypatch.setattr(runtime, "_preprocessing", {})
-  return lambda: [t.join(60) for t in list(runtime._preprocessing.values())]
+  monkeypatch.setattr(runtime, "_wanted", set())
+  def wait():
+    runtime.start_headers()           # (realize's call once a program's first run is done)
+    for t in list(runtime._preprocessing.values()): t.join(60)
+  return wait
 
 
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
