@@ -81,7 +81,7 @@ class Bound:
       self.one = (tuple([self.ptrs[i] for i in sl[:k]]), tuple([self.ptrs[i] for i in sl[k + 1:]]) + self.calls[0][1])
       self.slots = (sl[:k], sl[k + 1:])
     # run(o): realize([o]) by this plan, None when the plan does not hold for o (other sources, or one since
-    # realized); an elementwise op over sources that are no constants has a runner of its own
+    # realized); one kernel writing one buffer whose value is kept has a runner of its own
     self.run = self._one() if self.one is not None and self.keep else self._run
 
   def _one(self):
@@ -89,7 +89,7 @@ class Bound:
     reads that a run cannot change bound once: each run then does the checks, the allocation and the kernel call
     with local names only (Bound.run 2.75 -> 2.25 us in W9). A broadcast number among the sources (`p * i` over a
     loop's i) is written into a one-element array of the plan's own, whose pointer is bound in the arguments once
-    (_run's new array and pointer per number and run: 5.6 -> 3.3 us); a run from another thread than the one that
+    (_run's new array and pointer per number and run: 5.6 -> 3.8 us); a run from another thread than the one that
     made the plan declines (realize takes its full path: two threads must not share those arrays)."""
     srcs, fresh, interior, prog, sizes = self.srcs, self.fresh, self.interior, self.prog, self.sizes
     (pre, post), (n, dt), small = self.one, (self.counts[0], self.dtypes[0]), self.small
