@@ -86,11 +86,12 @@ class _Trace:
     a = t._realized()
     self.lazy |= a is None
     buf = buffer_of(a) if a is not None else placeholder(t.uop.dtype, t.size)
-    node = buf.reshape(t.shape)
     # a leaf holding the input's data computes what the input would; only a placeholder, or an input that may be
-    # an enclosing trace's leaf (grad of grad), must be replaced by the input's graph afterwards
-    if a is None or T.GRADS[0]: self.subst[node] = t.uop
-    return Tensor(node)
+    # an enclosing trace's leaf (grad of grad), must be replaced by the input's graph afterwards. The variable is
+    # the buffer, not its reshape to the input's shape: reshapes of reshapes fold (UOp.reshape), so f's graph may
+    # read the buffer through a reshape of its own
+    if a is None or T.GRADS[0]: self.subst[buf] = t.uop.reshape((t.size,))
+    return Tensor(buf.reshape(t.shape))
 
   def back(self, *us: UOp) -> list[UOp]:
     """The graphs us over the inputs' own graphs (one walk for all of them)."""
@@ -139,8 +140,10 @@ def _cotangents(tr: _Trace, inputs: dict, nums: tuple[int, ...], roots: list[UOp
                 extra: tuple[UOp, ...] = ()) -> tuple[list, list[UOp]]:
   """Per argnum, the gradient pytree (zeros where no gradient reaches a leaf), and the graphs `extra`, all over
   the inputs' own graphs."""
-  wrt = [t.uop for k in nums for t in inputs[k][1]]
-  gs = [g if g is not None else w.const_like(0) for g, w in zip(backward(roots, seeds, wrt, tr.concrete), wrt)]
+  shapes = [t.shape for k in nums for t in inputs[k][1]]
+  wrt = [u.src[0] if (u := t.uop).op is Ops.RESHAPE else u for k in nums for t in inputs[k][1]]   # (the buffers)
+  gs = [(g if g is not None else w.const_like(0)).reshape(s)
+        for g, w, s in zip(backward(roots, seeds, wrt, tr.concrete), wrt, shapes)]
   it = iter(tr.back(*gs, *extra))
   out = [unflatten(inputs[k][0], iter([Tensor(next(it)) for _ in inputs[k][1]])) for k in nums]
   return out, list(it)

@@ -29,7 +29,7 @@ def numpy_view(u: UOp) -> np.ndarray | None:
   while u.data is None and u.op in MOVEMENT:
     moves.append(u)
     u = u.src[0]
-  if u.data is not None: x = u.data
+  if u.data is not None: x = u.data if u.data.shape == u.shape else u.data.reshape(u.shape)   # (a leaf's own shape)
   elif u.op is _CONST: x = np.array(u.arg, dtype=u.dtype.np)
   else: return None
   for m in reversed(moves):

@@ -46,6 +46,7 @@ rangeify's rules, and `bounds(u)` (also `u.vmin`, `u.vmax`) is the range of an i
 RANGE sizes, VAR limits and constants, cached on the node; symbolic.py simplifies with it.
 """
 from __future__ import annotations
+import math
 import weakref
 from _weakref import _remove_dead_weakref as _uncons  # del d[k] if d[k] is a dead weakref (C, atomic)
 from typing import Any
@@ -193,7 +194,8 @@ class UOp:
     0.5 us a node), and a loop multiplying by a new number each step (`p * i`) for the number (5.6 -> 1.6 us)."""
     if (have := self.shape) == shape: return self
     if not fits(shape, self.dtype.itemsize): return self.reshape((1,) * (len(shape) - len(have)) + have).expand(shape)
-    u = self if len(have) == len(shape) else _node(_RESHAPE, self, (1,) * (len(shape) - len(have)) + have)
+    u = self if len(have) == len(shape) else self.reshape((1,) * (len(shape) - len(have)) + have) \
+      if self.op is _RESHAPE else _node(_RESHAPE, self, (1,) * (len(shape) - len(have)) + have)   # (folds)
     return u if u.shape == shape else _node(_EXPAND, u, shape)
 
   def __reduce__(self): return (UOp, (self.op, self.src, self.arg, self.dtype if self.op in _GIVEN_DTYPE else None))
@@ -308,7 +310,14 @@ class UOp:
   def reshape(self, shape: tuple[int, ...]) -> UOp:
     if type(shape) is tuple and shape == self.shape: return self
     shape = tuple(map(int, shape))
-    return self if shape == self.shape else UOp(_RESHAPE, (self,), shape)
+    if shape == self.shape: return self
+    if self.op is _RESHAPE and self.data is None and (not shape or min(shape) > 0) and \
+        math.prod(shape) == math.prod(self.shape):
+      # (a valid reshape of an unrealized reshape is one reshape of its source: chains that end alike are one graph,
+      # one program; an invalid one is refused below, naming the shapes it was asked with)
+      x = self.src[0]
+      return x if shape == x.shape else UOp(_RESHAPE, (x,), shape)
+    return UOp(_RESHAPE, (self,), shape)
   def expand(self, shape: tuple[int, ...]) -> UOp:
     if type(shape) is tuple and shape == self.shape: return self
     shape = tuple(map(int, shape))

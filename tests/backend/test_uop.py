@@ -33,6 +33,22 @@ def test_equal_structure_is_same_object():
   assert b.reshape((3, 4)) is not b.reshape((4, 3))
 
 
+def test_a_reshape_of_a_reshape_is_one_reshape():
+  # (chains that end at the same shape are one graph, so one program; a realized reshape is a leaf and stays)
+  import numpy as np
+  b = buf(0, 24)
+  assert b.reshape((2, 12)).reshape((4, 6)) is b.reshape((4, 6))
+  assert b.reshape((2, 12)).reshape((24,)) is b
+  assert b.reshape((2, 3, 4)).permute((1, 0, 2)).reshape((6, 4)).src[0].op is Ops.PERMUTE
+  r = UOp(Ops.EXP2, (b,)).reshape((2, 12))
+  r.data = np.zeros((2, 12), np.float32)
+  try: assert r.reshape((4, 6)).src[0] is r
+  finally: r.data = None
+  with raises(r"^RESHAPE \(2, 12\) -> \(5,\)$"): b.reshape((2, 12)).reshape((5,))
+  e = buf(1, 0)
+  assert e.reshape((0, 3)).reshape((3, 0)).src[0].shape == (0, 3)     # (empty arrays: the rule's own checks)
+
+
 @given(st.lists(st.integers(0, 5), max_size=4), st.sampled_from([dtypes.float32, dtypes.int64, dtypes.bool]))
 def test_a_scalars_broadcast_is_its_reshape_and_expand(shape, dtype):
   # (UOp.broadcast skips the rules' checks: the same nodes, hash-consed, with the same dtype, shape and depth)
@@ -209,7 +225,7 @@ def test_store_and_load():
   with raises(r"^LOAD: needs an INDEX to a scalar element$"): UOp(Ops.LOAD, (i,))
   with raises(r"^STORE: needs an INDEX to a scalar element$"): UOp(Ops.STORE, (b, f32(1.0)))
   with raises(r"^LOAD: can only address a BUFFER or ALLOC, got RESHAPE$"):
-    UOp(Ops.LOAD, (UOp(Ops.INDEX, (b.reshape((4,)).reshape((2, 2)).reshape((4,)), i)),))
+    UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.RESHAPE, (b.reshape((2, 2)),), (4,)), i)),))
   with raises(r"^LOAD: takes one INDEX$"): UOp(Ops.LOAD, (b.index(i), b.index(i)))
   assert b.index(i).load().dtype is dtypes.float32 and b.index(i).store(f32(1.0)).dtype is dtypes.void
 
