@@ -58,7 +58,7 @@ def test_checked_results_are_identical(name, monkeypatch):
 def test_checked_mode_compiles_checked_kernels(monkeypatch):
   monkeypatch.setenv("MINITENSOR_CHECK", "1")
   y = mt.asarray(A) * 3 + 1
-  skey, leaves, sizes = R.structure([y.uop])
+  skey, leaves, sizes = R.structure(R.canonical_graph([y.uop]))
   key = R.ProgramKey(skey, R.Mode(True, tiers.mode()), (sizes, tuple(b.shape for b in leaves)))   # kept apart
   y.numpy()
   prog = R._cache[key]

@@ -30,6 +30,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from minitensor.backend import buffers, fpstatus, keys, plans, replay, runtime, tiers
+from minitensor.backend.canonical import canonical
 from minitensor.backend.keys import structure  # noqa: F401 (this module's API)
 from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
   Unbound,
@@ -352,6 +353,7 @@ def schedule_of(outputs: tuple[UOp, ...], n_inputs: int, sizes: tuple[int, ...],
 
 def scheduled(outputs: list[UOp]) -> tuple[Schedule, list[np.ndarray]]:
   """The schedule realize(outputs) runs (symbolic where it would be) and its input arrays: what `explain` shows."""
+  outputs = canonical_graph(outputs)
   skey, leaves, sizes = structure(outputs)
   key = ProgramKey(skey, modes())
   if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
@@ -464,7 +466,7 @@ def realize(outputs: list[UOp]) -> list[np.ndarray]:
       prog, leaves, sizes = lookup(outputs, mode)
       if k is not None: keys.keep(k, prog, leaves, sizes)
     inputs = arrays_of(leaves)
-    prog, sizes = chosen(prog, sizes, mode, lambda: (outputs, leaves))
+    prog, sizes = chosen(prog, sizes, mode, lambda: (canonical_graph(outputs), leaves))
     first = prog.runs == 0 and "run" not in prog.stages
     if first: prog.stages["key"] = max(time.perf_counter() - t - sum(prog.stages.values()), 0.0)
     if fpstatus.QUIET: fpstatus.realizing(outputs)       # (operations built under np.errstate: fpstatus.note_quiet)
@@ -503,10 +505,17 @@ def _first_call(prog: Compiled, run: float) -> None:
 def lookup(outputs: list[UOp], mode: Mode) -> tuple[Compiled, list[UOp], tuple[int, ...]]:
   """The program computing the graphs `outputs` in `mode` (from memory, from its plan on disk, or compiled now),
   the graph's leaves in the order of the program's inputs, and the sizes to run it with."""
+  outputs = canonical_graph(outputs)
   skey, leaves, sizes = structure(outputs)
   key = ProgramKey(skey, mode, (sizes, tuple(b.shape for b in leaves)) if mode.checked else ())
   if not sizes and (poly := polymorphic(outputs, key)) is not None: key, sizes = poly
   return _schedules.get(key, lambda: program(key, outputs, leaves, sizes)), leaves, sizes
+
+
+def canonical_graph(outputs: list[UOp]) -> list[UOp]:
+  """The graph realize keys and lowers for `outputs`: their canonical form when every value is small enough for a
+  symbolic program (canonical.py; large graphs keep the shapes their kernels are tuned at)."""
+  return canonical(outputs, keys.SYMBOLIC_MAX)
 
 
 def chosen(prog: Compiled, sizes: tuple[int, ...], mode: Mode, graph) -> tuple[Compiled, tuple[int, ...]]:

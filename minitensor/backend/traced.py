@@ -30,7 +30,7 @@ class Traced:
     return graph, {b: k for k, b in enumerate(bufs)}
 
   def _graph(self, arrays: list[np.ndarray]) -> tuple[list[UOp], list[UOp]]:
-    graph = self.bind(arrays)[0]
+    graph = realize.canonical_graph(self.bind(arrays)[0])
     return graph, realize.structure(graph)[1]
 
   def _find(self, arrays: list[np.ndarray], mode) -> tuple:

@@ -23,7 +23,7 @@ def hot_at_once(monkeypatch):
 def _program_of(f, *xs) -> realize_mod.Compiled:
   """The program that realizes f(*xs) (one output: one program)."""
   out = f(*map(mt.asarray, xs))
-  skey, leaves, sizes = realize_mod.structure([out.uop])
+  skey, leaves, sizes = realize_mod.structure(realize_mod.canonical_graph([out.uop]))
   mode = realize_mod.modes()
   concrete = (sizes, tuple(b.shape for b in leaves)) if mode.checked else ()
   return realize_mod._cache[realize_mod.ProgramKey(skey, mode, concrete)], sizes
