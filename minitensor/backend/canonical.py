@@ -14,7 +14,8 @@ sources left to right. Two passes, each rebuilding the graph bottom-up:
 
   squeeze   every node's shape without its 1s. A reshape adding or dropping 1s costs the lowering nothing (no
             index arithmetic), so an op that needs one (a shrink to one element of a longer axis, a pad of a
-            1-axis, a reduce over 1-axes) gets it from a reshape around it.
+            1-axis, a sum over 1-axes) gets it from a reshape around it; a max, min or product over 1-axes alone
+            is its source.
   merge     adjacent axes k, k+1 of a node are one axis when every op that reads or makes them treats them alike:
             an elementwise op links the boundary k of its sources to its own; an expand links it when both axes
             are broadcast or neither is; a permute when k+1 follows k in its source; a shrink or pad when the inner
@@ -103,7 +104,11 @@ def _squeeze(u: UOp, src: list[UOp]) -> UOp:
     return y.reshape(_sq(shape))
   if op is Ops.REDUCE:
     r = len(have) - u.arg[1]
-    reduced = _sq(have[r:]) or (1,)
+    if not (reduced := _sq(have[r:])):
+      # (one element per result: a max, min or product of it is that element; a sum adds it to 0, as NumPy's does:
+      # the sum of -0.0 is 0.0)
+      if u.arg[0] is not Ops.ADD: return x
+      reduced = (1,)
     return x.reshape(_sq(have[:r]) + reduced).reduce(u.arg[0], len(reduced))
   if op is Ops.STACK: return UOp(Ops.STACK, tuple(src)).reshape(_sq(shape))
   return u.replace(src=tuple([x.reshape(s.shape) for x, s in zip(src, u.src)])).reshape(_sq(shape))

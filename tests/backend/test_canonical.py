@@ -140,3 +140,15 @@ def test_a_specialization_is_of_the_canonical_graph(monkeypatch):
   realize.settle()
   np.testing.assert_array_equal(np.asarray(f(mt.asarray(a))), first)
   np.testing.assert_allclose(first, (a * 1.5).sum(axis=-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["sum", "max", "min", "prod", "mean", "any", "all"])
+def test_reductions_over_unit_axes_keep_numpys_signs_and_nans(how):
+  """A reduce over 1-axes alone: max, min and product are the element itself, a sum adds it to 0 (NumPy: the sum
+  of -0.0 over an axis is 0.0)."""
+  a = np.array([[[-0.0]], [[np.nan]], [[3.0]], [[-np.inf]]])
+  if how in ("any", "all"): a = a > 0
+  got = np.asarray(getattr(mt.asarray(a), how)(axis=(1, 2)))
+  want = getattr(a, how)(axis=(1, 2))
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
