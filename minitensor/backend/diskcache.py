@@ -207,6 +207,15 @@ def entry_dir(key: str) -> str:
   os.makedirs(d, exist_ok=True)
   return d
 
+def stamp(path: str) -> str | None:
+  """The identity of the file at path (its real path, inode, size and modification time), or None when it is not
+  there: a compiler's or a header's, in the keys of what was made from it (an upgrade replaces the file)."""
+  try:
+    st = os.stat(real := os.path.realpath(path))
+    return f"{real} {st.st_ino} {st.st_size} {st.st_mtime_ns}"
+  except OSError: return None
+
+
 def elf_complete(data: bytes) -> bool:
   """data is a 64-bit ELF object whose header tables and segments all lie inside it (the loader maps segments
   by their recorded sizes: a truncated library would fault when it touches the missing pages)."""

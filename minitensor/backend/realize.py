@@ -29,7 +29,7 @@ import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
-from minitensor.backend import buffers, fpstatus, keys, plans, replay, runtime, tiers
+from minitensor.backend import buffers, fpstatus, keys, plans, replay, tcc, tiers
 from minitensor.backend.canonical import canonical
 from minitensor.backend.keys import structure  # noqa: F401 (this module's API)
 from minitensor.backend.leaves import (  # noqa: F401 (this module's API)
@@ -494,9 +494,9 @@ STAGES = ("key", "plan", "import", "kernelize", "lower", "render", "compile", "l
 
 def _first_call(prog: Compiled, run: float) -> None:
   """Record the first run's seconds in prog.stages, log the first call's stages (MINITENSOR_DEBUG), and start the
-  work its build left for after the result (runtime.start_headers)."""
+  work its build left for after the result (tcc.start_headers)."""
   prog.stages["run"] = run
-  runtime.start_headers()
+  tcc.start_headers()
   if DEBUG:
     parts = ", ".join(f"{s} {prog.stages[s] * 1e3:.2f} ms" for s in STAGES if s in prog.stages)
     log().debug(f"minitensor: first call of a program ({len(prog.plan.calls)} kernel(s), tier {prog.tier}): {parts}")

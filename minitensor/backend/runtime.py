@@ -29,7 +29,7 @@ import time
 import weakref
 from typing import Callable
 import numpy as np
-from minitensor.backend import diskcache, spawn
+from minitensor.backend import diskcache, spawn, tcc
 from minitensor.backend.diskcache import VERSION, cache_dir, cache_limit, entry_dir, install, which  # noqa: F401
 from minitensor.backend.machine import machine
 
@@ -107,8 +107,6 @@ def _after_fork_in_child() -> None:
   _serial = True
   for k in list(_threaded): _set_serial(k.lib)
   for o in list(Once.instances): o.reset()
-  _preprocessing.clear()                  # (threads do not survive a fork: a child makes tcc's headers anew)
-  _wanted.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -150,23 +148,16 @@ def _compiler_identity(cc: str) -> str:
   spawns no compiler for it (`--version` is asked only by _tuned, for an -O3 build)."""
   if (ident := _identity.get(cc)) is None:
     path = which(cc) or cc
-    _identity[cc] = ident = f"{path} {_stamp(path) or ''}"
+    _identity[cc] = ident = f"{path} {diskcache.stamp(path) or ''}"
   return ident
 
 
-def _stamp(path: str) -> str | None:
-  try:
-    st = os.stat(real := os.path.realpath(path))
-    return f"{real} {st.st_ino} {st.st_size} {st.st_mtime_ns}"
-  except OSError: return None
-
-
 def _version_line(cc: str) -> str:
-  """The first line of cc's `--version`. It is kept on disk per compiler binary (_stamp), so a process does not
+  """The first line of cc's `--version`. It is kept on disk per compiler binary (diskcache.stamp), so a process does not
   spawn the compiler for it again (about 2 ms each): an upgrade replaces the binary and asks again."""
   if cc in _versions: return _versions[cc]
   entry = None
-  if (stamp := _stamp(which(cc) or cc)) is not None:
+  if (stamp := diskcache.stamp(which(cc) or cc)) is not None:
     key = diskcache.sha256(f"compiler {VERSION} {stamp}".encode()).hexdigest()[:32]
     entry = os.path.join(entry_dir(key), key + ".cc")
     if (data := diskcache.read_private(entry)) is not None and data.startswith(stamp.encode() + b"\n"):
@@ -378,126 +369,20 @@ def _failed(d: str, key: str, src: str, msg: str, said: str = "") -> Exception:
   return CompileError(msg, kept)
 
 
-# PRELUDE's system headers: tcc preprocesses them in every compile, half its time (13 KB: 8.9 -> 4.1 ms, Zen 4). A tcc
-# build starts with their text preprocessed (`tcc -E -dD`: the #include lines then meet guards; the same objects and
-# keys), made on a background thread at a process's first build (builds until then read the headers) and kept on
-# disk per compiler binary with the stamps of the files it was read from (a changed header makes it anew).
-INLINED_HEADERS = ("math.h", "stdint.h", "fenv.h")
-_headers: dict[str, str] = {}                      # compiler -> its text ("": none, the build reads the headers)
-_preprocessing: dict[str, threading.Thread] = {}   # compiler -> the thread making its text (this process's)
-_wanted: set[str] = set()                          # compilers whose builds lacked the text, not yet started
-_MARKER = re.compile(r'^# \d+ "(/[^"]+)"', re.M)
-
-
-def preprocessed_headers(cc: str, start: bool = True) -> str:
-  """INLINED_HEADERS preprocessed by cc when it is tcc and the text is ready, followed by a line marker of kernel.c;
-  else "" (the build reads the headers itself), having started the thread that makes it when `start`. A build asks
-  without starting it: the build's compiler is then `wanted`, and the text is made once the realization that built
-  ends (start_headers) or at that compiler's next build, whichever comes first. (Beside a process's first build
-  the thread's work, about 3 ms of Python on the -E output, delayed the first result by as much.)"""
-  if (text := _headers.get(cc)) is not None: return text
-  if "tcc" not in os.path.basename(os.path.realpath(which(cc) or cc)):   # (another compiler: nothing to do)
-    _headers[cc] = ""
-    return ""
-  entry = _headers_entry(cc)
-  if entry is not None and (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)):
-    _headers[cc] = text
-    return text
-  if start and cc not in _preprocessing:      # (a forked child starts its own: _after_fork_in_child)
-    t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
-                                              name="minitensor-headers")
-    try: t.start()
-    except RuntimeError: _headers[cc] = ""     # (no new thread at interpreter shutdown: builds read the headers)
-  return ""
-
-
-def start_headers() -> None:
-  """Start making every `wanted` compiler's header text (realize calls this when a program's first run is done)."""
-  while _wanted: preprocessed_headers(_wanted.pop())
-
-
-def _headers_entry(cc: str) -> str | None:
-  if (stamp := _stamp(which(cc) or cc)) is None: return None
-  key = diskcache.sha256(f"headers {VERSION} {stamp} {INLINED_HEADERS}".encode()).hexdigest()[:32]
-  return os.path.join(entry_dir(key), key + ".h")
-
-
-def _make_headers(cc: str, entry: str | None) -> None:
-  """The background half of preprocessed_headers: the text made (when cc is tcc) and kept. Ctrl-C is blocked here
-  (delivered to this thread, the main one waiting on a compiler's pipes would not see it until the compiler ends)."""
-  text = ""
-  try:
-    import _signal  # (signal's C half: `import signal` costs about 1.3 ms, its constants made enums)
-    if hasattr(_signal, "pthread_sigmask"): _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
-    if entry is not None and _version_line(cc).startswith("tcc "):
-      with diskcache.build_dir(os.path.dirname(entry)) as work: text = _preprocess(cc, work)
-      if text and (files := sorted(set(_MARKER.findall(text)))):
-        head = "\n".join(f"{f}\t{_stamp(f)}" for f in files)
-        with contextlib.suppress(OSError): install(entry, f"{len(files)}\n{head}\n{text}".encode())
-  except Exception: text = ""              # noqa: BLE001  (without the text, builds read the headers themselves)
-  finally: _headers[cc] = text
-
-
-def _valid_headers(data: bytes) -> str | None:
-  """The kept text of an entry whose header files all still have the stamps it lists, else None (also for an entry
-  cut short: the text ends with its line marker of kernel.c)."""
-  try:
-    n, rest = data.decode().split("\n", 1)
-    lines = rest.split("\n", int(n))
-    if any(_stamp(f) != st for f, st in (line.split("\t") for line in lines[:int(n)])): return None
-    return text if (text := lines[int(n)]).endswith('\n# 1 "kernel.c"\n') else None
-  except (ValueError, UnicodeDecodeError, IndexError): return None
-
-
-def _preprocess(cc: str, work: str) -> str:
-  """tcc -E -dD of INLINED_HEADERS less the predefined macros (redefined, they warn); `##`, printed as a token number
-  (`<a6>` in 0.9.27), put back as a probe macro shows it; "" with another unprintable token."""
-  with open(headers := os.path.join(work, "headers.c"), "w") as f:
-    f.write("".join(f"#include <{h}>\n" for h in INLINED_HEADERS) + "#define MT_PASTE_PROBE(a, b) a ## b\n")
-  try: p = _run_compiler([cc, "-E", "-dD", headers], work)
-  except (OSError, spawn.Timeout): return ""
-  probe = re.search(r"^#define MT_PASTE_PROBE\(a, ?b\) a ?(\S+?) ?b$", p.stdout, re.M) if p.returncode == 0 else None
-  if probe is None: return ""
-  lines, skip, paste = [], False, probe.group(1)
-  for line in p.stdout.splitlines():
-    if line.startswith('# 1 "<command line>"'): skip = True
-    elif skip and line.startswith("# ") and '"<command line>"' not in line: skip = False
-    if not skip and not line.startswith("#define MT_PASTE_PROBE"):
-      lines.append(line.replace(paste, " ## ") if line.startswith("#define") and paste != "##" else line)
-  text = "\n".join(lines)
-  return "" if re.search(r"<[0-9a-f]{2}>", text) else text + '\n# 1 "kernel.c"\n'
-
-
 def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   d = os.path.dirname(path)
   try:
     with diskcache.build_dir(d) as work:
       so, c = os.path.join(work, "kernel.so"), os.path.join(work, "kernel.c")
       with open(c, "w") as f:
-        f.write(f'{(head := preprocessed_headers(cc, False))}{src}\nconst char mt_cache_key[] = "{key}";\n')
-      t = time.perf_counter()
-      # (gcc and tcc record a source's base name only: the object's bytes depend on the source, not the directory)
-      try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", so, c, "-lm"], work)
-      except OSError: raise _no_compiler(cc) from None
-      except spawn.Timeout as e:
-        raise _failed(d, key, src, f"{cc} did not finish within {e.timeout:g} s and was stopped "
-                      f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
-      stats.compiles += 1
-      stats.compile_seconds += time.perf_counter() - t
-      if not head:
-        if cc in _wanted: preprocessed_headers(cc)     # (a second build without it: started now)
-        else: _wanted.add(cc)
-      said = p.stderr.strip()
-      if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
-      if not os.path.isfile(so):
-        raise _failed(d, key, src, f"{cc} exited with status 0 but wrote no shared object" +
-                      (f": {said}" if said else ""), said)
-      os.chmod(so, 0o600)
-      with open(so, "rb") as f: data = f.read()
-      if not diskcache.elf_complete(data):           # (a short object would SIGBUS in dlopen)
-        raise _failed(d, key, src, f"{cc} exited with status 0 but wrote an incomplete shared object "
-                      f"({len(data)} bytes)", said)
-      if (lib := _open(so, key, flags)) is None:
+        f.write(f'{(head := tcc.preprocessed_headers(cc, False))}{src}\nconst char mt_cache_key[] = "{key}";\n')
+      data, said = _compile(cc, flags, so, c, work, d, key, src, link := tcc.link(cc))
+      tcc.built(cc, bool(head))
+      if (lib := _open(so, key, flags)) is None and link[0] == "-nostdlib":
+        tcc.usual_link_only[0] = True          # (an interpreter without libc or libm in its global scope)
+        data, said = _compile(cc, flags, so, c, work, d, key, src, ["-lm"])
+        lib = _open(so, key, flags)
+      if lib is None:
         raise _failed(d, key, src, f"{cc} built a shared object that does not load as kernel {key}", said)
       # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
       # only costs a later compile
@@ -507,6 +392,31 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
   except OSError as e:
     if diskcache.out_of_space(d, e): raise diskcache.Full(f"no space left in {d}: {e}") from None
     raise
+
+
+def _compile(cc: str, flags: tuple, so: str, c: str, work: str, d: str, key: str, src: str, link: list[str]):
+  """Run cc on c into so (in the build directory `work` of shard d) with these link arguments; the object's bytes
+  and the compiler's messages, once they are a complete shared object (else the build's error)."""
+  t = time.perf_counter()
+  # (gcc and tcc record a source's base name only: the object's bytes depend on the source, not the directory)
+  try: p = _run_compiler([cc, *_tuned(flags, cc), "-o", so, c, *link], work)
+  except OSError: raise _no_compiler(cc) from None
+  except spawn.Timeout as e:
+    raise _failed(d, key, src, f"{cc} did not finish within {e.timeout:g} s and was stopped "
+                  f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
+  stats.compiles += 1
+  stats.compile_seconds += time.perf_counter() - t
+  said = p.stderr.strip()
+  if p.returncode != 0: raise _failed(d, key, src, f"{cc} failed:\n{said}", said)
+  if not os.path.isfile(so):
+    raise _failed(d, key, src, f"{cc} exited with status 0 but wrote no shared object" +
+                  (f": {said}" if said else ""), said)
+  os.chmod(so, 0o600)
+  with open(so, "rb") as f: data = f.read()
+  if not diskcache.elf_complete(data):           # (a short object would SIGBUS in dlopen)
+    raise _failed(d, key, src, f"{cc} exited with status 0 but wrote an incomplete shared object "
+                  f"({len(data)} bytes)", said)
+  return data, said
 
 
 def _memory_hit(key: str) -> dict[str, Kernel] | None:

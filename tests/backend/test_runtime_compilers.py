@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 import pytest
 import minitensor as mt
-from minitensor.backend import diskcache, runtime, tiers
+from minitensor.backend import diskcache, runtime, spawn, tiers
+from minitensor.backend import tcc as tccmod
 from minitensor.backend.runtime import CompileError, compile_c
 from cache_files import CACHE_ENV, REPO
 from cache_files import files as _files
@@ -161,33 +162,33 @@ def test_gcc_flags_follow_the_version_line(cache, tmp_path, monkeypatch):
 def _headers_anew(monkeypatch):
   """runtime's header text forgotten, as in a new process; a function that waits for the background thread making
   it."""
-  monkeypatch.setattr(runtime, "_headers", {})
-  monkeypatch.setattr(runtime, "_preprocessing", {})
-  monkeypatch.setattr(runtime, "_wanted", set())
+  monkeypatch.setattr(tccmod, "_headers", {})
+  monkeypatch.setattr(tccmod, "_preprocessing", {})
+  monkeypatch.setattr(tccmod, "_wanted", set())
   def wait():
-    runtime.start_headers()           # (realize's call once a program's first run is done)
-    for t in list(runtime._preprocessing.values()): t.join(60)
+    tccmod.start_headers()           # (realize's call once a program's first run is done)
+    for t in list(tccmod._preprocessing.values()): t.join(60)
   return wait
 
 
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
 def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, monkeypatch):
-  """runtime.preprocessed_headers: a process's first tcc build reads the headers itself and starts a thread that
+  """tcc.preprocessed_headers: a process's first tcc build reads the headers itself and starts a thread that
   preprocesses math.h, stdint.h and fenv.h (their macros too, not tcc's predefined ones, which would warn as
   redefined); later builds start with that text and a line marker of kernel.c. tcc is asked for it once per cache
   (a new process reads it from the disk, unless a header changed); the kernels warn of nothing and compute the
   values."""
   tcc = tiers.fast_compiler()
-  calls, real = [], runtime._run_compiler
-  monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
+  calls, real = [], spawn.run          # (the builds' compiler runs and the headers' tcc -E)
+  monkeypatch.setattr(spawn, "run", lambda cmd, *a: calls.append(cmd) or real(cmd, *a))
   wait = _headers_anew(monkeypatch)
   # (isgreaterequal's expansion pastes tokens: tcc prints a `##` in -dD's output as its token number)
   src = ("#include <math.h>\n#include <stdint.h>\n"
          "void k(float* x) { x[0] = isless(x[0], 0.0f) && isgreaterequal(x[1], 2.0f) ? INFINITY : NAN; }\n")
   variants = iter([src.replace("INFINITY", v) for v in ("INFINITY", "-INFINITY", "2 * INFINITY", "3 * INFINITY")])
   build = lambda: compile_c(next(variants), tiers.TCC_FLAGS, tcc, {"k": ("void*",)})["k"]     # noqa: E731
-  masks, preprocess = [], runtime._preprocess
-  monkeypatch.setattr(runtime, "_preprocess", lambda *a: masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+  masks, preprocess = [], tccmod._preprocess
+  monkeypatch.setattr(tccmod, "_preprocess", lambda *a: masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
                       or preprocess(*a))
   k = build()
   wait()
@@ -195,14 +196,14 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   x = np.array([-1.0, 2.0], np.float32)
   runtime.call(k, [x])
   assert x[0] == np.inf
-  text = runtime._headers[tcc]
+  text = tccmod._headers[tcc]
   assert "#define _MATH_H" in text and "#define INFINITY" in text and "#define __TINYC__" not in text
   assert "#define __CONCAT(x,y) x ## y" in text and "MT_PASTE_PROBE" not in text
   assert text.endswith('# 1 "kernel.c"\n')
   build()
   _headers_anew(monkeypatch)                        # (a new process: the text is read from the disk cache)
   build()
-  assert runtime._headers[tcc] == text and not runtime._preprocessing
+  assert tccmod._headers[tcc] == text and not tccmod._preprocessing
   assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 1 and len([c for c in calls if "-E" not in c]) == 3
   # a header whose stamp changed (an upgrade) makes the text anew
   (entry,) = _files(tmp_path / "cache", ".h")
@@ -212,14 +213,14 @@ def test_tcc_builds_start_with_the_headers_preprocessed_once(cache, tmp_path, mo
   wait = _headers_anew(monkeypatch)
   build()
   wait()
-  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 2 and runtime._headers[tcc] == text
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 2 and tccmod._headers[tcc] == text
   # an entry cut short is not used (it would break every build): made anew
   with open(entry, "rb") as f: data = f.read()
   with open(entry, "wb") as f: f.write(data[:len(data) // 2])
   wait = _headers_anew(monkeypatch)
-  assert runtime.preprocessed_headers(tcc) == ""
+  assert tccmod.preprocessed_headers(tcc) == ""
   wait()
-  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 3 and runtime._headers[tcc] == text
+  assert [c[1:3] for c in calls].count(["-E", "-dD"]) == 3 and tccmod._headers[tcc] == text
   (tmp_path / "kernel.c").write_text(text + src)
   p = subprocess.run([tcc, *tiers.TCC_FLAGS, "-o", "k.so", "kernel.c"], cwd=tmp_path, capture_output=True, text=True)
   assert p.returncode == 0 and not p.stderr.strip(), p.stderr
@@ -231,7 +232,7 @@ def test_another_compiler_reads_the_headers_itself(cache, monkeypatch):
   compile_c("#include <math.h>\nvoid k(double* x) { x[0] = sqrt(x[0]); }\n", ("-O1", "-fPIC", "-shared"),
             runtime.compiler(), {"k": ("void*",)})
   wait()
-  assert runtime._headers.get(runtime.compiler()) == ""
+  assert tccmod._headers.get(runtime.compiler()) == ""
 
 
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
@@ -239,16 +240,69 @@ def test_thepreprocessed_headers_expand_every_macro_as_the_headers_do(cache, tmp
   """The macros kernels use (classification, quiet comparisons, infinities and NaN, floating-point exception flags,
   integer limits) expand to the same tokens after the preprocessed text as after the headers themselves."""
   tcc = tiers.fast_compiler()
-  text = runtime._preprocess(tcc, str(tmp_path))
+  text = tccmod._preprocess(tcc, str(tmp_path))
   body = ("double probe(double x, float y) { return isnan(x) + isinf(y) + isfinite(x) + signbit(y) + isnormal(x)"
           " + isgreater(x, y) + isgreaterequal(x, y) + isless(x, y) + islessequal(x, y) + islessgreater(x, y)"
           " + isunordered(x, y) + fpclassify(x) + INFINITY + NAN + HUGE_VAL + HUGE_VALF + FE_INVALID + FE_DIVBYZERO"
           " + FE_OVERFLOW + FE_UNDERFLOW + FE_ALL_EXCEPT + INT64_MIN + INT64_MAX + INT32_MIN + INT32_MAX"
           " + UINT64_MAX + UINT32_MAX + INT8_MIN + UINT8_MAX + INT16_MAX; }\n")
-  includes = "".join(f"#include <{h}>\n" for h in runtime.INLINED_HEADERS)
+  includes = "".join(f"#include <{h}>\n" for h in tccmod.INLINED_HEADERS)
   expanded = []
   for name, src in (("a.c", includes + body), ("b.c", text + includes + body)):
     (tmp_path / name).write_text(src)
     out = subprocess.run([tcc, "-E", name], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     expanded.append(out[out.index("double probe("):].split())
   assert expanded[0] == expanded[1]
+
+
+_CONVERSIONS = ("#include <math.h>\n#include <stdint.h>\n"
+                "void k(double* x, uint64_t* u) { u[1] = (uint64_t)x[0]; x[1] = (double)u[0] + exp(x[2]) + "
+                "fmod(x[3], 2.0); }\n")
+
+
+def _conversions_run(k) -> None:
+  """k of _CONVERSIONS gives C's values: unsigned 64-bit conversions (libtcc1.a's helpers), exp and fmod (libm)."""
+  x, u = np.array([2.0 ** 63 + 4096, 0.0, 1.0, 5.5]), np.array([2 ** 64 - 2048, 0], np.uint64)
+  runtime.call(k, [x, u])
+  assert int(u[1]) == 2 ** 63 + 4096
+  assert x[1] == float(2 ** 64 - 2048) + np.exp(1.0) + 1.5
+
+
+@pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
+def test_tcc_links_against_libtcc1_alone(cache, monkeypatch):
+  """tcc.link: a tcc build is linked with -nostdlib and tcc's libtcc1.a, and binds libc and libm where it is loaded
+  (the interpreter's global scope): its unsigned conversions and libm calls compute C's values."""
+  tcc = tiers.fast_compiler()
+  monkeypatch.setattr(tccmod, "usual_link_only", [False])
+  assert tccmod.link(tcc)[0] == "-nostdlib" and tccmod.link(tcc)[1].endswith("libtcc1.a")
+  assert tccmod.link(runtime.compiler()) == ["-lm"]
+  calls, real = [], runtime._run_compiler
+  monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
+  _conversions_run(compile_c(_CONVERSIONS, tiers.TCC_FLAGS, tcc, {"k": ("void*", "void*")})["k"])
+  (build,) = [c for c in calls if "-E" not in c]
+  assert "-nostdlib" in build and "-lm" not in build
+
+
+@pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
+def test_a_tcc_library_that_does_not_load_is_linked_as_usual(cache, monkeypatch):
+  """A library linked without libc and libm that fails to load (an interpreter without them in its global scope:
+  made here by refusing the first load) is built again with the usual link, and so is every later build."""
+  tcc = tiers.fast_compiler()
+  monkeypatch.setattr(tccmod, "usual_link_only", [False])
+  calls, real = [], runtime._run_compiler
+  monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
+  opened = runtime._open
+  refused = []
+  def refuse_first(path, key, flags):
+    if not refused:
+      refused.append(path)
+      return None
+    return opened(path, key, flags)
+  monkeypatch.setattr(runtime, "_open", refuse_first)
+  _conversions_run(compile_c(_CONVERSIONS, tiers.TCC_FLAGS, tcc, {"k": ("void*", "void*")})["k"])
+  builds = [c for c in calls if "-E" not in c]
+  assert len(builds) == 2 and "-nostdlib" in builds[0] and builds[1][-1] == "-lm"
+  assert tccmod.usual_link_only[0] and tccmod.link(tcc) == ["-lm"]
+  compile_c(_CONVERSIONS.replace("2.0)", "3.0)"), tiers.TCC_FLAGS, tcc, {"k": ("void*", "void*")})
+  builds = [c for c in calls if "-E" not in c]
+  assert len(builds) == 3 and builds[2][-1] == "-lm"

@@ -306,7 +306,7 @@ def test_usage_count_is_exact_after_concurrent_builds(tmp_path):
   _four_children(cache_dir)
   (usage,) = _files(cache_dir, "usage")
   sos, plans, ccs = _files(cache_dir, ".so"), _files(cache_dir, ".plan"), _files(cache_dir, ".cc")
-  hs = _files(cache_dir, ".h")                   # (tcc's preprocessed headers: runtime.preprocessed_headers)
+  hs = _files(cache_dir, ".h")                   # (tcc's preprocessed headers: tcc.preprocessed_headers)
   digests = _files(cache_dir, ".digest")         # (the backend sources' digest: plans._backend_digest)
   assert len(sos) == 4 and len(plans) == 4 and len(ccs) <= 2 and len(hs) <= 1 and len(digests) == 1
   with open(usage) as f: assert int(f.read()) == sum(os.path.getsize(f) for f in sos + plans + ccs + hs + digests)
