@@ -13,7 +13,7 @@ from minitensor.backend.runtime import stats
 from minitensor.backend.uop import ALU, Ops, UOp
 
 _NP = {Ops.ADD: np.add, Ops.MUL: np.multiply, Ops.FDIV: np.divide, Ops.MAX: np.maximum, Ops.MIN: np.minimum,
-       Ops.EXP: np.exp, Ops.CMPLT: np.less, Ops.CMPEQ: np.equal, Ops.WHERE: np.where}
+       Ops.EXP: np.exp, Ops.CMPLT: np.less, Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal, Ops.WHERE: np.where}
 _REDUCE = {Ops.ADD: np.sum, Ops.MAX: np.max, Ops.MIN: np.min, Ops.MUL: np.prod}
 
 
@@ -35,6 +35,9 @@ def evaluate(u: UOp, memo: dict) -> np.ndarray:
     elif op is Ops.REDUCE:
       n = u.arg[1]
       v = _REDUCE[u.arg[0]](x, axis=tuple(range(x.ndim - n, x.ndim))).astype(u.dtype.np)
+    elif op is Ops.SCAN:
+      assert u.arg[0] is Ops.ADD
+      v = np.cumsum(x, axis=u.arg[1], dtype=u.dtype.np)
     elif op is Ops.CAST: v = x.astype(u.dtype.np)
     elif op in ALU: v = _NP[op](*s).astype(u.dtype.np)
     else: raise NotImplementedError(op)
@@ -109,8 +112,9 @@ def test_large_empty_and_flat_graphs_are_left_alone():
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_canonical_graph_has_the_graphs_values(data):
-  """After any movement chain, an elementwise op with a broadcast operand and a reduction over the last axes: the
-  canonical graph's values (reference interpreter) reshaped to the output's shape are the graph's."""
+  """After any movement chain, elementwise ops with a broadcast operand, maybe a cumulative sum along an axis and a
+  reduction over the last axes: the canonical graph's values (reference interpreter) reshaped to the output's shape
+  are the graph's, its leaves are the graph's in the same order, and the realized values are NumPy's."""
   shape = data.draw(mtt.shapes(min_dims=1, max_dims=4, min_side=1, max_side=4))
   x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) - 3.0
   chain = data.draw(mtt.movement_chains(shape))
@@ -119,14 +123,15 @@ def test_canonical_graph_has_the_graphs_values(data):
   if t.size == 0 or t.ndim == 0: return
   n = data.draw(st.integers(0, t.ndim))
   row = t[(0,) * (t.ndim - 1)] if t.ndim > 1 else t
-  y = t * 2 + row
+  y = mt.where(t > 1, t * 2 + row, -t)
+  if data.draw(st.booleans()): y = mt.cumsum(y, axis=data.draw(st.integers(0, t.ndim - 1)))
   y = getattr(y, how)(axis=tuple(range(t.ndim - n, t.ndim))) if n else y
   g = [y.uop]
   c = canonical(g, keys.SYMBOLIC_MAX)
   want = evaluate(g[0], {})
   np.testing.assert_array_equal(evaluate(c[0], {}).reshape(want.shape), want)
   assert [u for u in keys.structure(c)[1]] == [u for u in keys.structure(g)[1]]     # the same leaves, in order
-  np.testing.assert_allclose(np.asarray(y), want, rtol=1e-12)
+  np.testing.assert_allclose(np.asarray(y), want, rtol=1e-12, atol=1e-12)
 
 
 def test_a_specialization_is_of_the_canonical_graph(monkeypatch):
