@@ -29,7 +29,7 @@ import time
 import weakref
 from typing import Callable
 import numpy as np
-from minitensor.backend import diskcache, spawn, tcc
+from minitensor.backend import diskcache, linking, spawn, tcc
 from minitensor.backend.diskcache import VERSION, cache_dir, cache_limit, entry_dir, install, which  # noqa: F401
 from minitensor.backend.machine import machine
 
@@ -122,9 +122,10 @@ if "OMP_WAIT_POLICY" not in os.environ:
 # integer overflow well defined itself. -fno-math-errno only drops errno writes (values are unchanged).
 # -ffp-contract=off: a*b + c is rounded twice, as NumPy computes it (fused multiply-adds are written
 # explicitly by the renderer where NumPy's own kernels fuse: the dot-product accumulations of matmul).
-# -mprefer-vector-width (machine.py): the vector width opt.py sized its register tiles for.
+# -mprefer-vector-width (machine.py): the vector width opt.py sized its register tiles for. -pipe: the compiler's
+# stages hand the assembly on through pipes, not files (a small kernel at -O1: 60 -> 52 ms, AMD EPYC Zen 4).
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fopenmp",
-         "-std=gnu99") + machine().flags()
+         "-std=gnu99", "-pipe") + machine().flags()
 # added to gcc's -O3 builds only (clang and tcc do not know them; RESULTS.md, "-O3 compile time"). peeled-insns 150
 # (default 200): after unroll-and-jam, complete unrolling of reduction loops with literal trip counts (softmax of (100,
 # 100)) made 0.6-1.0 s compiles of a 60 ms kernel; no-version-loops-for-strides: no second copy of every loop over a
@@ -376,12 +377,16 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
       so, c = os.path.join(work, "kernel.so"), os.path.join(work, "kernel.c")
       with open(c, "w") as f:
         f.write(f'{(head := tcc.preprocessed_headers(cc, False))}{src}\nconst char mt_cache_key[] = "{key}";\n')
-      data, said = _compile(cc, flags, so, c, work, d, key, src, link := tcc.link(cc))
-      tcc.built(cc, bool(head))
-      if (lib := _open(so, key, flags)) is None and link[0] == "-nostdlib":
-        tcc.usual_link_only[0] = True          # (an interpreter without libc or libm in its global scope)
-        data, said = _compile(cc, flags, so, c, work, d, key, src, ["-lm"])
+      lib = None
+      try:
+        data, said = _compile(cc, flags, so, c, work, d, key, src, link := linking.link(cc, flags))
         lib = _open(so, key, flags)
+      except CompileError as e:
+        if link == linking.USUAL or isinstance(e.__cause__, spawn.Timeout): raise
+      tcc.built(cc, bool(head))
+      if lib is None and link != linking.USUAL:      # (linking.py: built or loaded as usual, else it fails as usual)
+        data, said = _compile(cc, flags, so, c, work, d, key, src, linking.USUAL)
+        if (lib := _open(so, key, flags)) is not None: linking.usual_only(cc)
       if lib is None:
         raise _failed(d, key, src, f"{cc} built a shared object that does not load as kernel {key}", said)
       # the library is loaded already: an entry that cannot be stored (the cache cleared meanwhile, a full disk)
@@ -394,7 +399,7 @@ def _build_in(src: str, key: str, path: str, flags: tuple, limit: int, cc: str):
     raise
 
 
-def _compile(cc: str, flags: tuple, so: str, c: str, work: str, d: str, key: str, src: str, link: list[str]):
+def _compile(cc: str, flags: tuple, so: str, c: str, work: str, d: str, key: str, src: str, link: tuple):
   """Run cc on c into so (in the build directory `work` of shard d) with these link arguments; the object's bytes
   and the compiler's messages, once they are a complete shared object (else the build's error)."""
   t = time.perf_counter()
@@ -403,7 +408,7 @@ def _compile(cc: str, flags: tuple, so: str, c: str, work: str, d: str, key: str
   except OSError: raise _no_compiler(cc) from None
   except spawn.Timeout as e:
     raise _failed(d, key, src, f"{cc} did not finish within {e.timeout:g} s and was stopped "
-                  f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from None
+                  f"(MINITENSOR_COMPILE_TIMEOUT; set it higher for a very large kernel)") from e
   stats.compiles += 1
   stats.compile_seconds += time.perf_counter() - t
   said = p.stderr.strip()

@@ -1,28 +1,19 @@
-"""tcc: what tier 0's compiler needs to stay fast (tiers.py: tcc compiles a new program's kernels).
+"""tcc: the text tier 0's compiler starts a build with (tiers.py: tcc compiles a new program's kernels; its link:
+linking.py).
 
     preprocessed_headers(cc)  PRELUDE's system headers as tcc's preprocessor leaves them, to start a build with
     built(cc, with_headers)   a build noted: the second one without the text starts making it
     start_headers()           start making that text for every compiler whose builds went without it
-    link(cc)                  the link of a tcc build: libtcc1.a alone, libc and libm left to the process
 
 PRELUDE's system headers: tcc preprocesses them in every compile, half its time (13 KB: 8.9 -> 4.1 ms, Zen 4). A tcc
 build starts with their text preprocessed (`tcc -E -dD`: the #include lines then meet guards; the same objects and
 keys), made on a background thread at a process's first build (builds until then read the headers) and kept on
 disk per compiler binary with the stamps of the files it was read from (a changed header makes it anew).
-
-The link: tcc's usual one reads libc's and libm's linker scripts and shared objects for every library it writes,
-half of what remains (an empty kernel: 3.9-4.2 -> 1.9-2.0 ms, AMD EPYC Zen 4). A kernel library is only ever loaded
-into a Python process, whose global scope has both (the interpreter links them), so it is linked with -nostdlib and
-tcc's own libtcc1.a (its helpers: conversions between unsigned 64-bit integers and floats), and its libc and libm
-symbols bind when it is loaded. Where that fails (an interpreter without libm in its global scope) the build is
-linked as usual, and so is every later one of the process (`usual_link_only`, set by runtime's build).
 """
 from __future__ import annotations
 import contextlib
-import glob
 import os
 import re
-import sys
 import threading
 from minitensor.backend import diskcache, spawn
 
@@ -128,28 +119,3 @@ def _reset_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
-
-_libtcc1: dict[str, str | None] = {}        # compiler -> its libtcc1.a, or None: linked as usual
-usual_link_only = [False]                   # a library linked without libc and libm failed to load in this process
-
-
-def link(cc: str) -> list[str]:
-  """The arguments that link a build by cc: for tcc, -nostdlib and its libtcc1.a (the module docstring), unless
-  that file is not where tcc installs it or such a library failed to load in this process; else -lm."""
-  if usual_link_only[0]: return ["-lm"]
-  if (lib := _libtcc1.get(cc, "")) == "":
-    lib = _libtcc1[cc] = _find_libtcc1(cc)
-  return ["-nostdlib", lib] if lib else ["-lm"]
-
-
-def _find_libtcc1(cc: str) -> str | None:
-  """libtcc1.a beside tcc's binary, in tcc's install directory (`tcc -print-search-dirs`): PREFIX/lib/tcc, or
-  PREFIX/lib/<multiarch>/tcc as Debian installs it; found by name, without running tcc."""
-  real = os.path.realpath(diskcache.which(cc) or cc)
-  if "tcc" not in os.path.basename(real): return None
-  lib = os.path.join(os.path.dirname(os.path.dirname(real)), "lib")
-  arch = getattr(sys.implementation, "_multiarch", None)
-  for d in [os.path.join(lib, "tcc"), *([os.path.join(lib, arch, "tcc")] if arch else []),
-            *sorted(glob.glob(os.path.join(lib, "*", "tcc")))]:
-    if os.path.isfile(f := os.path.join(d, "libtcc1.a")): return f
-  return None

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 import minitensor as mt
-from minitensor.backend import diskcache, runtime, spawn, tiers
+from minitensor.backend import diskcache, linking, runtime, spawn, tiers
 from minitensor.backend import tcc as tccmod
 from minitensor.backend.runtime import CompileError, compile_c
 from cache_files import CACHE_ENV, REPO
@@ -270,12 +270,11 @@ def _conversions_run(k) -> None:
 
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
 def test_tcc_links_against_libtcc1_alone(cache, monkeypatch):
-  """tcc.link: a tcc build is linked with -nostdlib and tcc's libtcc1.a, and binds libc and libm where it is loaded
-  (the interpreter's global scope): its unsigned conversions and libm calls compute C's values."""
+  """linking.link: a tcc build is linked with -nostdlib and tcc's libtcc1.a, and binds libc and libm where it is
+  loaded (the interpreter's global scope): its unsigned conversions and libm calls compute C's values."""
   tcc = tiers.fast_compiler()
-  monkeypatch.setattr(tccmod, "usual_link_only", [False])
-  assert tccmod.link(tcc)[0] == "-nostdlib" and tccmod.link(tcc)[1].endswith("libtcc1.a")
-  assert tccmod.link(runtime.compiler()) == ["-lm"]
+  monkeypatch.setattr(linking, "_usual", set())
+  assert linking.link(tcc, tiers.TCC_FLAGS)[0] == "-nostdlib" and linking.link(tcc, ())[1].endswith("libtcc1.a")
   calls, real = [], runtime._run_compiler
   monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
   _conversions_run(compile_c(_CONVERSIONS, tiers.TCC_FLAGS, tcc, {"k": ("void*", "void*")})["k"])
@@ -283,12 +282,51 @@ def test_tcc_links_against_libtcc1_alone(cache, monkeypatch):
   assert "-nostdlib" in build and "-lm" not in build
 
 
+def _is_gcc(cc: str) -> bool:
+  name = os.path.basename(os.path.realpath(diskcache.which(cc) or cc))
+  return "gcc" in name and "clang" not in name
+
+
+@pytest.mark.skipif(not _is_gcc(runtime.compiler()), reason="the C compiler is not gcc")
+@pytest.mark.parametrize("flags", [tiers.TIER0_FLAGS, runtime.FLAGS], ids=["tier 0", "tier 1"])
+def test_gcc_links_libm_libgomp_and_libgcc_alone(cache, monkeypatch, flags):
+  """linking.link: a gcc build is linked with -nostdlib, libm, libgomp (OpenMP builds) and libgcc.a: a parallel loop
+  of expf (libmvec's vector version at -O3), complex products and quotients (libgcc's __mulsc3 and __divsc3) and
+  unsigned conversions compute C's values, on every thread."""
+  cc = runtime.compiler()
+  monkeypatch.setattr(linking, "_usual", set())
+  assert linking.link(cc, flags) == ("-nostdlib", "-lm", "-lgomp", "-lgcc")
+  assert linking.link(cc, ("-O1",)) == ("-nostdlib", "-lm", "-lgcc")
+  calls, real = [], runtime._run_compiler
+  monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
+  src = _CONVERSIONS + textwrap.dedent("""\
+    #include <complex.h>
+    void p(float* x, int64_t n) {
+    #pragma omp parallel for
+      for (int64_t i = 0; i < n; i++) x[i] = expf(x[i]);
+    }
+    void z(float _Complex* a, float _Complex* b) { a[2] = a[0] * b[0]; a[3] = a[1] / b[1]; }
+    """)
+  ks = compile_c(src, flags, cc, {"k": ("void*", "void*"), "p": ("void*", "int64_t"), "z": ("void*", "void*")})
+  _conversions_run(ks["k"])
+  y = np.linspace(-3, 3, 10_000, dtype=np.float32)
+  ks["p"].fn(runtime.native().from_buffer(y), len(y))
+  np.testing.assert_allclose(y, np.exp(np.linspace(-3, 3, 10_000, dtype=np.float32)), rtol=4e-7)
+  a = np.array([1 + 2j, 3 - 1j, 0, 0], np.complex64)
+  b = np.array([2 - 1j, 1 + 1j], np.complex64)
+  runtime.call(ks["z"], [a, b])
+  np.testing.assert_allclose(a[2:], [a[0] * b[0], a[1] / b[1]], rtol=1e-6)
+  (build,) = [c for c in calls if "-E" not in c]
+  assert "-nostdlib" in build and "-lgcc" in build
+
+
 @pytest.mark.skipif(tiers.fast_compiler() is None, reason="tcc is not installed")
-def test_a_tcc_library_that_does_not_load_is_linked_as_usual(cache, monkeypatch):
-  """A library linked without libc and libm that fails to load (an interpreter without them in its global scope:
-  made here by refusing the first load) is built again with the usual link, and so is every later build."""
+def test_a_library_that_does_not_load_is_linked_as_usual(cache, monkeypatch):
+  """A library linked with linking.link that fails to load (an interpreter without libm in its global scope: made
+  here by refusing the first load) is built again with the usual link, and so is every later build of its
+  compiler."""
   tcc = tiers.fast_compiler()
-  monkeypatch.setattr(tccmod, "usual_link_only", [False])
+  monkeypatch.setattr(linking, "_usual", set())
   calls, real = [], runtime._run_compiler
   monkeypatch.setattr(runtime, "_run_compiler", lambda cmd, cwd: calls.append(cmd) or real(cmd, cwd))
   opened = runtime._open
@@ -302,7 +340,17 @@ def test_a_tcc_library_that_does_not_load_is_linked_as_usual(cache, monkeypatch)
   _conversions_run(compile_c(_CONVERSIONS, tiers.TCC_FLAGS, tcc, {"k": ("void*", "void*")})["k"])
   builds = [c for c in calls if "-E" not in c]
   assert len(builds) == 2 and "-nostdlib" in builds[0] and builds[1][-1] == "-lm"
-  assert tccmod.usual_link_only[0] and tccmod.link(tcc) == ["-lm"]
+  assert linking.link(tcc, tiers.TCC_FLAGS) == linking.USUAL
   compile_c(_CONVERSIONS.replace("2.0)", "3.0)"), tiers.TCC_FLAGS, tcc, {"k": ("void*", "void*")})
   builds = [c for c in calls if "-E" not in c]
   assert len(builds) == 3 and builds[2][-1] == "-lm"
+
+
+def test_a_compile_error_is_reported_once_linked_as_usual(cache, monkeypatch):
+  """A source that does not compile fails with its error after the usual link's try too (the faster link is not
+  what failed), and the compiler keeps its faster link."""
+  cc = runtime.compiler()
+  monkeypatch.setattr(linking, "_usual", set())
+  with pytest.raises(CompileError, match="failed"):
+    compile_c("void k(float* x) { x[0] = undeclared; }\n", tiers.TIER0_FLAGS, cc, {"k": ("void*",)})
+  assert cc not in linking._usual
