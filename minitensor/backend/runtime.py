@@ -131,6 +131,9 @@ FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-co
 # 100)) made 0.6-1.0 s compiles of a 60 ms kernel; no-version-loops-for-strides: no second copy of every loop over a
 # runtime stride, assuming it is 1. Neither changes the machine code of any benchmark workload.
 GCC_O3_FLAGS = ("--param=max-completely-peeled-insns=150", "-fno-version-loops-for-strides")
+# added to gcc's OpenMP builds: a gcc configured with offload targets (Debian's: nvptx, amdgcn) otherwise looks for
+# their compilers in every such build, compile and link (a small kernel at -O1: 25 -> 22 ms of cc1 alone, Zen 4)
+GCC_OPENMP_FLAGS = ("-foffload=disable",)
 LOOPS_O3 = "-DMT_LOOPS_O3"    # an -O2 build whose loop kernels ask for -O3 (PRELUDE's MT_LOOPS): tiers.HAND_FLAGS
 
 
@@ -281,12 +284,13 @@ _SIG = re.compile(r"^(?:MT_LOOPS )?void (\w+)\(([^)]*)\)", re.M)      # (MT_LOOP
 
 
 def _tuned(flags: tuple, cc: str) -> tuple:
-  """The flags cc is run with: GCC_O3_FLAGS added to an -O3 build (or one with LOOPS_O3) by GCC, whose --version line
-  reads `NAME (VENDOR) X.Y...` (clang's and tcc's do not)."""
-  if "-O3" not in flags and LOOPS_O3 not in flags: return flags
+  """The flags cc is run with: for GCC, whose --version line reads `NAME (VENDOR) X.Y...` (clang's and tcc's do not),
+  GCC_OPENMP_FLAGS added to a build with -fopenmp and GCC_O3_FLAGS to an -O3 build (or one with LOOPS_O3)."""
+  o3, omp = "-O3" in flags or LOOPS_O3 in flags, "-fopenmp" in flags
+  if not (o3 or omp): return flags
   line = _version_line(cc)
-  gcc = "clang" not in line and re.search(r"\) \d+\.\d+", line) is not None
-  return flags + GCC_O3_FLAGS if gcc else flags
+  if "clang" in line or re.search(r"\) \d+\.\d+", line) is None: return flags
+  return flags + (GCC_OPENMP_FLAGS if omp else ()) + (GCC_O3_FLAGS if o3 else ())
 
 
 def _key(src: str, flags: tuple, cc: str) -> str:

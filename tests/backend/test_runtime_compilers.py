@@ -150,13 +150,18 @@ def test_version_line_is_asked_once_per_compiler_binary(cache, tmp_path, monkeyp
 
 
 def test_gcc_flags_follow_the_version_line(cache, tmp_path, monkeypatch):
-  """GCC_O3_FLAGS join an -O3 build by a compiler whose version line reads as GCC's, and no other build."""
+  """GCC_O3_FLAGS join an -O3 build by a compiler whose version line reads as GCC's, GCC_OPENMP_FLAGS its OpenMP
+  builds, and no other build."""
   monkeypatch.setattr(runtime, "_versions", {})
   gcc = _fake_cc(tmp_path, 'exec "$REAL" "$@"', version='echo "gcc (Debian 12.2.0-14) 12.2.0"; exit 0')
   assert runtime._tuned(("-O3",), gcc) == ("-O3", *runtime.GCC_O3_FLAGS)
   assert runtime._tuned(("-O1",), gcc) == ("-O1",)
+  assert runtime._tuned(("-O1", "-fopenmp"), gcc) == ("-O1", "-fopenmp", *runtime.GCC_OPENMP_FLAGS)
+  assert runtime._tuned(("-O3", "-fopenmp"), gcc) == ("-O3", "-fopenmp", *runtime.GCC_OPENMP_FLAGS,
+                                                       *runtime.GCC_O3_FLAGS)
   runtime._versions[gcc] = "Debian clang version 14.0.6"
   assert runtime._tuned(("-O3",), gcc) == ("-O3",)
+  assert runtime._tuned(("-O1", "-fopenmp"), gcc) == ("-O1", "-fopenmp")
 
 
 def _headers_anew(monkeypatch):
