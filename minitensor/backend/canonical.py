@@ -85,6 +85,8 @@ def _squeeze(u: UOp, src: list[UOp]) -> UOp:
   """u rebuilt in the shape _sq(u.shape) over its sources' squeezed nodes src (each of its source's shape
   without 1s)."""
   op, shape = u.op, u.shape
+  if 1 not in shape and all(a is b for a, b in zip(src, u.src)) and not (op is Ops.REDUCE and not u.arg[1]):
+    return u                          # (nothing to drop here or below; a reduce over no axes is one over 1-axes)
   if not src: return u.reshape(_sq(shape))
   if op in _SAME: return u.replace(src=tuple(src))
   x, have = src[0], u.src[0].shape
@@ -201,14 +203,18 @@ def _merge(outputs: list[UOp]) -> list[UOp]:
   bd = _Boundaries(order)
   for u in order:
     if _inner(u): _constrain(u, bd)
+  if all(bd.cut[bd.find(i)] for i in range(len(bd.cut))): return outputs        # (no two axes merge)
   new: dict[UOp, UOp] = {}
   for u in order:
     g = bd.groups(u)
+    src = [new[s] for s in u.src] if _inner(u) else []
+    if len(g) == len(u.shape) and all(a is b for a, b in zip(src, u.src)):
+      new[u] = u                                        # (its axes and its sources' stay as they are)
+      continue
     shape = tuple([math.prod([u.shape[a] for a in grp]) for grp in g])
     if not _inner(u):
       new[u] = u.reshape(shape)
       continue
-    src = [new[s] for s in u.src]
     op = u.op
     if op in _SAME or op is Ops.STACK or op not in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.REDUCE, *_PER_AXIS):
       y = u.replace(src=tuple(src)) if any(a is not b for a, b in zip(src, u.src)) else u

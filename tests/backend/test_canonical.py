@@ -101,6 +101,14 @@ def test_what_the_rules_keep_apart():
     if name != "broadcast": assert c[0].shape == want, name
 
 
+@pytest.mark.parametrize("shape", [(5, 7), (2, 1, 3, 7), (1, 7)])
+def test_a_canonical_graph_is_its_own_canonical_form(shape):
+  """canonical is idempotent: the canonical form of a canonical graph is that graph itself (no node rebuilt)."""
+  c = canonical(_graph(softmax, np.ones(shape, np.float32)), keys.SYMBOLIC_MAX)
+  assert canonical(c, keys.SYMBOLIC_MAX) is c
+  assert c[0].shape == {(5, 7): (5, 7), (2, 1, 3, 7): (6, 7), (1, 7): (7,)}[shape]
+
+
 def test_large_empty_and_flat_graphs_are_left_alone():
   big = mt.asarray(np.ones((2, keys.SYMBOLIC_MAX)))
   small = mt.asarray(np.ones((2, 0, 3)))
