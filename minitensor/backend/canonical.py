@@ -1,9 +1,10 @@
 """canonical: a graph's shapes in canonical form, so that graphs differing only in how their values' axes are cut
 are one program.
 
-    canonical(outputs)      the outputs' graph with size-1 axes dropped and adjacent axes that move together merged
+    canonical(outputs, limit)   the outputs' graph with size-1 axes dropped and adjacent axes that move together
+                                merged (a graph with a value over `limit` elements: as it is)
 
-A softmax over the last axis of (3, 4, 3), of (2, 1, 6, 3) and of (36, 1, 3) is one softmax of an (M, N) array;
+A softmax over the last axis of (3, 4, 3), of (2, 1, 6, 3) and of (12, 1, 3) is one softmax of a (12, 3) array;
 without this pass each is a structure of its own, with its own compile. realize's lookup keys and lowers the
 canonical graph (keys.structure, kernelize), and reshapes the results to the outputs' shapes.
 
