@@ -207,6 +207,7 @@ def entry_dir(key: str) -> str:
   os.makedirs(d, exist_ok=True)
   return d
 
+
 def stamp(path: str) -> str | None:
   """The identity of the file at path (its real path, inode, size and modification time), or None when it is not
   there: a compiler's or a header's, in the keys of what was made from it (an upgrade replaces the file)."""

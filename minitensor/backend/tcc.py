@@ -39,7 +39,7 @@ def preprocessed_headers(cc: str, start: bool = True) -> str:
   if entry is not None and (data := diskcache.read_private(entry)) is not None and (text := _valid_headers(data)):
     _headers[cc] = text
     return text
-  if start and cc not in _preprocessing:      # (a forked child starts its own: _after_fork_in_child)
+  if start and cc not in _preprocessing:      # (a forked child starts its own: _reset_after_fork)
     t = _preprocessing[cc] = threading.Thread(target=_make_headers, args=(cc, entry), daemon=True,
                                               name="minitensor-headers")
     try: t.start()
