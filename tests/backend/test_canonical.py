@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import minitensor as mt
 import minitensor.testing as mtt
-from minitensor.backend import keys, realize
+from minitensor.backend import keys, realize, tiers
 from minitensor.backend.canonical import canonical
 from minitensor.backend.runtime import stats
 from minitensor.backend.uop import ALU, Ops, UOp
@@ -146,15 +146,22 @@ def test_canonical_graph_has_the_graphs_values(data):
 
 def test_a_specialization_is_of_the_canonical_graph(monkeypatch):
   """A hot symbolic program's specialization compiles the canonical graph it was keyed by (its leaves and sizes
-  agree), so the loop's values stay the symbolic program's."""
-  rng = np.random.default_rng(2)
-  a = rng.standard_normal((3, 1, 4, 5))
-  f = lambda t: (t * 1.5).sum(axis=-1)
+  agree, so it is made at all), and the loop's values stay the symbolic program's bit for bit."""
+  monkeypatch.setenv("MINITENSOR_TIER", "auto")
+  monkeypatch.delenv("MINITENSOR_CHECK", raising=False)
+  monkeypatch.setattr(tiers, "HOT_SECONDS", float("inf"))
+  monkeypatch.setattr(tiers, "HOT_RUNS", 2)
+  monkeypatch.setattr(tiers, "WARM_SECONDS", 0.0)
+  a = np.random.default_rng(2).standard_normal((3, 1, 4, 5))
+  f = lambda t: (t * 1.75).sum(axis=-1)
   first = np.asarray(f(mt.asarray(a)))
-  for _ in range(60): np.testing.assert_array_equal(np.asarray(f(mt.asarray(a))), first)
-  realize.settle()
+  for _ in range(3): np.testing.assert_array_equal(np.asarray(f(mt.asarray(a))), first)
+  realize.settle(120)
+  skey, _, sizes = keys.structure(realize.canonical_graph([f(mt.asarray(a)).uop]))
+  prog = realize._cache[realize.ProgramKey(skey, realize.modes())]
+  assert prog.specializable and prog.special.get(sizes), prog.special
   np.testing.assert_array_equal(np.asarray(f(mt.asarray(a))), first)
-  np.testing.assert_allclose(first, (a * 1.5).sum(axis=-1), rtol=1e-12)
+  np.testing.assert_allclose(first, (a * 1.75).sum(axis=-1), rtol=1e-12)
 
 
 @pytest.mark.parametrize("how", ["sum", "max", "min", "prod", "mean", "any", "all"])
